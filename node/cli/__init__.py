@@ -1,0 +1,46 @@
+"""The `topicswarm` command line.
+
+Each command group lives in its own module in this package with a `register(subparsers)` function that
+adds its parsers and sets `func` (called with the parsed arguments, returns the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from node.cli.common import CliError
+
+# Modules of this package that add commands, in the order `--help` lists them.
+COMMAND_MODULES = ["config"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="topicswarm",
+        description="A peer-to-peer network of focused web crawlers.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"node.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"topicswarm: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

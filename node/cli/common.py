@@ -1,0 +1,25 @@
+"""Arguments and helpers every command shares."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from node.datadir import DataDir, default_data_dir
+
+
+class CliError(Exception):
+    """A failure the user can act on: printed as one line, exit code 2, never a traceback."""
+
+
+def add_data_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="the node's data directory (default: $TOPICSWARM_DATA or ~/.local/share/topicswarm)",
+    )
+
+
+def data_dir(args: argparse.Namespace) -> DataDir:
+    return DataDir(args.data if args.data is not None else default_data_dir())

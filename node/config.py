@@ -1,0 +1,118 @@
+"""The node's configuration: `config.toml` in the data directory over the documented defaults.
+
+Each section is a frozen settings dataclass owned by its package (`crawler.settings.CrawlSettings`, ...).
+Unknown keys and wrongly typed values are errors that name the key, so a typo never silently does nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from crawler.settings import CrawlSettings
+
+
+class ConfigError(ValueError):
+    """The config file is unreadable or names a key or value the node does not know."""
+
+
+@dataclass(frozen=True)
+class Config:
+    crawler: CrawlSettings = field(default_factory=CrawlSettings)
+
+
+SECTIONS: dict[str, type] = {f.name: f.default_factory for f in dataclasses.fields(Config)}  # type: ignore[misc]
+
+
+def _coerce(section: str, name: str, annotation: Any, value: Any) -> Any:
+    hint = typing.get_origin(annotation) or annotation
+    where = f"[{section}] {name}"
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, not {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be a whole number, not {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where} must be a number, not {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, not {value!r}")
+        return value
+    if hint in (tuple, list):
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where} must be a list, not {value!r}")
+        return tuple(value)
+    if hint in (typing.Union, types.UnionType):
+        return value
+    return value
+
+
+def _build_section(name: str, cls: type, values: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"[{name}] has unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return cls(**{key: _coerce(name, key, hints[key], value) for key, value in values.items()})
+
+
+def parse_config(text: str, source: str = "config.toml") -> Config:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    sections = {}
+    for name, cls in SECTIONS.items():
+        values = raw.get(name, {})
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        sections[name] = _build_section(name, cls, values)
+    return Config(**sections)
+
+
+def load_config(path: Path) -> Config:
+    """The config at `path`, or the defaults when the file does not exist."""
+    if not path.exists():
+        return Config()
+    return parse_config(path.read_text(encoding="utf-8"), source=str(path))
+
+
+def default_config_toml() -> str:
+    """Every setting with its default, each preceded by its documentation as a comment."""
+    lines: list[str] = ["# topicswarm node configuration; every setting shown with its default.", ""]
+    for name, cls in SECTIONS.items():
+        lines.append(f"[{name}]")
+        for f in dataclasses.fields(cls):
+            lines.append(f"# {f.metadata.get('doc', '')}")
+            lines.append(tomli_w.dumps({f.name: _toml_value(f.default)}).strip())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def settings_table() -> list[tuple[str, str, str]]:
+    """(key, default, doc) rows for the README's configuration table."""
+    rows = []
+    for name, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            default = tomli_w.dumps({"v": _toml_value(f.default)}).strip()[4:]
+            rows.append((f"{name}.{f.name}", default, f.metadata.get("doc", "")))
+    return rows

@@ -1,0 +1,1 @@
+"""Simulated webs and peer networks on loopback, experiments and benchmarks."""

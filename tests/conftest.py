@@ -1,0 +1,16 @@
+"""Fixtures every test folder may use."""
+
+from __future__ import annotations
+
+import pytest
+
+from simnet.paths import shared_data_dir
+
+
+@pytest.fixture
+def shared_data():
+    """The shared real-data folder; the test is skipped with the reason when it is absent."""
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"needs the shared data folder, absent at {path}")
+    return path

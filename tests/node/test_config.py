@@ -1,0 +1,27 @@
+import pytest
+
+from node.config import Config, ConfigError, default_config_toml, parse_config
+
+
+def test_defaults_round_trip_through_the_documented_toml():
+    assert parse_config(default_config_toml()) == Config()
+
+
+def test_a_setting_overrides_its_default():
+    config = parse_config("[crawler]\ndownload_delay = 2\n")
+    assert config.crawler.download_delay == 2.0
+
+
+def test_an_unknown_key_is_an_error_that_names_it():
+    with pytest.raises(ConfigError, match="download_dealy"):
+        parse_config("[crawler]\ndownload_dealy = 2\n")
+
+
+def test_a_wrongly_typed_value_is_an_error_that_names_the_key():
+    with pytest.raises(ConfigError, match="robotstxt_obey"):
+        parse_config('[crawler]\nrobotstxt_obey = "yes"\n')
+
+
+def test_an_unknown_section_is_an_error():
+    with pytest.raises(ConfigError, match="crawlr"):
+        parse_config("[crawlr]\n")

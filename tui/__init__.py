@@ -1,0 +1,1 @@
+"""The Textual terminal UI: a client of a node's control API only."""
