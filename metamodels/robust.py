@@ -1,0 +1,118 @@
+"""Robust combination of base models' confidences against bad or hostile contributors (beyond the thesis).
+
+The thesis weighs every peer's model equally. A peer that sends a label-flipped model, a random one, or one
+with inflated scores then pulls the meta decision its way. Here each model's weight comes from its accuracy
+measured on labelled data the combiner holds itself (models at or below chance get weight 0), and the
+per-document aggregate is a weighted trimmed mean or weighted median, so a minority of extreme confidences
+cannot dominate. Calibrate scores first (metamodels.calibration) so they share one scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from metamodels.errors import MetaInputError
+
+Aggregation = Literal["mean", "trimmed_mean", "median"]
+
+
+@dataclass(frozen=True)
+class RobustSettings:
+    """How received models are weighed and combined."""
+
+    aggregation: Aggregation = "trimmed_mean"  # per-document aggregate of the models' confidences
+    trim: float = 0.25  # trimmed mean: weight share cut from each end (0 = mean, near 0.5 = median)
+    chance: float = 0.5  # accuracy of guessing; a model at or below it gets weight 0
+    max_accuracy: float = 0.99  # caps the log-odds weight so one lucky model cannot take over
+    min_evaluated: int = 5  # fewer held-out labelled documents than this: weight 0 (unknown quality)
+
+
+def accuracy_weight(accuracy: float, evaluated: int, settings: RobustSettings = RobustSettings()) -> float:
+    """log(acc / (1 - acc)) - log(chance / (1 - chance)), floored at 0 (optimal for independent voters).
+
+    A model measured on fewer than settings.min_evaluated documents gets 0: its quality is unknown.
+    """
+    if evaluated < settings.min_evaluated or math.isnan(accuracy) or accuracy <= settings.chance:
+        return 0.0
+    capped = min(accuracy, settings.max_accuracy)
+    chance_odds = math.log(settings.chance / (1.0 - settings.chance))
+    return max(0.0, math.log(capped / (1.0 - capped)) - chance_odds)
+
+
+def accuracy_weights(
+    results: Sequence[tuple[int, int]], settings: RobustSettings = RobustSettings()
+) -> np.ndarray:
+    """Weights from (correct, evaluated) counts of each model on the combiner's own labelled documents."""
+    return np.array(
+        [
+            accuracy_weight(correct / evaluated if evaluated else math.nan, evaluated, settings)
+            for correct, evaluated in results
+        ]
+    )
+
+
+def _checked(confidences: np.ndarray | Sequence[Sequence[float]], weights: Sequence[float] | np.ndarray):
+    values = np.asarray(confidences, dtype=float)
+    if values.ndim != 2:
+        raise MetaInputError(f"confidences must be a (documents x models) matrix, got shape {values.shape}")
+    w = np.asarray(weights, dtype=float).reshape(-1)
+    if w.shape[0] != values.shape[1]:
+        raise MetaInputError(f"got {w.shape[0]} weights for {values.shape[1]} models")
+    if np.any(w < 0) or not np.all(np.isfinite(w)) or not np.all(np.isfinite(values)):
+        raise MetaInputError("weights must be finite and non-negative, confidences finite")
+    return values, w
+
+
+def weighted_trimmed_mean(
+    confidences: np.ndarray | Sequence[Sequence[float]], weights: Sequence[float] | np.ndarray, trim: float
+) -> np.ndarray:
+    """Per document: sort the models' values, cut `trim` of the total weight from each end, average the rest.
+
+    Cutting is by weight, so a model can be cut in part. All weights zero gives 0 (no evidence: abstain).
+    trim = 0 is the weighted mean; trim close to 0.5 approaches the weighted median.
+    """
+    if not 0.0 <= trim < 0.5:
+        raise MetaInputError(f"trim must lie in [0, 0.5), got {trim}")
+    values, w = _checked(confidences, weights)
+    total = w.sum()
+    if total <= 0:
+        return np.zeros(values.shape[0])
+    order = np.argsort(values, axis=1, kind="stable")
+    sorted_values = np.take_along_axis(values, order, axis=1)
+    sorted_weights = w[order] / total
+    upper = np.cumsum(sorted_weights, axis=1)
+    lower = upper - sorted_weights
+    kept = np.clip(np.minimum(upper, 1.0 - trim) - np.maximum(lower, trim), 0.0, None)
+    return np.sum(kept * sorted_values, axis=1) / (1.0 - 2.0 * trim)
+
+
+def weighted_median(
+    confidences: np.ndarray | Sequence[Sequence[float]], weights: Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """Per document: the value where the cumulative weight first reaches half (lower weighted median)."""
+    values, w = _checked(confidences, weights)
+    total = w.sum()
+    if total <= 0:
+        return np.zeros(values.shape[0])
+    order = np.argsort(values, axis=1, kind="stable")
+    sorted_values = np.take_along_axis(values, order, axis=1)
+    cumulative = np.cumsum(w[order], axis=1)
+    index = np.argmax(cumulative >= 0.5 * total - 1e-12, axis=1)
+    return sorted_values[np.arange(values.shape[0]), index]
+
+
+def robust_combine(
+    confidences: np.ndarray | Sequence[Sequence[float]],
+    weights: Sequence[float] | np.ndarray,
+    settings: RobustSettings = RobustSettings(),
+) -> np.ndarray:
+    """Combined signed confidence per document under settings.aggregation."""
+    if settings.aggregation == "median":
+        return weighted_median(confidences, weights)
+    trim = settings.trim if settings.aggregation == "trimmed_mean" else 0.0
+    return weighted_trimmed_mean(confidences, weights, trim)
