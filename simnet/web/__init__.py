@@ -1,0 +1,25 @@
+"""The simulated web: real web corpora served on loopback, one host per site, with injectable faults."""
+
+from simnet.web.corpus import Site, WebCorpus, load_web
+from simnet.web.errors import CorpusError, FaultSpecError, PortError, WebError
+from simnet.web.faults import FAULT_KINDS, Fault, FaultPlan, parse_fault
+from simnet.web.layout import RequestRecord, WebLayout
+from simnet.web.server import ServedWeb, serve_web
+
+__all__ = [
+    "FAULT_KINDS",
+    "CorpusError",
+    "Fault",
+    "FaultPlan",
+    "FaultSpecError",
+    "PortError",
+    "RequestRecord",
+    "ServedWeb",
+    "Site",
+    "WebCorpus",
+    "WebError",
+    "WebLayout",
+    "load_web",
+    "parse_fault",
+    "serve_web",
+]

@@ -1,0 +1,389 @@
+"""The simulated web's HTTP/1.1 server: one loopback address per site on one shared port, under trio.
+
+h11 speaks the protocol (keep-alive included); files are read once, upstream links rewritten once, and
+the bytes cached, so the server stays much faster than the crawlers it serves.
+"""
+
+from __future__ import annotations
+
+import errno
+import mimetypes
+import posixpath
+import socket
+import struct
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+import h11
+import trio
+
+from simnet.web.corpus import Site, WebCorpus, load_web
+from simnet.web.errors import PortError
+from simnet.web.faults import Fault, FaultPlan
+from simnet.web.hub import hub_page
+from simnet.web.layout import HUB_ADDRESS, RequestRecord, WebLayout
+from simnet.web.payloads import (
+    BOMB_DEFAULT,
+    HUGE_DEFAULT,
+    binary_junk,
+    calendar_page,
+    gzip_bomb,
+    huge_chunks,
+    with_trap_link,
+)
+
+SERVER_NAME = b"topicswarm-simweb"
+IDLE_TIMEOUT = 60.0
+CACHE_LIMIT = 768 * 1024 * 1024
+BIND_ATTEMPTS = 50
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+ALLOW_ALL_ROBOTS = b"User-agent: *\nDisallow:\n"
+
+
+@dataclass
+class Reply:
+    """What to answer; `action` names the fault's way of answering ("reset", "truncate") if any."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "text/html"
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    chunks: Iterable[bytes] | None = None  # streamed body of declared `length`
+    length: int | None = None
+    action: str | None = None
+    fault: str | None = None
+
+
+def content_type_of(path: Path) -> str:
+    if path.suffix.lower() in (".html", ".htm"):
+        return "text/html"
+    guessed, encoding = mimetypes.guess_type(path.name)
+    if encoding == "gzip":
+        return "application/gzip"
+    return guessed or "application/octet-stream"
+
+
+def error_reply(status: int, fault: str | None = None) -> Reply:
+    reason = h11_reason(status).decode()
+    title = f"<title>{status} {reason}</title>"
+    body = f"<!DOCTYPE html><html><head>{title}</head><body><h1>{reason}</h1></body></html>"
+    return Reply(status, body.encode(), fault=fault)
+
+
+def h11_reason(status: int) -> bytes:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b"Status"
+
+
+class WebServer:
+    """Answers requests for one web: static files, the hub, robots.txt and the injected faults."""
+
+    def __init__(self, layout: WebLayout, faults: FaultPlan):
+        self.layout = layout
+        self.faults = faults
+        self.request_log: list[RequestRecord] = []
+        self._cache: dict[Path, tuple[bytes, str]] = {}
+        self._cached_bytes = 0
+        self._hub = hub_page(layout.corpus.name, layout.sites, layout.site_url)
+
+    # ---- what to answer
+    async def reply(self, site: Site | None, method: str, target: str) -> Reply:
+        if method not in ("GET", "HEAD"):
+            return error_reply(405)
+        raw_path, _, query = target.partition("?")
+        path = unquote(raw_path) or "/"
+        if site is None:
+            if path == "/":
+                return Reply(200, self._hub)
+            if path == "/robots.txt":
+                return Reply(200, ALLOW_ALL_ROBOTS, "text/plain")
+            return error_reply(404)
+        if path == "/robots.txt":
+            return self.robots(site)
+        trap = self.faults.trap(site.name)
+        if trap is not None and path.startswith(trap.trap_prefix):
+            return Reply(200, calendar_page(trap.trap_prefix, path), fault="trap")
+        fault = self.faults.for_request(site.name, path)
+        if fault is not None:
+            if fault.kind == "slow":
+                await trio.sleep(fault.delay)
+            else:
+                special = await self.fault_reply(fault, path, raw_path, query)
+                if special is not None:
+                    return special
+        reply = self.file_reply(site, path, raw_path, query)
+        if trap is not None and reply.status == 200 and reply.content_type in HTML_TYPES:
+            reply.body = with_trap_link(reply.body, trap.trap_prefix)
+        if fault is not None:
+            reply.fault = fault.kind
+            if fault.kind == "wrong_type" and reply.status == 200:
+                reply.content_type = fault.content_type
+        return reply
+
+    async def fault_reply(self, fault: Fault, path: str, raw_path: str, query: str) -> Reply | None:
+        kind = fault.kind
+        if kind == "server_error":
+            return error_reply(fault.status or 503, fault=kind)
+        if kind == "reset":
+            return Reply(0, action="reset", fault=kind)
+        if kind == "huge":
+            size = fault.size or HUGE_DEFAULT
+            return Reply(200, chunks=huge_chunks(size), length=size, fault=kind)
+        if kind == "gzip_bomb":
+            bomb = await trio.to_thread.run_sync(gzip_bomb, fault.size or BOMB_DEFAULT)
+            return Reply(200, bomb, headers=[(b"content-encoding", b"gzip")], fault=kind)
+        if kind == "redirect_loop":
+            location = raw_path if "loop=1" in query else f"{raw_path}?loop=1"
+            return Reply(302, b"", headers=[(b"location", location.encode("latin-1"))], fault=kind)
+        if kind == "binary_as_html":
+            return Reply(200, binary_junk(path), "text/html", fault=kind)
+        if kind == "truncated":
+            return None  # the file is answered, then cut (see serve_request)
+        return None
+
+    def robots(self, site: Site) -> Reply:
+        fault = self.faults.robots_fault(site.name)
+        if fault is None:
+            return Reply(200, ALLOW_ALL_ROBOTS, "text/plain")
+        if fault.kind == "robots_429":
+            return Reply(
+                429, b"slow down\n", "text/plain", headers=[(b"retry-after", b"5")], fault=fault.kind
+            )
+        if fault.kind == "robots_5xx":
+            return Reply(fault.status or 503, b"unavailable\n", "text/plain", fault=fault.kind)
+        lines = ["User-agent: *", f"Disallow: {fault.disallowed}"]
+        if fault.crawl_delay is not None:
+            lines.append(f"Crawl-delay: {fault.crawl_delay:g}")
+        return Reply(200, ("\n".join(lines) + "\n").encode(), "text/plain", fault=fault.kind)
+
+    def file_reply(self, site: Site, path: str, raw_path: str, query: str) -> Reply:
+        relative = posixpath.normpath(path).lstrip("/")
+        if relative.startswith("..") or "\x00" in relative:
+            return error_reply(404)
+        file = site.root / relative if relative not in ("", ".") else site.root
+        if file.is_dir():
+            if not raw_path.endswith("/"):
+                location = raw_path + "/" + (f"?{query}" if query else "")
+                return Reply(301, b"", headers=[(b"location", location.encode("latin-1"))])
+            file = file / "index.html"
+        cached = self._cache.get(file)
+        if cached is None:
+            cached = self._load(file)
+            if cached is None:
+                return error_reply(404)
+        body, content_type = cached
+        return Reply(200, body, content_type)
+
+    def _load(self, file: Path) -> tuple[bytes, str] | None:
+        try:
+            body = file.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            return None
+        content_type = content_type_of(file)
+        if content_type in HTML_TYPES:
+            body = self.layout.upstream.rewrite_html(body)
+        if self._cached_bytes + len(body) <= CACHE_LIMIT:
+            self._cache[file] = (body, content_type)
+            self._cached_bytes += len(body)
+        return body, content_type
+
+    # ---- the protocol
+    async def serve_connection(self, stream: trio.SocketStream, site: Site | None, host: str) -> None:
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                event = await self._next_event(conn, stream)
+                if not isinstance(event, h11.Request):
+                    return
+                keep_going = await self._serve_request(conn, stream, site, host, event)
+                if not keep_going or conn.our_state is h11.MUST_CLOSE:
+                    return
+                while conn.their_state is h11.SEND_BODY:  # a request body: read and ignored
+                    if isinstance(await self._next_event(conn, stream), h11.ConnectionClosed):
+                        return
+                conn.start_next_cycle()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, trio.TooSlowError):
+            return
+        finally:
+            await stream.aclose()
+
+    @staticmethod
+    async def _next_event(conn: h11.Connection, stream: trio.SocketStream):
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                with trio.fail_after(IDLE_TIMEOUT):
+                    data = await stream.receive_some(65536)
+                conn.receive_data(data)
+                continue
+            return event
+
+    async def _serve_request(
+        self,
+        conn: h11.Connection,
+        stream: trio.SocketStream,
+        site: Site | None,
+        host: str,
+        request: h11.Request,
+    ) -> bool:
+        """Answer one request; False when the connection must close. The request is logged before the last
+        bytes go out, so a client that has its answer always finds the request in the log."""
+        start = time.monotonic()
+        target = request.target.decode("latin-1")
+        method = request.method.decode("ascii", "replace")
+        reply = await self.reply(site, method, target)
+        sent = 0
+
+        def log() -> None:
+            self.request_log.append(
+                RequestRecord(
+                    start,
+                    time.monotonic(),
+                    host,
+                    target,
+                    reply.status,
+                    reply.fault,
+                    site.name if site else None,
+                    sent,
+                )
+            )
+
+        if reply.action == "reset":
+            log()
+            reset(stream)
+            return False
+        length = reply.length if reply.chunks is not None else len(reply.body)
+        headers = [
+            (b"server", SERVER_NAME),
+            (b"content-type", reply.content_type.encode("latin-1")),
+            (b"content-length", str(length).encode()),
+            *reply.headers,
+        ]
+        head = conn.send(
+            h11.Response(status_code=reply.status, headers=headers, reason=h11_reason(reply.status))
+        )
+        if method == "HEAD":
+            conn.send(h11.EndOfMessage())
+            log()
+            await stream.send_all(head)
+            return True
+        if reply.chunks is None:
+            body = reply.body[: len(reply.body) // 2] if reply.fault == "truncated" else reply.body
+            data = conn.send(h11.Data(data=body)) if body else b""
+            sent = len(body)
+            if reply.fault != "truncated":
+                conn.send(h11.EndOfMessage())
+            log()
+            await stream.send_all(head + data)
+            return reply.fault != "truncated"
+        try:
+            await stream.send_all(head)
+            for chunk in reply.chunks:
+                await stream.send_all(conn.send(h11.Data(data=chunk)))
+                sent += len(chunk)
+            conn.send(h11.EndOfMessage())
+        finally:
+            log()
+        return True
+
+
+def reset(stream: trio.SocketStream) -> None:
+    """Abort with a TCP RST: linger on, timeout zero, then close."""
+    stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def open_listening_socket(address: str, port: int, reuse_port: bool) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((address, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def bind_all(
+    addresses: list[str], port: int = 0, reuse_port: bool = False
+) -> tuple[list[socket.socket], int]:
+    """Listening sockets on every address with one common port; port 0 retries until one is free on all."""
+    for _ in range(BIND_ATTEMPTS if port == 0 else 1):
+        sockets: list[socket.socket] = []
+        try:
+            first = open_listening_socket(addresses[0], port, reuse_port)
+            sockets.append(first)
+            chosen = first.getsockname()[1]
+            for address in addresses[1:]:
+                sockets.append(open_listening_socket(address, chosen, reuse_port))
+            return sockets, chosen
+        except OSError as exc:
+            for sock in sockets:
+                sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise PortError(f"cannot listen on loopback: {exc}") from exc
+            if port != 0:
+                raise PortError(
+                    f"port {port} is in use on one of {', '.join(addresses)}; "
+                    "choose another port or 0 for any free one"
+                ) from exc
+    raise PortError(f"no port free on all of {len(addresses)} loopback addresses after {BIND_ATTEMPTS} tries")
+
+
+class ServedWeb(WebLayout):
+    """A web being served: its layout (URLs, labels, upstream mapping) plus the server's request log."""
+
+    def __init__(self, corpus: WebCorpus, port: int, faults: FaultPlan):
+        super().__init__(corpus, port)
+        self.faults = faults
+        self.server = WebServer(self, faults)
+
+    @property
+    def request_log(self) -> list[RequestRecord]:
+        return self.server.request_log
+
+
+async def run_listeners(server: WebServer, layout: WebLayout, sockets: list[socket.socket]) -> None:
+    """Accept connections on the hub socket (first) and the site sockets until cancelled."""
+    async with trio.open_nursery() as nursery:
+        hosts: list[tuple[Site | None, str]] = [(None, layout.hub_host)]
+        hosts += [(site, layout.host_of_site(site)) for site in layout.sites]
+        for sock, (site, host) in zip(sockets, hosts, strict=True):
+            listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+
+            async def handle(stream: trio.SocketStream, site: Site | None = site, host: str = host) -> None:
+                await server.serve_connection(stream, site, host)
+
+            nursery.start_soon(trio.serve_listeners, handle, [listener])
+
+
+def all_addresses(layout_sites: Iterable[str]) -> list[str]:
+    return [HUB_ADDRESS, *layout_sites]
+
+
+@asynccontextmanager
+async def serve_web(
+    corpus: WebCorpus | str | Path, faults: FaultPlan | None = None, port: int = 0, reuse_port: bool = False
+) -> AsyncIterator[ServedWeb]:
+    """Serve a web in this trio process until the block ends."""
+    if not isinstance(corpus, WebCorpus):
+        corpus = load_web(corpus)
+    probe = WebLayout(corpus, 0)
+    sockets, chosen = bind_all(all_addresses(probe.addresses.values()), port, reuse_port)
+    web = ServedWeb(corpus, chosen, faults or FaultPlan())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_listeners, web.server, web, sockets)
+        try:
+            yield web
+        finally:
+            nursery.cancel_scope.cancel()
