@@ -1,0 +1,245 @@
+"""Per-peer budgets: token-bucket rate limits and a ledger of violations that bans repeat offenders.
+
+Every rejection of a peer's message goes through `PeerLedger.record`, which logs it (peer and reason, at
+WARNING), counts it per reason for the UI ("peers whose messages were rejected and why") and bans the
+peer for a while once it crosses the threshold. Both structures are bounded, so a crowd of fake peer ids
+cannot grow them without limit, and take an injectable clock so tests need no sleeping.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from p2p.errors import WireError
+
+__all__ = ["PeerGuard", "PeerLedger", "PeerRecord", "RateLimiter", "Violation"]
+
+log = logging.getLogger("p2p.wire")
+
+Clock = Callable[[], float]
+MAX_TRACKED_PEERS = 10_000
+MAX_BAN_SECONDS = 24 * 3600.0
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class RateLimiter:
+    """One token bucket per peer: `burst` requests at once, then `rate` per second."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: float,
+        clock: Clock = time.monotonic,
+        max_peers: int = MAX_TRACKED_PEERS,
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self.rate = rate
+        self.burst = float(burst)
+        self._clock = clock
+        self._max_peers = max_peers
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+
+    def allow(self, peer: str, cost: float = 1.0) -> bool:
+        """Takes `cost` tokens from the peer's bucket if it has them."""
+        now = self._clock()
+        bucket = self._buckets.get(peer)
+        if bucket is None:
+            bucket = _Bucket(self.burst, now)
+            self._buckets[peer] = bucket
+            while len(self._buckets) > self._max_peers:
+                self._buckets.popitem(last=False)  # the least recently seen peer starts afresh
+        else:
+            self._buckets.move_to_end(peer)
+            bucket.tokens = min(self.burst, bucket.tokens + max(0.0, now - bucket.updated) * self.rate)
+            bucket.updated = now
+        if bucket.tokens < cost:
+            return False
+        bucket.tokens -= cost
+        return True
+
+    def check(self, peer: str, cost: float = 1.0) -> None:
+        """Like `allow`, but raises `WireError("rate_limited")`."""
+        if not self.allow(peer, cost):
+            raise WireError("rate_limited", f"more than {self.rate:g}/s (burst {self.burst:g})")
+
+    def forget(self, peer: str) -> None:
+        self._buckets.pop(peer, None)
+
+
+@dataclass(frozen=True)
+class Violation:
+    at: float
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class PeerRecord:
+    """What the ledger knows about one peer, as shown in the UI."""
+
+    peer: str
+    total: int
+    reasons: Mapping[str, int]
+    recent: tuple[Violation, ...]
+    bans: int
+    banned_until: float | None
+
+
+@dataclass
+class _Entry:
+    reasons: Counter[str] = field(default_factory=Counter)
+    recent: deque[Violation] = field(default_factory=lambda: deque(maxlen=10))
+    total: int = 0
+    since_ban: int = 0
+    bans: int = 0
+    banned_until: float | None = None
+    last_logged: dict[str, float] = field(default_factory=dict)
+    suppressed: Counter[str] = field(default_factory=Counter)
+
+
+class PeerLedger:
+    """Counts violations per peer and reason; `max_violations` since the last ban earn a ban.
+
+    Bans last `ban_seconds`, doubling for each further ban (at most a day; `math.inf` means until the
+    node restarts). Repeats of one reason from one peer within `log_interval` seconds are counted but
+    logged once, so a flood cannot flood the log as well.
+    """
+
+    def __init__(
+        self,
+        max_violations: int = 20,
+        ban_seconds: float = 600.0,
+        clock: Clock = time.monotonic,
+        max_peers: int = MAX_TRACKED_PEERS,
+        log_interval: float = 1.0,
+    ) -> None:
+        if max_violations < 1:
+            raise ValueError("max_violations must be >= 1")
+        self.max_violations = max_violations
+        self.ban_seconds = ban_seconds
+        self._clock = clock
+        self._max_peers = max_peers
+        self._log_interval = log_interval
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+
+    def record(self, peer: str, error: WireError) -> bool:
+        """Logs and counts one rejected message; True when this violation got the peer banned."""
+        now = self._clock()
+        entry = self._entry(peer)
+        entry.total += 1
+        entry.since_ban += 1
+        entry.reasons[error.reason] += 1
+        entry.recent.append(Violation(now, error.reason, error.detail[:200]))
+        self._log(peer, entry, error, now)
+        if entry.since_ban < self.max_violations or self._banned(entry, now):
+            return False
+        entry.bans += 1
+        entry.since_ban = 0
+        duration = min(
+            self.ban_seconds * 2 ** min(entry.bans - 1, 20), max(MAX_BAN_SECONDS, self.ban_seconds)
+        )
+        entry.banned_until = now + duration
+        log.warning(
+            "banned peer %s for %s after %d violations (%s)",
+            peer,
+            "the rest of this run" if math.isinf(duration) else f"{duration:g} s",
+            self.max_violations,
+            ", ".join(f"{reason} x{count}" for reason, count in entry.reasons.most_common(3)),
+        )
+        return True
+
+    def is_banned(self, peer: str) -> bool:
+        entry = self._entries.get(peer)
+        return entry is not None and self._banned(entry, self._clock())
+
+    def check(self, peer: str) -> None:
+        """Raises `WireError("banned")` while the peer is banned (not counted: it is the consequence)."""
+        entry = self._entries.get(peer)
+        if entry is not None and self._banned(entry, self._clock()):
+            raise WireError("banned", f"until clock {entry.banned_until:g}")
+
+    def record_of(self, peer: str) -> PeerRecord | None:
+        entry = self._entries.get(peer)
+        return None if entry is None else self._record(peer, entry, self._clock())
+
+    def snapshot(self) -> list[PeerRecord]:
+        """Every peer with violations, the worst first."""
+        now = self._clock()
+        records = [self._record(peer, entry, now) for peer, entry in self._entries.items()]
+        return sorted(records, key=lambda record: (-record.total, record.peer))
+
+    def _entry(self, peer: str) -> _Entry:
+        entry = self._entries.get(peer)
+        if entry is None:
+            entry = self._entries[peer] = _Entry()
+            self._evict()
+        else:
+            self._entries.move_to_end(peer)
+        return entry
+
+    def _evict(self) -> None:
+        # Forget the least recently offending peer that is not banned; bans are what must survive.
+        now = self._clock()
+        while len(self._entries) > self._max_peers:
+            victim = next((p for p, e in self._entries.items() if not self._banned(e, now)), None)
+            if victim is None:
+                victim = next(iter(self._entries))
+            del self._entries[victim]
+
+    @staticmethod
+    def _banned(entry: _Entry, now: float) -> bool:
+        return entry.banned_until is not None and now < entry.banned_until
+
+    def _record(self, peer: str, entry: _Entry, now: float) -> PeerRecord:
+        return PeerRecord(
+            peer=peer,
+            total=entry.total,
+            reasons=MappingProxyType(dict(entry.reasons)),
+            recent=tuple(entry.recent),
+            bans=entry.bans,
+            banned_until=entry.banned_until if self._banned(entry, now) else None,
+        )
+
+    def _log(self, peer: str, entry: _Entry, error: WireError, now: float) -> None:
+        last = entry.last_logged.get(error.reason)
+        if last is not None and now - last < self._log_interval:
+            entry.suppressed[error.reason] += 1
+            return
+        entry.last_logged[error.reason] = now
+        repeats = entry.suppressed.pop(error.reason, 0)
+        suffix = f" (+{repeats} more like it not logged)" if repeats else ""
+        log.warning("rejected message from peer %s: %s%s", peer, error, suffix)
+
+
+class PeerGuard:
+    """The gate in front of every protocol handler: refuses banned peers, charges the rate limit, and
+    records whatever a handler rejects."""
+
+    def __init__(self, limiter: RateLimiter, ledger: PeerLedger) -> None:
+        self.limiter = limiter
+        self.ledger = ledger
+
+    def admit(self, peer: str, cost: float = 1.0) -> None:
+        """Raises `WireError` ("banned" or "rate_limited"); a rate-limit excess counts as a violation."""
+        self.ledger.check(peer)
+        try:
+            self.limiter.check(peer, cost)
+        except WireError as error:
+            self.ledger.record(peer, error)
+            raise
+
+    def reject(self, peer: str, error: WireError) -> bool:
+        """Records a handler's rejection; True when the peer is now banned."""
+        return self.ledger.record(peer, error)
