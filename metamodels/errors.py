@@ -20,7 +20,7 @@ class TrainingDataError(MetamodelError, ValueError):
 
 
 class MetaInputError(MetamodelError, ValueError):
-    """Inputs to a restrictive or meta method (decisions, weights, thresholds, probabilities) are malformed."""
+    """Inputs to a restrictive or meta method (decisions, weights, thresholds, probabilities) are bad."""
 
 
 class ClusteringError(MetamodelError, ValueError):
