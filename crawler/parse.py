@@ -1,0 +1,393 @@
+"""HTML parsing: title, visible text, links with their DOM context, and the page's crawl directives.
+
+One pass over the lexbor DOM (selectolax) numbers the DOM *leaves* in document order, as the apprentice
+of seed 002 needs (1.4 in the research notes): text leaves with their text, and empty or void elements
+(`<br>`, `<img>`, empty `<td>`) as text-less leaves; whitespace-only text is skipped. Each link records
+the leaf span of its anchor, so a link learner can take tokens at signed DOM offsets from it
+(`Link.context`, `offset_context`). Navigation (`<nav>`, role=navigation) counts for links and leaves
+but is left out of the page's visible text, as are scripts, styles and other invisible content.
+
+Malformed or binary input never raises: it yields an empty page whose `error` says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from crawler.urls import normalize_url as _normalize_url
+
+# Navigation links repeat on every page of a site: resolving each (href, base) once saves most of the cost.
+normalize_url = lru_cache(maxsize=65_536)(_normalize_url)
+
+INVISIBLE = frozenset(
+    {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object", "embed", "canvas"}
+    | {"select", "datalist", "#comment"}
+)
+NAVIGATION = frozenset({"nav"})
+BLOCK = frozenset(
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "br",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "html",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+        "caption",
+        "option",
+    ]
+)
+CONTEXT_RADIUS = 5  # d_max of the apprentice (seed 002/003: 5)
+LEAF_CHARS = 200  # one leaf's text kept in a link's context
+ANCHOR_CHARS = 500
+_ATTRIBUTE_TAGS = frozenset(
+    {"a", "img", "div", "ul", "ol", "section", "aside", "header", "footer", "span", "table"}
+)
+_INLINE = frozenset(
+    {"span", "a", "b", "i", "em", "strong", "code", "small", "sub", "sup", "abbr", "cite", "kbd"}
+)
+_REFRESH_URL = re.compile(r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['"]?([^'"]*)['"]?\s*$""", re.IGNORECASE)
+_BINARY_SNIFF = 1024
+_SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:")
+
+
+@dataclass(frozen=True)
+class Link:
+    """An out-link. `leaf_start..leaf_end` is the anchor's span in `ParsedPage.leaves` (equal for an
+    anchor without text leaves of its own); `context` holds (offset, text) for the non-empty leaves within
+    `CONTEXT_RADIUS` of the anchor, offset 0 being the anchor's own text."""
+
+    url: str
+    anchor_text: str
+    dom_path: str
+    leaf_start: int
+    leaf_end: int
+    context: tuple[tuple[int, str], ...] = ()
+    nofollow: bool = False
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedPage:
+    url: str
+    base_url: str
+    title: str = ""
+    text: str = ""
+    links: tuple[Link, ...] = ()
+    leaves: tuple[str, ...] = ()
+    canonical: str | None = None
+    meta_refresh: str | None = None
+    refresh_delay: float | None = None
+    lang: str | None = None
+    lang_hints: tuple[str, ...] = ()
+    noindex: bool = False
+    nofollow: bool = False
+    description: str = ""
+    error: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def offset_context(page: ParsedPage, link: Link, radius: int = CONTEXT_RADIUS) -> list[tuple[int, str]]:
+    """(offset, leaf text) for every leaf within `radius` of the anchor; empty leaves kept as ""."""
+    return list(offset_context_from(page.leaves, link, radius))
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _looks_binary(body: bytes) -> bool:
+    head = body[:_BINARY_SNIFF]
+    if b"\x00" in head:
+        return True
+    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
+    return controls > len(head) // 10
+
+
+def parse_html(
+    body: bytes, url: str, content_type: str = "text/html", headers: dict[str, str] | None = None
+) -> ParsedPage:
+    """Parse a fetched body; `url` is the final URL (links resolve against it or `<base href>`)."""
+    headers = headers or {}
+    if not body.strip():
+        return ParsedPage(url=url, base_url=url, error="empty")
+    if _looks_binary(body):
+        return ParsedPage(url=url, base_url=url, error="binary")
+    if content_type == "text/plain":
+        text = body.decode("utf-8", errors="replace")
+        return ParsedPage(url=url, base_url=url, text=_clean(text), lang=_header_lang(headers))
+    try:
+        tree = LexborHTMLParser(body, encoding=True)
+        return _Walker(tree, url, headers).page()
+    except (ValueError, TypeError, RecursionError, UnicodeError) as exc:
+        return ParsedPage(url=url, base_url=url, error=f"unparsable: {type(exc).__name__}")
+    except Exception as exc:  # selectolax raises its own errors on pathological input: never crash a crawl
+        return ParsedPage(url=url, base_url=url, error=f"unparsable: {type(exc).__name__}")
+
+
+def _header_lang(headers: dict[str, str]) -> str | None:
+    value = headers.get("content-language", "").split(",")[0].strip().lower()
+    return value or None
+
+
+class _Walker:
+    """One depth-first pass over the DOM collecting leaves, text and links."""
+
+    def __init__(self, tree: LexborHTMLParser, url: str, headers: dict[str, str]) -> None:
+        self.tree = tree
+        self.url = url
+        self.headers = headers
+        self.base = url
+        self.leaves: list[str] = []
+        self.text_parts: list[str] = []
+        self.links: list[list] = []  # [href, anchor text, dom path, leaf start, leaf end, nofollow, title]
+
+    def page(self) -> ParsedPage:
+        head = self.tree.head
+        meta = _head_meta(head) if head is not None else _HeadMeta()
+        if meta.base:
+            self.base = normalize_url(meta.base, self.url) or self.url
+        root = self.tree.root
+        if root is not None:
+            self._walk(root)
+        text = "".join(self.text_parts)
+        text = "\n".join(line for line in (_clean(part) for part in text.split("\n")) if line)
+        page_nofollow = "nofollow" in meta.robots or "none" in meta.robots
+        links = tuple(self._build_links(page_nofollow))
+        hints = tuple(h for h in (meta.html_lang, meta.meta_lang, _header_lang(self.headers)) if h)
+        refresh_url, refresh_delay = _parse_refresh(meta.refresh, self.base)
+        canonical = normalize_url(meta.canonical, self.base) if meta.canonical else None
+        html = self.tree.css_first("html")
+        if html is not None and not hints:
+            lang = (html.attributes.get("lang") or "").strip().lower()
+            hints = (lang,) if lang else ()
+        return ParsedPage(
+            url=self.url,
+            base_url=self.base,
+            title=meta.title,
+            text=text,
+            links=links,
+            leaves=tuple(self.leaves),
+            canonical=canonical,
+            meta_refresh=refresh_url,
+            refresh_delay=refresh_delay,
+            lang=hints[0].split("-")[0] if hints else None,
+            lang_hints=hints,
+            noindex="noindex" in meta.robots or "none" in meta.robots,
+            nofollow=page_nofollow,
+            description=meta.description,
+        )
+
+    def _walk(self, root: LexborNode) -> None:
+        # Explicit stack (no recursion limit on deep pages) of (node, path, in_nav, anchor index); node None
+        # marks the end of an element: a block's line break or an anchor's leaf span.
+        stack: list[tuple] = [(root, (), False, -1)]
+        leaves, text_parts, links = self.leaves, self.text_parts, self.links
+        while stack:
+            node, path, in_nav, anchor = stack.pop()
+            if node is None:
+                if path == "block":
+                    text_parts.append("\n")
+                else:
+                    self._close_anchor(anchor)
+                continue
+            tag = node.tag
+            if tag == "-text":
+                value = node.text_content
+                if value and not value.isspace():
+                    leaves.append(_clean(value)[:LEAF_CHARS])
+                    if not in_nav:
+                        text_parts.append(value)
+                continue
+            if tag in INVISIBLE or tag is None or tag[0] in "-#_":
+                continue
+            attrs = node.attributes if tag in _ATTRIBUTE_TAGS else None
+            if tag in NAVIGATION or (attrs and (attrs.get("role") == "navigation" or "hidden" in attrs)):
+                in_nav = True
+            child = node.first_child
+            is_link = tag == "a" and attrs is not None and bool(attrs.get("href"))
+            if child is None:
+                leaves.append("")  # empty or void element: a text-less leaf (the apprentice's odd offsets)
+                if tag in BLOCK:
+                    text_parts.append("\n")
+                elif tag == "img" and not in_nav and attrs and attrs.get("alt"):
+                    text_parts.append(f" {attrs['alt']} ")
+                if is_link:
+                    self._open_anchor(attrs, (*path, tag), len(leaves) - 1)
+                    self._close_anchor(len(links) - 1)
+                continue
+            own_path = (*path, tag)
+            if tag in BLOCK:
+                stack.append((None, "block", in_nav, -1))
+            elif tag not in _INLINE:
+                text_parts.append(" ")
+            if is_link:
+                anchor = self._open_anchor(attrs, own_path, len(leaves))
+                stack.append((None, "anchor", in_nav, anchor))
+            children: list[LexborNode] = []
+            while child is not None:
+                children.append(child)
+                child = child.next
+            for c in reversed(children):
+                stack.append((c, own_path, in_nav, anchor))
+
+    def _open_anchor(self, attrs, path: tuple[str, ...], leaf_start: int) -> int:
+        rel = (attrs.get("rel") or "").lower().split()
+        title = _clean(attrs.get("title") or "")
+        self.links.append(
+            [attrs.get("href") or "", "", "/".join(path), leaf_start, leaf_start, "nofollow" in rel, title]
+        )
+        return len(self.links) - 1
+
+    def _close_anchor(self, index: int) -> None:
+        link = self.links[index]
+        if len(self.leaves) == link[3]:
+            self.leaves.append("")  # an anchor without leaves of its own still occupies one position
+        link[4] = len(self.leaves) - 1
+        link[1] = " ".join(t for t in self.leaves[link[3] : link[4] + 1] if t)[:ANCHOR_CHARS]
+
+    def _build_links(self, page_nofollow: bool) -> list[Link]:
+        out: list[Link] = []
+        leaves = self.leaves
+        for href, anchor_text, path, start, end, nofollow, title in self.links:
+            if not href or href[0] == "#" or href.lstrip()[:11].lower().startswith(_SKIP_SCHEMES):
+                continue
+            target = normalize_url(href, self.base)
+            if target is None:
+                continue
+            lo = max(0, start - CONTEXT_RADIUS)
+            context = [(i - start, leaves[i]) for i in range(lo, start) if leaves[i]]
+            if anchor_text:
+                context.append((0, anchor_text))
+            context.extend(
+                (i - end, leaves[i])
+                for i in range(end + 1, min(len(leaves), end + CONTEXT_RADIUS + 1))
+                if leaves[i]
+            )
+            out.append(
+                Link(target, anchor_text, path, start, end, tuple(context), nofollow or page_nofollow, title)
+            )
+        return out
+
+
+def offset_context_from(
+    leaves: Sequence[str], link: Link, radius: int = CONTEXT_RADIUS
+) -> Iterator[tuple[int, str]]:
+    lo = max(0, link.leaf_start - radius)
+    hi = min(len(leaves), link.leaf_end + radius + 1)
+    for index in range(lo, hi):
+        if index < link.leaf_start:
+            yield index - link.leaf_start, leaves[index]
+        elif index > link.leaf_end:
+            yield index - link.leaf_end, leaves[index]
+        else:
+            yield 0, leaves[index]
+
+
+@dataclass
+class _HeadMeta:
+    title: str = ""
+    base: str | None = None
+    canonical: str | None = None
+    refresh: str | None = None
+    robots: frozenset[str] = frozenset()
+    html_lang: str | None = None
+    meta_lang: str | None = None
+    description: str = ""
+
+
+def _head_meta(head: LexborNode) -> _HeadMeta:
+    meta = _HeadMeta()
+    parser = head.parser
+    title = parser.css_first("title")
+    if title is not None:
+        meta.title = _clean(title.text() or "")[:1000]
+    base = parser.css_first("base[href]")
+    if base is not None:
+        meta.base = base.attributes.get("href")
+    for node in parser.css("link[rel][href]"):
+        if "canonical" in (node.attributes.get("rel") or "").lower().split():
+            meta.canonical = node.attributes.get("href")
+            break
+    robots: set[str] = set()
+    for node in parser.css("meta"):
+        attrs = node.attributes
+        content = (attrs.get("content") or "").strip()
+        equiv = (attrs.get("http-equiv") or "").lower()
+        name = (attrs.get("name") or "").lower()
+        if equiv == "refresh" and meta.refresh is None:
+            meta.refresh = content
+        elif equiv == "content-language" and content:
+            meta.meta_lang = content.split(",")[0].strip().lower()
+        elif name in ("robots", "topicswarm"):
+            robots.update(part.strip() for part in content.lower().split(","))
+        elif name == "language" and content and meta.meta_lang is None:
+            meta.meta_lang = content.split(",")[0].strip().lower()
+        elif name == "description":
+            meta.description = _clean(content)[:1000]
+    meta.robots = frozenset(robots)
+    html = parser.css_first("html")
+    if html is not None:
+        lang = (html.attributes.get("lang") or html.attributes.get("xml:lang") or "").strip().lower()
+        meta.html_lang = lang or None
+    return meta
+
+
+def _parse_refresh(content: str | None, base: str) -> tuple[str | None, float | None]:
+    if not content:
+        return None, None
+    delay_text = re.match(r"\s*([\d.]+)", content)
+    try:
+        delay = float(delay_text.group(1)) if delay_text else 0.0
+    except ValueError:
+        delay = 0.0
+    rest = content[delay_text.end() :] if delay_text else content
+    match = _REFRESH_URL.match(rest)
+    target = match.group(1).strip() if match else ""
+    if not target:
+        return None, delay
+    return normalize_url(target, base), delay

@@ -1,0 +1,364 @@
+"""The node's SQLite repository: documents, links, hosts, the persisted frontier, crawl statistics, FTS5.
+
+One database file in WAL mode, written by one writer that batches its writes into transactions
+(`Repository.write_batch`). With `synchronous=NORMAL` a committed transaction survives kill -9 of the
+process, so a crawl resumes from exactly what was committed: a URL is marked done in the same transaction
+that stores its document.
+
+Other parts of the node add their own tables through `Repository.db` (a `sqlite_utils.Database`) and
+version them with `Repository.migrate(component, migrations)`, the same mechanism this module uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from crawler.errors import CrawlerError
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+# Frontier row states: a queued URL waits to be fetched; done and failed are terminal (never fetched again).
+QUEUED, DONE, FAILED = 0, 1, 2
+
+
+class RepositoryError(CrawlerError):
+    """The repository file cannot be opened or has a schema this version does not know."""
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One fetched page as stored; `duplicate_of` / `near_duplicate_of` name the original's id."""
+
+    url: str
+    final_url: str
+    host: str
+    status: int
+    content_type: str
+    title: str
+    text: str
+    fingerprint: str
+    simhash: int
+    fetched_at: float
+    depth: int
+    bytes: int = 0
+    elapsed: float = 0.0
+    lang: str | None = None
+    canonical: str | None = None
+    topic: str | None = None
+    confidence: float | None = None
+    accepted: bool = True
+    duplicate_of: int | None = None
+    near_duplicate_of: int | None = None
+    redirects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LinkRecord:
+    """An out-link of a stored document; `context` is the apprentice's (offset, leaf text) window as JSON."""
+
+    target_url: str
+    target_host: str
+    anchor_text: str = ""
+    dom_path: str = ""
+    context: str = "[]"
+    nofollow: bool = False
+    kind: str = "a"  # "a", "redirect", "refresh", "canonical"
+
+
+@dataclass(frozen=True)
+class StoredPage:
+    """A document with its out-links, stored together with the frontier changes it caused."""
+
+    document: DocumentRecord
+    links: tuple[LinkRecord, ...] = ()
+
+
+def _schema_v1(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS documents (
+            id INTEGER PRIMARY KEY,
+            url TEXT NOT NULL UNIQUE,
+            final_url TEXT NOT NULL,
+            host TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            content_type TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            lang TEXT,
+            canonical TEXT,
+            fingerprint TEXT NOT NULL,
+            simhash INTEGER NOT NULL DEFAULT 0,
+            duplicate_of INTEGER,
+            near_duplicate_of INTEGER,
+            fetched_at REAL NOT NULL,
+            elapsed REAL NOT NULL DEFAULT 0,
+            bytes INTEGER NOT NULL DEFAULT 0,
+            depth INTEGER NOT NULL DEFAULT 0,
+            topic TEXT,
+            confidence REAL,
+            accepted INTEGER NOT NULL DEFAULT 1,
+            redirects TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE INDEX IF NOT EXISTS documents_host ON documents(host);
+        CREATE INDEX IF NOT EXISTS documents_fingerprint ON documents(fingerprint);
+        CREATE INDEX IF NOT EXISTS documents_topic ON documents(topic, confidence);
+        CREATE INDEX IF NOT EXISTS documents_final_url ON documents(final_url);
+
+        CREATE TABLE IF NOT EXISTS links (
+            source_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            target_url TEXT NOT NULL,
+            target_host TEXT NOT NULL,
+            anchor_text TEXT NOT NULL DEFAULT '',
+            dom_path TEXT NOT NULL DEFAULT '',
+            context TEXT NOT NULL DEFAULT '[]',
+            nofollow INTEGER NOT NULL DEFAULT 0,
+            kind TEXT NOT NULL DEFAULT 'a'
+        );
+        CREATE INDEX IF NOT EXISTS links_source ON links(source_id);
+        CREATE INDEX IF NOT EXISTS links_target ON links(target_url);
+
+        CREATE TABLE IF NOT EXISTS hosts (
+            host TEXT PRIMARY KEY,
+            state TEXT NOT NULL DEFAULT 'ok',
+            failures INTEGER NOT NULL DEFAULT 0,
+            pages INTEGER NOT NULL DEFAULT 0,
+            errors INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            updated_at REAL NOT NULL DEFAULT 0
+        );
+
+        CREATE TABLE IF NOT EXISTS frontier (
+            url TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            topic TEXT,
+            priority REAL NOT NULL,
+            depth INTEGER NOT NULL,
+            tunnel INTEGER NOT NULL DEFAULT 0,
+            source TEXT,
+            origin TEXT,
+            retries INTEGER NOT NULL DEFAULT 0,
+            state INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            updated_at REAL NOT NULL DEFAULT 0
+        );
+        CREATE INDEX IF NOT EXISTS frontier_state ON frontier(state);
+
+        CREATE TABLE IF NOT EXISTS crawl_stats (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            pages INTEGER NOT NULL,
+            pages_per_s REAL NOT NULL,
+            bytes INTEGER NOT NULL,
+            frontier_size INTEGER NOT NULL,
+            in_flight INTEGER NOT NULL,
+            duplicates INTEGER NOT NULL,
+            errors INTEGER NOT NULL,
+            errors_by_kind TEXT NOT NULL
+        );
+        """
+    )
+    db["documents"].enable_fts(
+        ["title", "text"],
+        fts_version="FTS5",
+        create_triggers=True,
+        tokenize="porter unicode61 remove_diacritics 2",
+    )
+    # Title matches weigh more than body matches in BM25 (columns in the order given above).
+    db.execute("INSERT INTO documents_fts(documents_fts, rank) VALUES ('rank', 'bm25(5.0, 1.0)')")
+
+
+MIGRATIONS: list[Migration] = [_schema_v1]
+
+_DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
+
+
+def _to_signed64(value: int) -> int:
+    """SQLite integers are signed 64-bit; SimHash values use all 64 bits."""
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def _from_signed64(value: int) -> int:
+    return value + (1 << 64) if value < 0 else value
+
+
+class Repository:
+    """The node's database; open one per process and let one task write through `write_batch`."""
+
+    def __init__(self, path: Path | str, *, check_same_thread: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(str(self.path), check_same_thread=check_same_thread, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise RepositoryError(f"cannot open the repository at {self.path}: {exc}") from exc
+        self.db = sqlite_utils.Database(conn)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise RepositoryError(f"{self.path} is not a topicswarm repository (SQLite said: {exc})") from exc
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.migrate("crawler", MIGRATIONS)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Repository:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema -------------------------------------------------------------------------------------------
+    def schema_version(self, component: str) -> int:
+        if not self.db["schema_versions"].exists():
+            return 0
+        row = self.db.execute(
+            "SELECT version FROM schema_versions WHERE component = ?", [component]
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
+        """Apply `migrations[v:]` for a component at schema version v, each in its own transaction."""
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions "
+            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        current = self.schema_version(component)
+        if current > len(migrations):
+            raise RepositoryError(
+                f"{self.path}: the {component!r} schema is at version {current}, newer than this topicswarm "
+                f"knows ({len(migrations)}); upgrade topicswarm or use another data directory"
+            )
+        for version, migration in enumerate(migrations[current:], start=current + 1):
+            with self.db.atomic():
+                migration(self.db)
+                self.db.execute(
+                    "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
+                    "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                    [component, version],
+                )
+        return len(migrations)
+
+    # -- writing ------------------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        """One atomic batch: everything inside commits together or not at all."""
+        with self.db.atomic():
+            yield self.db
+
+    def insert_page(self, page: StoredPage) -> int:
+        """Store a document and its links (call inside `transaction`); returns the document id."""
+        doc = page.document
+        values = [getattr(doc, name) for name in _DOCUMENT_COLUMNS]
+        values[_DOCUMENT_COLUMNS.index("simhash")] = _to_signed64(doc.simhash)
+        values[_DOCUMENT_COLUMNS.index("accepted")] = int(doc.accepted)
+        values[_DOCUMENT_COLUMNS.index("redirects")] = json.dumps(list(doc.redirects))
+        placeholders = ", ".join("?" for _ in _DOCUMENT_COLUMNS)
+        cursor = self.db.conn.execute(
+            f"INSERT INTO documents ({', '.join(_DOCUMENT_COLUMNS)}) VALUES ({placeholders}) "
+            "ON CONFLICT(url) DO NOTHING",
+            values,
+        )
+        if cursor.rowcount == 0:
+            row = self.db.conn.execute("SELECT id FROM documents WHERE url = ?", [doc.url]).fetchone()
+            return int(row[0])
+        doc_id = int(cursor.lastrowid)
+        if page.links:
+            self.db.conn.executemany(
+                "INSERT INTO links (source_id, target_url, target_host, anchor_text, dom_path, context, "
+                "nofollow, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        doc_id,
+                        lk.target_url,
+                        lk.target_host,
+                        lk.anchor_text,
+                        lk.dom_path,
+                        lk.context,
+                        int(lk.nofollow),
+                        lk.kind,
+                    )
+                    for lk in page.links
+                ],
+            )
+        self._bump_host(doc.host, pages=1)
+        return doc_id
+
+    def record_host(self, host: str, state: str, failures: int, error: str | None = None) -> None:
+        """Keep the host's politeness state (call inside `transaction`); errors are counted."""
+        self.db.conn.execute(
+            "INSERT INTO hosts (host, state, failures, errors, last_error, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(host) DO UPDATE SET state = excluded.state, failures = excluded.failures, "
+            "errors = errors + excluded.errors, last_error = COALESCE(excluded.last_error, last_error), "
+            "updated_at = excluded.updated_at",
+            [host, state, failures, 1 if error else 0, error, time.time()],
+        )
+
+    def _bump_host(self, host: str, pages: int) -> None:
+        self.db.conn.execute(
+            "INSERT INTO hosts (host, pages, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(host) DO UPDATE SET pages = pages + excluded.pages, "
+            "updated_at = excluded.updated_at",
+            [host, pages, time.time()],
+        )
+
+    def record_stats(self, row: dict[str, Any]) -> None:
+        row = dict(row)
+        row["errors_by_kind"] = json.dumps(row.get("errors_by_kind", {}), sort_keys=True)
+        columns = ", ".join(row)
+        self.db.conn.execute(
+            f"INSERT INTO crawl_stats ({columns}) VALUES ({', '.join('?' for _ in row)})", list(row.values())
+        )
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def document_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def document(self, doc_id: int) -> dict[str, Any] | None:
+        rows = list(self.db.query("SELECT * FROM documents WHERE id = ?", [doc_id]))
+        return _decode_document(rows[0]) if rows else None
+
+    def document_by_url(self, url: str) -> dict[str, Any] | None:
+        rows = list(self.db.query("SELECT * FROM documents WHERE url = ?", [url]))
+        return _decode_document(rows[0]) if rows else None
+
+    def documents(self, where: str | None = None, params: Iterable[Any] = ()) -> Iterator[dict[str, Any]]:
+        sql = "SELECT * FROM documents" + (f" WHERE {where}" if where else "") + " ORDER BY id"
+        for row in self.db.query(sql, list(params)):
+            yield _decode_document(row)
+
+    def links_of(self, doc_id: int) -> list[dict[str, Any]]:
+        return list(self.db.query("SELECT * FROM links WHERE source_id = ? ORDER BY rowid", [doc_id]))
+
+    def fingerprints(self, limit: int) -> list[tuple[int, str, int]]:
+        """(id, fingerprint, simhash) of the newest `limit` originals, oldest first: warms the dedup index."""
+        rows = self.db.execute(
+            "SELECT id, fingerprint, simhash FROM documents WHERE duplicate_of IS NULL "
+            "ORDER BY id DESC LIMIT ?",
+            [limit],
+        ).fetchall()
+        return [(int(i), f, _from_signed64(int(s))) for i, f, s in reversed(rows)]
+
+    def hosts(self) -> list[dict[str, Any]]:
+        return list(self.db.query("SELECT * FROM hosts ORDER BY host"))
+
+
+def _decode_document(row: dict[str, Any]) -> dict[str, Any]:
+    row["simhash"] = _from_signed64(int(row["simhash"]))
+    row["accepted"] = bool(row["accepted"])
+    row["redirects"] = json.loads(row["redirects"])
+    return row

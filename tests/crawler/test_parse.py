@@ -1,0 +1,118 @@
+"""Parsing: visible text, links with DOM context, crawl directives, and input that must not crash."""
+
+from __future__ import annotations
+
+from crawler.parse import CONTEXT_RADIUS, offset_context, parse_html
+
+BASE = "http://example.org/dir/page.html"
+
+
+def test_apprentice_offsets_follow_the_worked_example():
+    # Seed 002's offset scheme (research notes 1.4): leaves in document order, <br> a text-less leaf.
+    html = b'<p>Links: <a href="v1">NHL <b>hockey</b></a><br><a href="v2">Recipes</a> more text</p>'
+    page = parse_html(html, BASE)
+    assert page.leaves == ("Links:", "NHL", "hockey", "", "Recipes", "more text")
+    v1, v2 = page.links
+    assert (v1.leaf_start, v1.leaf_end) == (1, 2)
+    assert (v2.leaf_start, v2.leaf_end) == (4, 4)
+    expected = [(-1, "Links:"), (0, "NHL"), (0, "hockey"), (1, ""), (2, "Recipes"), (3, "more text")]
+    assert offset_context(page, v1) == expected
+    assert v2.context == ((-4, "Links:"), (-3, "NHL"), (-2, "hockey"), (0, "Recipes"), (1, "more text"))
+    assert v1.anchor_text == "NHL hockey"
+    assert v1.dom_path == "html/body/p/a"
+
+
+def test_links_resolve_against_base_href_and_drop_non_http_targets():
+    html = b"""<html><head><base href="http://cdn.example.org/root/"></head><body>
+    <a href="a.html">A</a> <a href="mailto:x@y.z">mail</a> <a href="javascript:void(0)">js</a>
+    <a href="#top">top</a> <a href="ftp://x.org/f">ftp</a> <a href="/b#frag">B</a></body></html>"""
+    page = parse_html(html, BASE)
+    assert [link.url for link in page.links] == [
+        "http://cdn.example.org/root/a.html",
+        "http://cdn.example.org/b",
+    ]
+    assert page.base_url == "http://cdn.example.org/root/"
+
+
+def test_visible_text_leaves_out_scripts_styles_and_navigation_but_keeps_nav_links():
+    html = b"""<html><head><title> The  Title </title><style>p{color:red}</style></head><body>
+    <nav><a href="/home">Home</a></nav><script>var secret = 1;</script>
+    <h1>Heading</h1><p>Body <b>bold</b> text.</p><noscript>enable js</noscript></body></html>"""
+    page = parse_html(html, BASE)
+    assert page.title == "The Title"
+    assert page.text == "Heading\nBody bold text."
+    assert "secret" not in page.text and "Home" not in page.text
+    assert [link.url for link in page.links] == ["http://example.org/home"]
+    assert page.links[0].dom_path == "html/body/nav/a"
+
+
+def test_context_is_bounded_by_the_radius():
+    items = "".join(f"<li>item{i}</li>" for i in range(20))
+    html = f'<ul>{items}<li><a href="/x">target</a></li>{items}</ul>'.encode()
+    page = parse_html(html, BASE)
+    (link,) = page.links
+    offsets = [offset for offset, _ in link.context]
+    assert min(offsets) == -CONTEXT_RADIUS and max(offsets) == CONTEXT_RADIUS
+    assert (0, "target") in link.context
+
+
+def test_meta_refresh_canonical_robots_and_language_hints():
+    html = b"""<html lang="de-AT"><head>
+    <meta http-equiv="refresh" content="0; URL='../next.html'">
+    <link rel="alternate canonical" href="/canon.html">
+    <meta name="robots" content="noindex, nofollow">
+    <meta http-equiv="content-language" content="en"></head><body><a href="x">x</a></body></html>"""
+    page = parse_html(html, BASE, headers={"content-language": "fr"})
+    assert page.meta_refresh == "http://example.org/next.html"
+    assert page.refresh_delay == 0.0
+    assert page.canonical == "http://example.org/canon.html"
+    assert page.noindex and page.nofollow
+    assert page.links[0].nofollow
+    assert page.lang_hints == ("de-at", "en", "fr")
+    assert page.lang == "de"
+
+
+def test_rel_nofollow_marks_only_that_link():
+    page = parse_html(b'<a href="/a" rel="nofollow ugc">a</a><a href="/b">b</a>', BASE)
+    assert [link.nofollow for link in page.links] == [True, False]
+
+
+def test_anchor_without_text_still_gets_a_leaf_position():
+    page = parse_html(b'<p>before</p><a href="/img"><img src="x.png"></a><p>after</p>', BASE)
+    (link,) = page.links
+    assert page.leaves[link.leaf_start] == ""
+    assert link.anchor_text == ""
+    assert dict(link.context) == {-1: "before", 1: "after"}
+
+
+def test_binary_and_empty_input_yield_an_empty_page_with_a_reason():
+    assert parse_html(b"", BASE).error == "empty"
+    assert parse_html(b"   \n", BASE).error == "empty"
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    page = parse_html(png, BASE)
+    assert page.error == "binary" and page.text == "" and page.links == ()
+
+
+def test_malformed_html_never_raises():
+    broken = [
+        b"<html><body><p>unclosed <b>bold <a href='/x'>link",
+        b"<<<>>><a href=>x</a><a href='http://[::1'>bad ipv6</a>" + b"<div>" * 5000,
+        b"\xff\xfe\xfa garbage \xc3\x28 <title>t</title>",
+        b"<a href='http://" + b"x" * 2000 + b".org/'>long host</a>",
+        b"<meta http-equiv=refresh content='abc;url='><base href='::::'>",
+    ]
+    for body in broken:
+        page = parse_html(body, BASE)
+        assert page.ok or page.error
+    deep = parse_html(b"<div>" * 5000 + b"deep text" + b"</div>" * 5000, BASE)
+    assert "deep text" in deep.text
+
+
+def test_encoding_declared_in_meta_is_honoured():
+    body = '<meta charset="windows-1251"><p>Привет</p>'.encode("windows-1251")
+    assert parse_html(body, BASE).text == "Привет"
+
+
+def test_plain_text_bodies_are_kept_as_text():
+    page = parse_html(b"just   some\ntext", BASE, content_type="text/plain")
+    assert page.text == "just some text" and page.links == ()

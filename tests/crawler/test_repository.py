@@ -1,0 +1,103 @@
+"""The repository: WAL, atomic batches, FTS kept in sync, schema versions, a place for other tables."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryError, StoredPage
+
+
+def doc(url: str, text: str = "some text", **kw) -> DocumentRecord:
+    values = dict(
+        url=url,
+        final_url=url,
+        host="a:80",
+        status=200,
+        content_type="text/html",
+        title="T",
+        text=text,
+        fingerprint=f"fp-{url}",
+        simhash=(1 << 64) - 5,
+        fetched_at=1.0,
+        depth=0,
+    )
+    values.update(kw)
+    return DocumentRecord(**values)
+
+
+def test_repository_uses_wal_and_survives_reopening(tmp_path):
+    path = tmp_path / "repo.db"
+    with Repository(path) as repo:
+        assert repo.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        with repo.transaction():
+            doc_id = repo.insert_page(
+                StoredPage(doc("http://a/1"), (LinkRecord("http://a/2", "a:80", "next"),))
+            )
+    with Repository(path) as repo:
+        stored = repo.document(doc_id)
+        assert stored["url"] == "http://a/1"
+        assert stored["simhash"] == (1 << 64) - 5  # all 64 bits survive SQLite's signed integers
+        assert [link["target_url"] for link in repo.links_of(doc_id)] == ["http://a/2"]
+        assert repo.hosts()[0]["pages"] == 1
+
+
+def test_a_failed_batch_stores_nothing(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        with pytest.raises(RuntimeError), repo.transaction():
+            repo.insert_page(StoredPage(doc("http://a/1")))
+            raise RuntimeError("crash mid-batch")
+        assert repo.document_count() == 0
+
+
+def test_fts_index_follows_inserts_and_deletes(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        with repo.transaction():
+            doc_id = repo.insert_page(StoredPage(doc("http://a/1", text="the postgres vacuum process")))
+        match = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?"
+        assert repo.db.execute(match, ["vacuuming"]).fetchall() == [(doc_id,)]  # porter stemming
+        with repo.transaction():
+            repo.db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
+        assert repo.db.execute(match, ["vacuum"]).fetchall() == []
+
+
+def test_storing_the_same_url_twice_keeps_the_first(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo, repo.transaction():
+        first = repo.insert_page(StoredPage(doc("http://a/1", text="first")))
+        second = repo.insert_page(StoredPage(doc("http://a/1", text="second")))
+    assert first == second
+    with Repository(tmp_path / "repo.db") as repo:
+        assert repo.document(first)["text"] == "first"
+
+
+def test_other_components_add_versioned_tables(tmp_path):
+    def v1(db):
+        db.execute("CREATE TABLE topics (key TEXT PRIMARY KEY)")
+
+    def v2(db):
+        db.execute("ALTER TABLE topics ADD COLUMN label TEXT")
+
+    with Repository(tmp_path / "repo.db") as repo:
+        assert repo.migrate("topics", [v1]) == 1
+        assert repo.migrate("topics", [v1, v2]) == 2
+        assert repo.migrate("topics", [v1, v2]) == 2  # applied once only
+        assert "label" in repo.db["topics"].columns_dict
+        with pytest.raises(RepositoryError, match="newer"):
+            repo.migrate("topics", [v1])
+
+
+def test_a_file_that_is_not_a_database_gets_a_clear_error(tmp_path):
+    path = tmp_path / "repo.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises((RepositoryError, sqlite3.DatabaseError)):
+        Repository(path)
+
+
+def test_dedup_index_warm_up_lists_originals_oldest_first(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        with repo.transaction():
+            a = repo.insert_page(StoredPage(doc("http://a/1")))
+            repo.insert_page(StoredPage(doc("http://a/2", duplicate_of=a)))
+            c = repo.insert_page(StoredPage(doc("http://a/3", simhash=7)))
+        assert repo.fingerprints(10) == [(a, "fp-http://a/1", (1 << 64) - 5), (c, "fp-http://a/3", 7)]

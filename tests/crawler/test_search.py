@@ -1,0 +1,95 @@
+"""Search: BM25 order with the title weighted, snippets, duplicates hidden, bad queries as clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.repository import DocumentRecord, Repository, StoredPage
+from crawler.search import SearchError, plain_query, search
+
+
+def store(repo: Repository, url: str, title: str, text: str, **kw) -> int:
+    record = DocumentRecord(
+        url=url,
+        final_url=url,
+        host="h:80",
+        status=200,
+        content_type="text/html",
+        title=title,
+        text=text,
+        fingerprint=url,
+        simhash=0,
+        fetched_at=0.0,
+        depth=0,
+        **kw,
+    )
+    return repo.insert_page(StoredPage(record))
+
+
+@pytest.fixture
+def repo(tmp_path):
+    with Repository(tmp_path / "r.db") as repo:
+        with repo.transaction():
+            store(
+                repo, "http://h/vacuum", "Routine vacuuming", "PostgreSQL databases require vacuuming. " * 3
+            )
+            store(
+                repo,
+                "http://h/other",
+                "Backups",
+                "Mentions vacuum once among many other words about backups.",
+            )
+            store(repo, "http://h/plot", "Plotting", "gnuplot draws functions and data")
+        yield repo
+
+
+def test_results_are_ranked_by_bm25_with_snippets(repo):
+    hits = search(repo, "vacuum")
+    assert [h.url for h in hits] == ["http://h/vacuum", "http://h/other"]
+    assert hits[0].score > hits[1].score
+    assert "[vacuuming]" in hits[0].snippet
+    assert hits[0].title == "Routine vacuuming"
+
+
+def test_title_matches_outrank_body_matches(repo):
+    with repo.transaction():
+        store(repo, "http://h/body", "Unrelated", "backups backups")
+    assert search(repo, "backups")[0].url == "http://h/other"
+
+
+def test_limit_and_no_match(repo):
+    assert len(search(repo, "vacuum", limit=1)) == 1
+    assert search(repo, "nonexistentword") == []
+
+
+def test_duplicates_are_hidden_unless_asked(repo):
+    original = repo.document_by_url("http://h/plot")["id"]
+    with repo.transaction():
+        store(
+            repo,
+            "http://h/plot2",
+            "Plotting",
+            "gnuplot draws functions and data too",
+            near_duplicate_of=original,
+        )
+    assert [h.url for h in search(repo, "gnuplot")] == ["http://h/plot"]
+    assert len(search(repo, "gnuplot", include_duplicates=True)) == 2
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "AND", "vacuum OR", "col:value", "(", "NEAR(", "*"])
+def test_fts_syntax_errors_become_search_errors(repo, query):
+    with pytest.raises(SearchError, match="query"):
+        search(repo, query)
+
+
+@pytest.mark.parametrize("query", ['"unbalanced vacuum', "AND vacuum (", "col:vacuum", "vacuum*"])
+def test_plain_syntax_accepts_any_input(repo, query):
+    hits = search(repo, query, syntax="plain")
+    assert all(isinstance(h.url, str) for h in hits)
+    assert search(repo, '"vacuuming', syntax="plain")[0].url == "http://h/vacuum"
+
+
+def test_empty_query_is_an_error(repo):
+    with pytest.raises(SearchError, match="empty"):
+        search(repo, "  ")
+    assert plain_query("!!!") == ""
