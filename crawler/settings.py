@@ -25,15 +25,48 @@ class CrawlSettings:
     concurrent_requests_per_domain: int = doc(2, "Requests in flight at once to one host.")
     crawl_delay_cap: float = doc(10.0, "Largest robots.txt Crawl-delay honoured, in seconds.")
     autothrottle_enabled: bool = doc(True, "Adapt each host's delay to its measured latency.")
-    autothrottle_target_concurrency: float = doc(1.0, "Average parallel requests AutoThrottle aims at per host.")
+    autothrottle_target_concurrency: float = doc(
+        1.0, "Average parallel requests AutoThrottle aims at per host."
+    )
     autothrottle_max_delay: float = doc(30.0, "Largest per-host delay AutoThrottle may set, in seconds.")
     redirect_max_times: int = doc(5, "Redirects followed for one request before it fails.")
-    retry_times: int = doc(2, "Retries of a failed request (timeouts, resets, 5xx) with exponential back-off.")
+    retry_times: int = doc(
+        2, "Retries of a failed request (timeouts, resets, 5xx) with exponential back-off."
+    )
     depth_limit: int = doc(20, "Largest link distance from a seed; 0 means no limit.")
     host_page_budget: int = doc(5000, "Most pages fetched from one host (a guard against traps).")
     url_max_length: int = doc(1000, "Longer URLs are dropped.")
     host_max_length: int = doc(255, "Longer host names are dropped.")
     frontier_max_size: int = doc(200_000, "Most queued URLs; the lowest priorities are evicted beyond it.")
+    autothrottle_start_delay: float = doc(
+        1.0, "Per-host delay AutoThrottle starts from, in seconds (never below download_delay)."
+    )
+    url_sort_query: bool = doc(
+        False, "Sort query parameters when normalising URLs (merges reordered duplicates)."
+    )
+    url_max_repeated_segments: int = doc(
+        3, "Most times one path segment may repeat in a URL before it counts as a trap."
+    )
+    url_max_query_length: int = doc(500, "Longest query string before a URL counts as a trap.")
+    retry_backoff_base: float = doc(
+        1.0, "First back-off after a failed request to a host, in seconds; doubles per failure."
+    )
+    retry_backoff_max: float = doc(60.0, "Longest back-off after failed requests to a host, in seconds.")
+    host_bad_after_failures: int = doc(
+        3, "Consecutive failures after which a host is marked bad and skipped (thesis 2.3.8)."
+    )
+    robotstxt_defer_delay: float = doc(
+        60.0, "Wait before asking again for a robots.txt that answered 5xx/429; doubles per try."
+    )
+    robotstxt_cache_ttl: float = doc(86400.0, "Seconds a fetched robots.txt stays valid.")
+    robotstxt_maxsize: int = doc(
+        500_000, "Bytes of robots.txt read; the rest is ignored (RFC 9309 asks for at least 500 KiB)."
+    )
     allowed_mime_types: tuple[str, ...] = doc(
         ("text/html", "application/xhtml+xml", "text/plain"), "Content types that are parsed and stored."
     )
+    dedup_index_size: int = doc(200_000, "Most documents the duplicate detector remembers (oldest forgotten).")
+    near_duplicate_distance: int = doc(3, "Largest SimHash Hamming distance (0-3) for a near duplicate.")
+    write_batch_size: int = doc(64, "Most fetched pages parsed and committed together in one transaction.")
+    parse_in_thread: bool = doc(True, "Parse and classify batches in a worker thread, off the event loop.")
+    stats_interval: float = doc(1.0, "Seconds between two crawl statistics events (and progress lines).")

@@ -1,0 +1,23 @@
+"""The crawler's exceptions: one hierarchy, so callers can catch `CrawlerError` for everything.
+
+Network and server faults never raise: `Fetcher.fetch` turns them into `FetchResult.error` kinds. These
+exceptions are for states a caller must handle explicitly.
+"""
+
+from __future__ import annotations
+
+
+class CrawlerError(Exception):
+    """Base of every exception the crawler package raises."""
+
+
+class HostBadError(CrawlerError):
+    """The host failed too often and is excluded for the rest of the crawl; drop its queued URLs."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(f"host {host} is marked bad after repeated failures: skip its URLs")
+        self.host = host
+
+
+class InvalidUrlError(CrawlerError, ValueError):
+    """A URL that cannot be crawled (not http(s), malformed, or over a length limit); drop it."""

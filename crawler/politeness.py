@@ -1,0 +1,150 @@
+"""Per-host manners: spacing between requests, per-host concurrency, back-off and host states.
+
+Every request to a host, robots.txt included, happens inside `Politeness.slot(host)`. A slot is granted
+when the host has a free concurrency place and its next start time has come; granting it moves the next
+start time on by the host's current gap, the largest of `download_delay`, the robots.txt Crawl-delay
+(capped), the AutoThrottle delay (Scrapy's algorithm) and any back-off after failures.
+
+Host states follow BINGO! (thesis 2.3.8): a failure tags a host "slow"; after `host_bad_after_failures`
+consecutive failures it is "bad" and skipped for the rest of the crawl; a success makes it "ok" again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import trio
+
+from crawler.errors import HostBadError
+from crawler.settings import CrawlSettings
+
+# Error kinds that say something about the host rather than about one page.
+HOST_FAILURE_KINDS = frozenset({"timeout", "connect", "reset", "http_5xx", "http_429"})
+
+
+class HostState(StrEnum):
+    OK = "ok"
+    SLOW = "slow"
+    BAD = "bad"
+
+
+@dataclass
+class _Host:
+    delay: float  # AutoThrottle's current delay (or download_delay when it is off)
+    crawl_delay: float = 0.0
+    next_start: float = -math.inf
+    backoff_until: float = -math.inf
+    in_flight: int = 0
+    failures: int = 0
+    state: HostState = HostState.OK
+    lot: trio.lowlevel.ParkingLot = field(default_factory=trio.lowlevel.ParkingLot)
+
+
+class Politeness:
+    def __init__(self, settings: CrawlSettings, clock: Callable[[], float] = trio.current_time) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._hosts: dict[str, _Host] = {}
+        start = settings.autothrottle_start_delay if settings.autothrottle_enabled else 0.0
+        self._start_delay = max(settings.download_delay, start)
+
+    def _host(self, host: str) -> _Host:
+        state = self._hosts.get(host)
+        if state is None:
+            state = self._hosts[host] = _Host(delay=self._start_delay)
+        return state
+
+    def gap(self, host: str) -> float:
+        """Seconds that must separate two request starts to `host` now (back-off not included)."""
+        h = self._host(host)
+        return max(self._settings.download_delay, h.delay, h.crawl_delay)
+
+    def min_gap(self, host: str) -> float:
+        """The smallest spacing this host may ever see: what a server-side check must hold us to."""
+        return max(self._settings.download_delay, self._host(host).crawl_delay)
+
+    def ready_at(self, host: str) -> float:
+        """Earliest clock time a new request to `host` may start; inf when bad or at its concurrency cap."""
+        h = self._host(host)
+        if h.state is HostState.BAD or h.in_flight >= self._settings.concurrent_requests_per_domain:
+            return math.inf
+        return max(h.next_start, h.backoff_until)
+
+    def state(self, host: str) -> HostState:
+        h = self._hosts.get(host)
+        return HostState.OK if h is None else h.state
+
+    def in_flight(self, host: str) -> int:
+        h = self._hosts.get(host)
+        return 0 if h is None else h.in_flight
+
+    def set_crawl_delay(self, host: str, seconds: float) -> None:
+        self._host(host).crawl_delay = max(0.0, min(seconds, self._settings.crawl_delay_cap))
+
+    @asynccontextmanager
+    async def slot(self, host: str) -> AsyncIterator[None]:
+        """Wait until a request to `host` is allowed, and hold one of its concurrency places.
+
+        Raises HostBadError when the host is (or becomes, while waiting) bad.
+        """
+        h = self._host(host)
+        while True:
+            if h.state is HostState.BAD:
+                raise HostBadError(host)
+            if h.in_flight >= self._settings.concurrent_requests_per_domain:
+                await h.lot.park()
+                continue
+            wait = max(h.next_start, h.backoff_until) - self._clock()
+            if wait > 0:
+                await trio.sleep(wait)
+                continue
+            break
+        h.in_flight += 1
+        h.next_start = self._clock() + self.gap(host)
+        try:
+            yield
+        finally:
+            h.in_flight -= 1
+            h.lot.unpark()
+
+    def record(
+        self, host: str, latency: float, ok: bool, error_kind: str | None = None, status: int = 0
+    ) -> None:
+        """Feed back one request's outcome: AutoThrottle on latency, back-off and state on failures.
+
+        `ok` means the host answered properly (any status but 5xx/429); page-level errors such as a 404
+        or a wrong content type are not the host's fault and do not count as failures.
+        """
+        h = self._host(host)
+        if ok or (error_kind is not None and error_kind not in HOST_FAILURE_KINDS):
+            h.failures = 0
+            if h.state is HostState.SLOW:
+                h.state = HostState.OK
+            if self._settings.autothrottle_enabled and latency >= 0:
+                self._throttle(h, latency, status)
+            return
+        h.failures += 1
+        backoff = self._settings.retry_backoff_base * 2 ** (h.failures - 1)
+        h.backoff_until = self._clock() + min(backoff, self._settings.retry_backoff_max)
+        if h.failures >= self._settings.host_bad_after_failures:
+            h.state = HostState.BAD
+            h.lot.unpark_all()
+        elif h.state is HostState.OK:
+            h.state = HostState.SLOW
+
+    def _throttle(self, h: _Host, latency: float, status: int) -> None:
+        """Scrapy's AutoThrottle: move the delay towards latency / target concurrency."""
+        target = latency / self._settings.autothrottle_target_concurrency
+        new_delay = max(target, (h.delay + target) / 2.0)
+        new_delay = min(max(self._settings.download_delay, new_delay), self._settings.autothrottle_max_delay)
+        if status != 200 and new_delay <= h.delay:
+            return
+        h.delay = new_delay
+
+    def hosts(self) -> dict[str, HostState]:
+        """Every host seen so far and its state (for status displays and statistics)."""
+        return {name: h.state for name, h in self._hosts.items()}

@@ -1,0 +1,133 @@
+"""robots.txt rules per host, fetched once and cached (RFC 9309 semantics, Protego as the parser).
+
+A robots.txt answering 5xx or 429 (or not answering) *defers* the host: nothing is fetched from it until a
+later retry, since an overloaded server says nothing about permission. Any other 4xx means no rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import trio
+from protego import Protego
+
+from crawler.settings import CrawlSettings
+from crawler.urls import host_of, origin_of
+
+
+@dataclass(frozen=True)
+class RobotsResponse:
+    """What fetching a robots.txt gave: status 0 with `error` set when there was no usable answer."""
+
+    status: int
+    body: bytes = b""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RobotsDecision:
+    verdict: Literal["allow", "disallow", "defer"]
+    retry_at: float | None = None  # clock time to ask again, for "defer"
+
+
+@dataclass
+class _Rules:
+    parser: Protego | None  # None: every path allowed
+    expires_at: float
+
+
+@dataclass
+class _Deferred:
+    until: float
+    attempts: int
+
+
+RobotsFetch = Callable[[str], Awaitable[RobotsResponse]]
+ALLOW = RobotsDecision("allow")
+DISALLOW = RobotsDecision("disallow")
+
+
+class RobotsCache:
+    """Answers "may this URL be fetched?", fetching each host's robots.txt at most once per TTL.
+
+    `fetch(robots_url)` does the request (through politeness); concurrent checks for one host share one
+    fetch. `on_crawl_delay(host, seconds)` receives each host's Crawl-delay, already capped.
+    """
+
+    def __init__(
+        self,
+        settings: CrawlSettings,
+        fetch: RobotsFetch,
+        on_crawl_delay: Callable[[str, float], None] | None = None,
+        clock: Callable[[], float] = trio.current_time,
+        max_hosts: int = 50_000,
+    ) -> None:
+        self._settings = settings
+        self._fetch = fetch
+        self._on_crawl_delay = on_crawl_delay
+        self._clock = clock
+        self._max_hosts = max_hosts
+        self._rules: OrderedDict[str, _Rules] = OrderedDict()
+        self._deferred: dict[str, _Deferred] = {}
+        self._pending: dict[str, trio.Event] = {}
+
+    async def check(self, url: str) -> RobotsDecision:
+        if not self._settings.robotstxt_obey:
+            return ALLOW
+        host = host_of(url)
+        while True:
+            decision = self._cached(host, url)
+            if decision is not None:
+                return decision
+            pending = self._pending.get(host)
+            if pending is not None:
+                await pending.wait()
+                continue
+            self._pending[host] = trio.Event()
+            try:
+                await self._load(host, url)
+            finally:
+                self._pending.pop(host).set()
+
+    def cached_decision(self, url: str) -> RobotsDecision | None:
+        """The decision without fetching: None when the host's robots.txt is not known yet."""
+        if not self._settings.robotstxt_obey:
+            return ALLOW
+        return self._cached(host_of(url), url)
+
+    def _cached(self, host: str, url: str) -> RobotsDecision | None:
+        now = self._clock()
+        deferred = self._deferred.get(host)
+        if deferred is not None and now < deferred.until:
+            return RobotsDecision("defer", deferred.until)
+        rules = self._rules.get(host)
+        if rules is None or now >= rules.expires_at:
+            return None
+        self._rules.move_to_end(host)
+        if rules.parser is None or rules.parser.can_fetch(url, self._settings.user_agent):
+            return ALLOW
+        return DISALLOW
+
+    async def _load(self, host: str, url: str) -> None:
+        response = await self._fetch(origin_of(url) + "/robots.txt")
+        now = self._clock()
+        if response.error is not None or response.status == 429 or response.status >= 500:
+            attempts = self._deferred[host].attempts + 1 if host in self._deferred else 1
+            wait = self._settings.robotstxt_defer_delay * 2 ** (attempts - 1)
+            self._deferred[host] = _Deferred(now + min(wait, self._settings.robotstxt_cache_ttl), attempts)
+            return
+        self._deferred.pop(host, None)
+        parser = None
+        if 200 <= response.status < 300:
+            parser = Protego.parse(response.body.decode("utf-8", errors="replace"))
+            delay = parser.crawl_delay(self._settings.user_agent)
+            if delay is not None and self._on_crawl_delay is not None and math.isfinite(delay):
+                self._on_crawl_delay(host, min(float(delay), self._settings.crawl_delay_cap))
+        self._rules[host] = _Rules(parser, now + self._settings.robotstxt_cache_ttl)
+        self._rules.move_to_end(host)
+        while len(self._rules) > self._max_hosts:
+            self._rules.popitem(last=False)

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import trio
+
+from crawler.errors import HostBadError
+from crawler.politeness import HostState, Politeness
+from crawler.settings import CrawlSettings
+
+QUIET = CrawlSettings(download_delay=0.5, autothrottle_enabled=False, concurrent_requests_per_domain=2)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_host_marked_slow_then_bad_after_three_failures():
+    p = Politeness(QUIET, clock=FakeClock())
+    p.record("h:80", 0.1, ok=False, error_kind="timeout")
+    assert p.state("h:80") == "slow"
+    p.record("h:80", 0.1, ok=False, error_kind="reset")
+    assert p.state("h:80") is HostState.SLOW
+    p.record("h:80", 0.1, ok=False, error_kind="http_5xx")
+    assert p.state("h:80") == "bad"
+    assert p.ready_at("h:80") == math.inf
+
+
+def test_success_between_failures_restores_ok():
+    p = Politeness(QUIET, clock=FakeClock())
+    for _ in range(5):
+        p.record("h:80", 0.1, ok=False, error_kind="timeout")
+        p.record("h:80", 0.1, ok=True, status=200)
+    assert p.state("h:80") == "ok"
+
+
+def test_page_level_errors_are_not_host_failures():
+    p = Politeness(QUIET, clock=FakeClock())
+    for _ in range(5):
+        p.record("h:80", 0.1, ok=False, error_kind="http_4xx")
+    assert p.state("h:80") == "ok"
+
+
+def test_backoff_doubles_per_consecutive_failure():
+    clock = FakeClock()
+    settings = CrawlSettings(
+        autothrottle_enabled=False, retry_backoff_base=1.0, host_bad_after_failures=10, download_delay=0.0
+    )
+    p = Politeness(settings, clock=clock)
+    waits = []
+    for _ in range(4):
+        p.record("h:80", 0.1, ok=False, error_kind="connect")
+        waits.append(p.ready_at("h:80") - clock.now)
+    assert waits == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_crawl_delay_capped():
+    p = Politeness(CrawlSettings(crawl_delay_cap=3.0, download_delay=0.1, autothrottle_enabled=False))
+    p.set_crawl_delay("h:80", 60)
+    assert p.gap("h:80") == 3.0
+    assert p.min_gap("h:80") == 3.0
+
+
+def test_autothrottle_follows_latency_as_scrapy_does():
+    settings = CrawlSettings(download_delay=0.1, autothrottle_start_delay=1.0, autothrottle_max_delay=5.0)
+    p = Politeness(settings, clock=FakeClock())
+    assert p.gap("h:80") == 1.0
+    p.record("h:80", 0.2, ok=True, status=200)  # mean of 1.0 and 0.2
+    assert p.gap("h:80") == pytest.approx(0.6)
+    p.record("h:80", 3.0, ok=True, status=200)  # the target is larger than the mean: jump to it
+    assert p.gap("h:80") == pytest.approx(3.0)
+    p.record("h:80", 0.0, ok=True, status=404)  # error pages never lower the delay
+    assert p.gap("h:80") == pytest.approx(3.0)
+    for _ in range(30):
+        p.record("h:80", 0.0, ok=True, status=200)
+    assert p.gap("h:80") == pytest.approx(0.1)  # never below download_delay
+
+
+@pytest.mark.trio
+async def test_slots_space_starts_and_cap_concurrency(autojump_clock):
+    p = Politeness(QUIET)
+    starts: list[float] = []
+    in_flight = 0
+    peak = 0
+
+    async def request() -> None:
+        nonlocal in_flight, peak
+        async with p.slot("h:80"):
+            starts.append(trio.current_time())
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await trio.sleep(2.0)  # slower than the delay: concurrency is the limit
+            in_flight -= 1
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(6):
+            nursery.start_soon(request)
+    assert peak == 2
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= 0.5
+    assert p.in_flight("h:80") == 0
+
+
+@pytest.mark.trio
+async def test_hosts_do_not_wait_for_each_other(autojump_clock):
+    p = Politeness(CrawlSettings(download_delay=10.0, autothrottle_enabled=False))
+    t0 = trio.current_time()
+    for host in ("a:80", "b:80", "c:80"):
+        async with p.slot(host):
+            pass
+    assert trio.current_time() - t0 < 1.0
+
+
+@pytest.mark.trio
+async def test_waiting_for_a_bad_host_raises(autojump_clock):
+    p = Politeness(QUIET)
+    for _ in range(3):
+        p.record("h:80", 0.1, ok=False, error_kind="timeout")
+    with pytest.raises(HostBadError):
+        async with p.slot("h:80"):
+            pass
