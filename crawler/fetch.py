@@ -9,6 +9,7 @@ timeouts, resets and 5xx with exponential back-off. It never raises for network 
 from __future__ import annotations
 
 import contextlib
+import re
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
@@ -32,6 +33,7 @@ ERROR_KINDS = (
     "http_5xx",
     "too_large",  # Content-Length or decompressed bytes over download_maxsize
     "bad_mime",  # content type not in allowed_mime_types
+    "binary",  # declared as text but starts with binary data bytes (WHATWG MIME sniffing)
     "truncated",  # body shorter than announced, or compressed stream cut short
     "redirect_loop",
     "too_many_redirects",
@@ -320,7 +322,10 @@ class Fetcher:
             else:
                 if not inflater.complete():
                     return _Answer(status, headers, content_type, error="truncated", latency=latency)
-        return _Answer(status, headers, content_type, b"".join(chunks), latency=latency)
+        body = b"".join(chunks)
+        if check_mime and _looks_binary(body):
+            return _Answer(status, headers, content_type, error="binary", latency=latency)
+        return _Answer(status, headers, content_type, body, latency=latency)
 
     async def _drain(self, response: httpx.Response) -> None:
         received = 0
@@ -361,6 +366,16 @@ async def _abandon(response: httpx.Response, raw_chunks: AsyncIterator[bytes]) -
     with contextlib.suppress(httpx.HTTPError, OSError, trio.ClosedResourceError):
         async for _ in raw_chunks:
             pass
+
+
+_BINARY_BYTES = re.compile(b"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_UNICODE_BOMS = (b"\xfe\xff", b"\xff\xfe", b"\xef\xbb\xbf")
+
+
+def _looks_binary(body: bytes) -> bool:
+    """WHATWG MIME sniffing's test: a binary data byte in the first 1445 bytes (UTF-16 text exempt)."""
+    head = body[:1445]
+    return not head.startswith(_UNICODE_BOMS) and _BINARY_BYTES.search(head) is not None
 
 
 def _status_error(status: int) -> str | None:

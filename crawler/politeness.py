@@ -5,6 +5,9 @@ when the host has a free concurrency place and its next start time has come; gra
 start time on by the host's current gap, the largest of `download_delay`, the robots.txt Crawl-delay
 (capped), the AutoThrottle delay (Scrapy's algorithm) and any back-off after failures.
 
+A request that timed out may still be running on the server, so its slot stays taken (a "ghost") for
+another `download_timeout` seconds: the server never sees more than `concurrent_requests_per_domain`.
+
 Host states follow BINGO! (thesis 2.3.8): a failure tags a host "slow"; after `host_bad_after_failures`
 consecutive failures it is "bad" and skipped for the rest of the crawl; a success makes it "ok" again.
 """
@@ -38,7 +41,9 @@ class _Host:
     crawl_delay: float = 0.0
     next_start: float = -math.inf
     backoff_until: float = -math.inf
-    in_flight: int = 0
+    in_flight: int = 0  # requests holding a slot, ghosts included
+    ghosts: list[float] = field(default_factory=list)  # release times of slots kept after timeouts
+    last_start: float = -math.inf
     failures: int = 0
     state: HostState = HostState.OK
     lot: trio.lowlevel.ParkingLot = field(default_factory=trio.lowlevel.ParkingLot)
@@ -70,6 +75,7 @@ class Politeness:
     def ready_at(self, host: str) -> float:
         """Earliest clock time a new request to `host` may start; inf when bad or at its concurrency cap."""
         h = self._host(host)
+        self._release_ghosts(h)
         if h.state is HostState.BAD or h.in_flight >= self._settings.concurrent_requests_per_domain:
             return math.inf
         return max(h.next_start, h.backoff_until)
@@ -83,7 +89,10 @@ class Politeness:
         return 0 if h is None else h.in_flight
 
     def set_crawl_delay(self, host: str, seconds: float) -> None:
-        self._host(host).crawl_delay = max(0.0, min(seconds, self._settings.crawl_delay_cap))
+        """Apply a robots.txt Crawl-delay (capped), also to the request that follows the robots.txt one."""
+        h = self._host(host)
+        h.crawl_delay = max(0.0, min(seconds, self._settings.crawl_delay_cap))
+        h.next_start = max(h.next_start, h.last_start + h.crawl_delay)
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[None]:
@@ -95,8 +104,10 @@ class Politeness:
         while True:
             if h.state is HostState.BAD:
                 raise HostBadError(host)
+            self._release_ghosts(h)
             if h.in_flight >= self._settings.concurrent_requests_per_domain:
-                await h.lot.park()
+                with trio.move_on_at(min(h.ghosts, default=math.inf)):
+                    await h.lot.park()
                 continue
             wait = max(h.next_start, h.backoff_until) - self._clock()
             if wait > 0:
@@ -104,7 +115,8 @@ class Politeness:
                 continue
             break
         h.in_flight += 1
-        h.next_start = self._clock() + self.gap(host)
+        h.last_start = self._clock()
+        h.next_start = h.last_start + self.gap(host)
         try:
             yield
         finally:
@@ -127,6 +139,9 @@ class Politeness:
             if self._settings.autothrottle_enabled and latency >= 0:
                 self._throttle(h, latency, status)
             return
+        if error_kind == "timeout":
+            h.ghosts.append(self._clock() + self._settings.download_timeout)
+            h.in_flight += 1
         h.failures += 1
         backoff = self._settings.retry_backoff_base * 2 ** (h.failures - 1)
         h.backoff_until = self._clock() + min(backoff, self._settings.retry_backoff_max)
@@ -135,6 +150,16 @@ class Politeness:
             h.lot.unpark_all()
         elif h.state is HostState.OK:
             h.state = HostState.SLOW
+
+    def _release_ghosts(self, h: _Host) -> None:
+        if not h.ghosts:
+            return
+        now = self._clock()
+        expired = [t for t in h.ghosts if t <= now]
+        if expired:
+            h.ghosts = [t for t in h.ghosts if t > now]
+            h.in_flight -= len(expired)
+            h.lot.unpark(count=len(expired))
 
     def _throttle(self, h: _Host, latency: float, status: int) -> None:
         """Scrapy's AutoThrottle: move the delay towards latency / target concurrency."""

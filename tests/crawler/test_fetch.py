@@ -145,7 +145,7 @@ async def test_crawl_delay_spaces_requests_to_one_host(autojump_clock):
     finally:
         await f._client.aclose()
     times = [t for t, _ in site.log]
-    assert min(b - a for a, b in itertools.pairwise(times[1:])) >= 4.0  # after robots.txt
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 4.0  # robots.txt to the first page too
 
 
 @pytest.mark.trio
@@ -415,3 +415,10 @@ async def test_faults_over_loopback_sockets(path, kind):
                 r = await f.fetch(f"http://127.0.0.1:{port}{path}")
             nursery.cancel_scope.cancel()
     assert r.error == kind
+
+
+@pytest.mark.trio
+async def test_binary_served_as_html_is_rejected(autojump_clock):
+    junk = bytes(range(256)) * 8
+    site = Site({"/junk": lambda r: respond(200, junk, HTML)})
+    assert (await fetch(site, "http://example.com/junk")).error == "binary"

@@ -125,3 +125,20 @@ async def test_waiting_for_a_bad_host_raises(autojump_clock):
     with pytest.raises(HostBadError):
         async with p.slot("h:80"):
             pass
+
+
+def test_timed_out_request_keeps_its_slot_for_a_timeout_more():
+    clock = FakeClock()
+    settings = CrawlSettings(
+        concurrent_requests_per_domain=1,
+        download_timeout=5.0,
+        retry_backoff_base=1.0,
+        autothrottle_enabled=False,
+    )
+    p = Politeness(settings, clock=clock)
+    p.record("h:80", -1.0, ok=False, error_kind="timeout")
+    clock.now += 2.0  # back-off over, but the server may still be working on the old request
+    assert p.ready_at("h:80") == math.inf
+    clock.now += 3.0
+    assert p.ready_at("h:80") <= clock.now
+    assert p.in_flight("h:80") == 0
