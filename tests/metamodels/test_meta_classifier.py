@@ -81,3 +81,29 @@ def test_inconsistent_transferable_form_is_refused():
 def test_thresholds_in_wrong_order_are_refused():
     with pytest.raises(MetaInputError, match="t1 >= t2"):
         MetaClassifier.equal_weights([A], t1=-1.0, t2=1.0)
+
+
+def test_meta_classifier_of_linear_svms_travels_as_plain_data():
+    from metamodels.features import FeatureConfig
+    from metamodels.linear import LinearModel, train_linear_svm
+
+    rng = np.random.default_rng(0)
+    y = np.array([1, 0] * 20)
+    dense = (
+        rng.random((40, 8))
+        + np.outer(y, [1, 1, 0, 0, 0, 0, 0, 0])
+        + np.outer(1 - y, [0, 0, 1, 1, 0, 0, 0, 0])
+    )
+    Xs = sp.csr_matrix(dense)
+    config = FeatureConfig(n_features=8)
+    models = [
+        train_linear_svm(
+            Xs[20 * i : 20 * i + 20], y[20 * i : 20 * i + 20], config=config, training_ids=[f"d{i}"]
+        )
+        for i in range(2)
+    ]
+    meta = MetaClassifier.equal_weights(models, t1=0.1, t2=-0.1)
+    again = MetaClassifier.from_dict(msgpack.unpackb(msgpack.packb(meta.to_dict())))
+    assert all(isinstance(m, LinearModel) for m in again.models)
+    assert again.combined(Xs) == pytest.approx(meta.combined(Xs))
+    assert np.mean(meta.decide_with_loss(Xs, 0.0) == np.where(y == 1, 1, -1)) > 0.9
