@@ -23,6 +23,7 @@ from sklearn.decomposition import TruncatedSVD
 from metamodels.errors import ClusteringError, ModelFormatError
 from metamodels.features import FeatureConfig, check_feature_space, l2_normalize_rows
 from metamodels.meta_functions import ABSTAIN_LABEL
+from metamodels.mi import mutual_information, term_mutual_information
 from metamodels.restrictive import dismissed_count
 
 MODEL_SCHEMA_VERSION = 1
@@ -310,27 +311,6 @@ def kmeans(X: sp.csr_matrix, k: int, config: FeatureConfig, *, seed: int, **opti
     return _fit("kmeans", config, X, columns, centroids, select_features=False)
 
 
-def term_cluster_mi(presence: sp.csr_matrix, labels: np.ndarray, k: int) -> np.ndarray:
-    """Mutual information I(T; C) between each term's presence and the cluster variable, in nats.
-
-    presence is a (documents x terms) matrix whose nonzeros mark a term in a document.
-    """
-    binary = sp.csr_matrix(presence, dtype=np.float64, copy=True)
-    binary.data[:] = 1.0
-    n = labels.shape[0]
-    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
-    with_term = np.asarray((binary.T @ onehot).todense())  # terms x clusters
-    cluster_sizes = np.bincount(labels, minlength=k).astype(np.float64)
-    without_term = cluster_sizes[None, :] - with_term
-    df = with_term.sum(axis=1, keepdims=True)
-    mi = np.zeros(with_term.shape[0])
-    for joint, marginal in ((with_term, df), (without_term, n - df)):
-        expected = marginal * cluster_sizes[None, :]
-        ratio = np.divide(joint * n, expected, out=np.ones_like(joint), where=(joint > 0) & (expected > 0))
-        mi += (joint / n * np.log(ratio)).sum(axis=1)
-    return mi
-
-
 def _top(scores: np.ndarray, count: int) -> np.ndarray:
     """Indices of the `count` largest scores, ties broken by position, returned sorted."""
     order = np.lexsort((np.arange(scores.size), -scores))
@@ -349,7 +329,8 @@ def iterative_kmeans(
     **options: int,
 ) -> ClusteringFit:
     """base2 of thesis 3.4.2: k-means on the top-df features, then `iterations` rounds of: select the
-    top-MI features (MI between term presence and the current clusters, among the top-df ones) and
+    top-MI features among the top-df ones (a feature scores its largest MI with any one current cluster
+    against the rest, "the most discriminative features for each of the produced clusters", 3.1.1) and
     recluster in that space, starting from the previous clusters' means there."""
     Xc, columns = compact_columns(X)
     df = np.diff(sp.csc_matrix(Xc).indptr)
@@ -359,7 +340,7 @@ def iterative_kmeans(
     space = normalize_rows(X_candidates)
     centroids, result = kmeans_centroids(space, k, seed=seed, **options)
     for _ in range(iterations):
-        mi = term_cluster_mi(X_candidates, result.labels, k)
+        mi = np.max([mutual_information(X_candidates, result.labels == c) for c in range(k)], axis=0)
         selected = _top(mi, mi_top)
         space = normalize_rows(X_candidates[:, selected])
         centroids, result = _lloyd(space, cluster_means(space, result.labels, k), options.get("max_iter", 50))
@@ -427,29 +408,16 @@ def clustering_accuracy(truth: np.ndarray, labels: np.ndarray) -> float:
 def top_terms(
     documents_terms: Sequence[Sequence[str]], labels: np.ndarray, k: int, count: int = 10
 ) -> tuple[tuple[str, ...], ...]:
-    """Cluster labels from terms (3.1.1): for each cluster, the `count` terms of highest MI between term
-    presence and membership in that cluster, among terms more frequent inside it than outside."""
+    """Cluster labels from terms (3.1.1): for each cluster, the `count` terms of highest pointwise MI
+    (eq. 2.10: only terms more frequent inside the cluster score above 0) with membership in it; ties in
+    alphabetical order. Dismissed documents do not count."""
     if len(documents_terms) != labels.size:
         raise ClusteringError(f"{len(documents_terms)} term lists for {labels.size} cluster labels")
-    vocabulary: dict[str, int] = {}
-    rows, cols = [], []
-    for row, terms in enumerate(documents_terms):
-        for term in set(terms):
-            rows.append(row)
-            cols.append(vocabulary.setdefault(term, len(vocabulary)))
-    names = np.array(sorted(vocabulary, key=vocabulary.__getitem__), dtype=object)
-    decided = labels != ABSTAIN_LABEL
-    presence = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(labels.size, len(vocabulary)))[
-        decided
-    ]
-    member_labels = labels[decided]
+    decided = [terms for terms, label in zip(documents_terms, labels, strict=True) if label != ABSTAIN_LABEL]
+    member_labels = labels[labels != ABSTAIN_LABEL]
     result = []
     for cluster in range(k):
-        inside = (member_labels == cluster).astype(np.int64)
-        mi = term_cluster_mi(presence, inside, 2)
-        rate_in = np.asarray(presence[inside == 1].sum(axis=0)).ravel() / max(inside.sum(), 1)
-        rate_out = np.asarray(presence[inside == 0].sum(axis=0)).ravel() / max((inside == 0).sum(), 1)
-        mi[rate_in <= rate_out] = -1.0
-        best = np.lexsort((names.astype(str), -mi))[:count]
-        result.append(tuple(str(names[i]) for i in best if mi[i] > 0))
+        scores = term_mutual_information(decided, member_labels == cluster, kind="pointwise")
+        ranked = sorted((term for term, score in scores.items() if score > 0), key=lambda t: (-scores[t], t))
+        result.append(tuple(ranked[:count]))
     return tuple(result)

@@ -20,7 +20,6 @@ from metamodels.clustering import (
     restrict,
     restrict_by_threshold,
     svd_kmeans,
-    term_cluster_mi,
     top_terms,
 )
 from metamodels.errors import ClusteringError, FeatureSpaceMismatch, ModelFormatError
@@ -117,13 +116,6 @@ def test_accuracy_takes_best_permutation_and_ignores_dismissed():
     # best match: class 0 -> cluster 2 (2 docs), class 1 -> cluster 0 (2), class 2 -> cluster 1 (1): 5 of 6
     assert clustering_accuracy(truth, labels) == pytest.approx(5 / 6)
     assert math.isnan(clustering_accuracy(truth, np.full(7, ABSTAIN_LABEL)))
-
-
-def test_term_cluster_mi_matches_hand_computation():
-    # term 0 appears exactly in cluster 0 (2 of 4 docs): I = ln 2; term 1 appears everywhere: I = 0
-    presence = sp.csr_matrix(np.array([[1, 1], [1, 1], [0, 1], [0, 1]]))
-    mi = term_cluster_mi(presence, np.array([0, 0, 1, 1]), 2)
-    assert mi == pytest.approx([math.log(2), 0.0])
 
 
 def test_top_terms_name_each_cluster_by_its_own_vocabulary():
