@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from metamodels.robust import RobustSettings, robust_combine
 from simnet.corpora import Document
 from simnet.experiments.collab_classify import (
     Setup,
@@ -12,9 +13,11 @@ from simnet.experiments.collab_classify import (
     prepare_corpus,
     result_json,
     run_pair,
+    train_peer_models,
 )
 from simnet.experiments.estimators import pair_estimates
 from simnet.experiments.peersplit import TopicPairSplit
+from simnet.experiments.poisoning import hostile_model, robust_confidences
 
 
 def synthetic_documents(per_topic: int = 150, seed: int = 0) -> list[Document]:
@@ -62,3 +65,19 @@ def test_pair_estimates_exclude_a_models_own_documents():
     accuracies, covariance = pair_estimates(split, decisions)
     assert accuracies.tolist() == [0.5, 1.0]
     assert covariance == 0.0  # no document is held by neither model
+
+
+@pytest.mark.slow
+def test_robust_combination_silences_an_amplified_flipped_model():
+    corpus = prepare_corpus(synthetic_documents(seed=1))
+    split = next(iter(pair_splits(corpus, SETUP, n_pairs=1, repeats=1, seed=1)))
+    rng = np.random.default_rng(0)
+    honest = train_peer_models(corpus, split, 1.0)
+    models = [*honest[:3], hostile_model("flipped_amplified", corpus, split, 3, 1.0, rng)]
+    validation = corpus.features[split.validation_rows]
+    calibrated, weights = robust_confidences(models, corpus, split, validation)
+    assert weights[3] == 0.0 and np.all(weights[:3] > 0)
+    truth = split.validation_truth.astype(int)
+    plain = np.column_stack([m.confidence(validation) for m in models]).sum(axis=1)
+    robust = robust_combine(calibrated, weights, RobustSettings())
+    assert np.mean(np.where(robust > 0, 1, -1) == truth) > np.mean(np.where(plain > 0, 1, -1) == truth)
