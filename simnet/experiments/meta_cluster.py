@@ -286,30 +286,8 @@ def print_tables(corpus: str, k: int, summary: dict, n_tuples: int) -> None:
     print(f"\npurity ranking, method ranked first: {summary['ranked_first']}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m simnet.experiments.meta_cluster", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb (simnet.corpora)")
-    parser.add_argument("--k", type=int, default=3, help="topics per tuple = clusters (thesis: 2, 3, 5)")
-    parser.add_argument("--tuples", type=int, default=50, help="random topic tuples (thesis: 50)")
-    parser.add_argument(
-        "--min-docs", type=int, default=100, help="a topic needs this many single-label documents"
-    )
-    parser.add_argument(
-        "--max-per-topic", type=int, default=None, help="cap documents per topic (default: all)"
-    )
-    parser.add_argument("--mapping", default="auto", choices=("auto", *MAPPING_STRATEGIES))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-
-    started = time.monotonic()
-    collection = topic_collection(load_corpus(args.corpus), args.min_docs)
-    print(
-        f"{args.corpus}: {len(collection.topics)} topics with >= {args.min_docs} documents, "
-        f"{collection.X.shape[0]} documents featurised in {time.monotonic() - started:.0f} s",
-        file=sys.stderr,
-    )
+def run_experiment(collection: TopicCollection, args: argparse.Namespace) -> tuple[dict, int]:
+    """The summary over `args.tuples` random k-tuples of the collection's topics, and the tuple count."""
     rng = np.random.default_rng(args.seed)
     tuples = random_tuples(len(collection.topics), args.k, args.tuples, rng)
     results = []
@@ -324,10 +302,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error {results[-1]['meta']['unanimous']['error']:.3f}",
             file=sys.stderr,
         )
-    summary = summarise(results)
-    print_tables(args.corpus, args.k, summary, len(tuples))
+    return summarise(results), len(tuples)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m simnet.experiments.meta_cluster", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb (simnet.corpora)")
+    parser.add_argument("--k", type=int, default=3, help="topics per tuple = clusters (thesis: 2, 3, 5)")
+    parser.add_argument("--tuples", type=int, default=50, help="random topic tuples (thesis: 50)")
+    parser.add_argument(
+        "--min-docs", type=int, default=100, help="a topic needs this many single-label documents"
+    )
+    parser.add_argument(
+        "--max-per-topic", type=int, default=None, help="cap documents per topic (default: all)"
+    )
+    parser.add_argument("--mapping", default="auto", choices=("auto", *MAPPING_STRATEGIES))
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    collection = topic_collection(load_corpus(args.corpus), args.min_docs)
+    print(
+        f"{args.corpus}: {len(collection.topics)} topics with >= {args.min_docs} documents, "
+        f"{collection.X.shape[0]} documents featurised in {time.monotonic() - started:.0f} s",
+        file=sys.stderr,
+    )
+    summary, n_tuples = run_experiment(collection, args)
+    print_tables(args.corpus, args.k, summary, n_tuples)
     summary.update(
-        corpus=args.corpus, k=args.k, tuples=len(tuples), seconds=round(time.monotonic() - started, 1)
+        corpus=args.corpus, k=args.k, tuples=n_tuples, seconds=round(time.monotonic() - started, 1)
     )
     print(json.dumps(summary, sort_keys=True))
     return 0
