@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -421,3 +421,13 @@ def top_terms(
         ranked = sorted((term for term, score in scores.items() if score > 0), key=lambda t: (-scores[t], t))
         result.append(tuple(ranked[:count]))
     return tuple(result)
+
+
+def with_term_labels(
+    model: ClusteringModel, documents_terms: Sequence[Sequence[str]], labels: np.ndarray, count: int = 10
+) -> ClusteringModel:
+    """The model with each cluster's top-MI terms and a name from its first three (the label a user sees
+    and may edit when a cluster becomes a topic, 3.1.6)."""
+    terms = top_terms(documents_terms, labels, model.k, count)
+    names = tuple(", ".join(t[:3]) if t else f"cluster {j + 1}" for j, t in enumerate(terms))
+    return replace(model, names=names, top_terms=terms)

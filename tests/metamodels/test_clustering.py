@@ -21,6 +21,7 @@ from metamodels.clustering import (
     restrict_by_threshold,
     svd_kmeans,
     top_terms,
+    with_term_labels,
 )
 from metamodels.errors import ClusteringError, FeatureSpaceMismatch, ModelFormatError
 from metamodels.features import FeatureConfig, l2_normalize_rows
@@ -175,3 +176,13 @@ def test_model_refuses_documents_from_another_feature_space():
     model = kmeans(X, 2, CONFIG, seed=0).model
     with pytest.raises(FeatureSpaceMismatch):
         model.assign(sp.csr_matrix((3, 2**11)))
+
+
+def test_model_named_by_top_terms_keeps_them_through_the_round_trip():
+    X, _ = topic_documents(2, 20, seed=6)
+    fit = kmeans(X, 2, CONFIG, seed=0)
+    terms = [[f"word{label}", "shared"] for label in fit.clustering.labels]
+    named = with_term_labels(fit.model, terms, fit.clustering.labels, count=3)
+    assert named.top_terms == (("word0",), ("word1",))
+    assert named.names == ("word0", "word1")
+    assert ClusteringModel.from_dict(named.to_dict()).top_terms == named.top_terms
