@@ -1,0 +1,429 @@
+"""The hierarchical topic model of BINGO! (thesis 2.3.2, eq. 2.32-2.34, Fig. 2.7).
+
+Every taxonomy node T but the root has a linear SVM trained on
+    D_POS(T) = D+(T) and the positives of all of T's descendants,
+    D_NEG(T) = D-(T) (T's OTHERS folder), D-(parent(T)), and D_POS of every sibling of T,
+restricted to the feature space its parent stores: the union of the top-MI features of T and its siblings
+(and their indicator keywords). Documents are classified top-down: at each node the child with the highest
+normalised confidence wins if it exceeds the threshold, the document holds at least N_w of the node's
+features, and, when the child has indicator keywords, at least `min_indicators` of them. A document that
+stays at the root is rejected. A node that is the only child and has no negatives of its own inherits its
+parent's competitors, so a single-topic taxonomy needs an OTHERS folder at the root.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from metamodels.errors import ModelFormatError, TrainingDataError
+from metamodels.features import FeatureConfig, Featurizer, IdfWeights, check_feature_space
+from metamodels.linear import LinearModel, train_linear_svm
+from metamodels.mi import MI_KINDS, select_features
+
+TOPIC_MODEL_SCHEMA_VERSION = 1
+TOPIC_MODEL_KIND = "topic_model"
+ROOT = ""
+
+
+def topic_key(path: str | Sequence[str]) -> str:
+    """The normalised key of a topic path: segments stripped, inner whitespace collapsed, joined by "/"."""
+    segments = path.split("/") if isinstance(path, str) else list(path)
+    return "/".join(" ".join(s.split()) for s in segments if s.strip())
+
+
+def parent_of(key: str) -> str:
+    return key.rpartition("/")[0]
+
+
+@dataclass(frozen=True)
+class TopicModelSettings:
+    """Training and decision parameters (thesis 2.3.2, 2.23); they are stored with the model."""
+
+    C: float = 1.0  # soft-margin cost of every node's linear SVM
+    n_top: int = 2000  # features chosen by MI per topic (thesis: 1000-5000, 2000 in its experiments)
+    df_candidates: int = 10_000  # MI is evaluated only for the topic's features with the highest df
+    min_df: int = 2  # features in fewer training documents are never selected
+    mi_kind: str = "expected"  # "expected" (full 2x2 MI) or "pointwise" (thesis eq. 2.10)
+    threshold: float = 0.0  # a child is entered only when its normalised confidence exceeds this
+    min_topic_features: int = 3  # N_w: fewer of a node's features in a document and it stays at the node
+    min_indicators: int = 1  # a topic with indicator keywords needs this many of them in the document
+
+    def __post_init__(self) -> None:
+        numbers_ok = all(math.isfinite(v) for v in (self.C, self.threshold)) and self.C > 0
+        counts_ok = (
+            min(self.n_top, self.df_candidates) >= 1 and min(self.min_df, self.min_topic_features) >= 0
+        )
+        if not numbers_ok or not counts_ok or self.min_indicators < 1 or self.mi_kind not in MI_KINDS:
+            raise ModelFormatError(f"invalid TopicModelSettings: {self}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TopicModelSettings:
+        if not isinstance(data, Mapping) or set(data) != set(cls.__dataclass_fields__):
+            raise ModelFormatError(
+                f"topic model settings must hold exactly {sorted(cls.__dataclass_fields__)}"
+            )
+        floats, texts = {"C", "threshold"}, {"mi_kind"}
+        for name, value in data.items():
+            expected = float if name in floats else str if name in texts else int
+            valid = (
+                isinstance(value, int | float) if expected is float else isinstance(value, expected)
+            ) and not isinstance(value, bool)
+            if not valid:
+                raise ModelFormatError(f"settings.{name} must be {expected.__name__}, got {value!r}")
+        return cls(**{k: (float(v) if k in floats else v) for k, v in data.items()})
+
+
+@dataclass(frozen=True)
+class TopicVerdict:
+    """Where a document landed: topic "" (the root) means rejected."""
+
+    topic: str
+    confidence: float  # normalised confidence of the final topic (0.0 at the root)
+    path: tuple[tuple[str, float], ...] = ()  # (topic, confidence) for each level entered
+
+    @property
+    def accepted(self) -> bool:
+        return self.topic != ROOT
+
+
+@dataclass(frozen=True, eq=False)
+class TopicModel:
+    """A trained taxonomy: per node a LinearModel, per inner node its children's shared feature space."""
+
+    config: FeatureConfig
+    settings: TopicModelSettings
+    topics: tuple[str, ...]  # every non-root topic key, sorted
+    models: Mapping[str, LinearModel]  # topic -> its SVM (D_POS vs D_NEG)
+    spaces: Mapping[str, np.ndarray]  # inner node (incl. root "") -> sorted feature indices of its children
+    indicators: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # topic -> user keywords
+    idf: IdfWeights | None = None
+
+    def __post_init__(self) -> None:
+        _check_structure(self)
+        featurizer = Featurizer(self.config, self.idf)
+        children: dict[str, list[str]] = {}
+        for topic in self.topics:
+            children.setdefault(parent_of(topic), []).append(topic)
+        routes = {}
+        for node, kids in children.items():
+            weights = sp.hstack([self.models[k].weight_column() for k in kids], format="csc")
+            biases = np.array([self.models[k].bias for k in kids])
+            scales = np.array([self.models[k].calibration.scale for k in kids])
+            space = np.zeros(self.config.n_features, dtype=bool)
+            space[self.spaces[node]] = True
+            required = [featurizer.indices_of_words(self.indicators.get(k, ())) for k in kids]
+            routes[node] = _Route(tuple(kids), weights, biases, scales, space, required)
+        object.__setattr__(self, "_routes", routes)
+        object.__setattr__(self, "featurizer", featurizer)
+
+    def children(self, topic: str) -> tuple[str, ...]:
+        route = self._routes.get(topic)
+        return route.children if route else ()
+
+    def classify_texts(self, texts: Sequence[str], **options: Any) -> list[TopicVerdict]:
+        return self.classify(self.featurizer.transform(texts), **options)
+
+    def classify(
+        self, X: sp.spmatrix, *, threshold: float | None = None, to_leaves: bool = False
+    ) -> list[TopicVerdict]:
+        """Top-down classification of each row (Fig. 2.7).
+
+        `threshold` overrides the stored one; `to_leaves` always enters the best eligible child, ignoring
+        the threshold and N_w, as a flat classifier's argmax would (indicator keywords still apply).
+        """
+        check_feature_space(self.config, X)
+        X = sp.csr_matrix(X)
+        limit = self.settings.threshold if threshold is None else threshold
+        n = X.shape[0]
+        position = np.zeros(n, dtype=object)
+        position[:] = ROOT
+        confidence = np.zeros(n)
+        paths: list[list[tuple[str, float]]] = [[] for _ in range(n)]
+        frontier = {ROOT: np.arange(n)}
+        while frontier:
+            next_frontier: dict[str, list[np.ndarray]] = {}
+            for node, rows in frontier.items():
+                route = self._routes.get(node)
+                if route is None or rows.size == 0:
+                    continue
+                chosen, best = route.choose(X[rows], limit, self.settings, to_leaves)
+                for child_index, child in enumerate(route.children):
+                    moved = rows[chosen == child_index]
+                    if moved.size:
+                        position[moved] = child
+                        confidence[moved] = best[chosen == child_index]
+                        next_frontier.setdefault(child, []).append(moved)
+                for row, child_index, conf in zip(rows, chosen, best, strict=True):
+                    if child_index >= 0:
+                        paths[row].append((route.children[child_index], float(conf)))
+            frontier = {node: np.concatenate(parts) for node, parts in next_frontier.items()}
+        return [TopicVerdict(position[i], float(confidence[i]), tuple(paths[i])) for i in range(n)]
+
+    def confidences(self, X: sp.spmatrix, topic: str) -> np.ndarray:
+        """Normalised confidence of each row for one topic's own SVM, regardless of the path."""
+        return self.models[topic].confidence(X)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TopicModel):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": TOPIC_MODEL_KIND,
+            "version": TOPIC_MODEL_SCHEMA_VERSION,
+            "feature_config": self.config.to_dict(),
+            "settings": asdict(self.settings),
+            "topics": list(self.topics),
+            "models": {t: self.models[t].to_dict() for t in self.topics},
+            "spaces": {node: np.asarray(s, dtype="<i4").tobytes() for node, s in sorted(self.spaces.items())},
+            "indicators": {t: list(words) for t, words in sorted(self.indicators.items())},
+            "idf": self.idf.to_dict() if self.idf is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TopicModel:
+        """Validates untrusted plain data into a model; ModelFormatError says what is wrong."""
+        if not isinstance(data, Mapping) or data.get("kind") != TOPIC_MODEL_KIND:
+            raise ModelFormatError("not a topic model: expected a mapping with kind 'topic_model'")
+        if data.get("version") != TOPIC_MODEL_SCHEMA_VERSION:
+            raise ModelFormatError(
+                f"topic model version {data.get('version')!r} is not the supported one,"
+                f" {TOPIC_MODEL_SCHEMA_VERSION}"
+            )
+        try:
+            config = FeatureConfig.from_dict(data["feature_config"])
+            settings = TopicModelSettings.from_dict(data["settings"])
+            topics = data["topics"]
+            if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+                raise ModelFormatError("topics must be a list of topic keys")
+            models = _mapping(data["models"], "models")
+            spaces = _mapping(data["spaces"], "spaces")
+            indicators = _mapping(data["indicators"], "indicators")
+            for topic, words in indicators.items():
+                if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+                    raise ModelFormatError(f"indicators of {topic!r} must be a list of strings")
+            idf = IdfWeights.from_dict(data["idf"]) if data["idf"] is not None else None
+        except KeyError as exc:
+            raise ModelFormatError(f"topic model lacks field {exc}") from exc
+        return cls(
+            config,
+            settings,
+            tuple(topics),
+            {t: LinearModel.from_dict(m) for t, m in models.items()},
+            {node: _indices_from_bytes(raw, node) for node, raw in spaces.items()},
+            {t: tuple(words) for t, words in indicators.items()},
+            idf,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class _Route:
+    """The decision at one inner node among its children, vectorised over documents."""
+
+    children: tuple[str, ...]
+    weights: sp.csc_matrix  # n_features x len(children)
+    biases: np.ndarray
+    scales: np.ndarray
+    space: np.ndarray  # bool mask of the node's feature space
+    required: list[list[int]]  # per child: indicator feature indices ([] = no indicator rule)
+
+    def choose(
+        self, X: sp.csr_matrix, limit: float, settings: TopicModelSettings, to_leaves: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(index of the chosen child or -1, its confidence) per row."""
+        conf = (np.asarray((X @ self.weights).todense()) + self.biases) / self.scales
+        for j, indices in enumerate(self.required):
+            if indices:
+                hits = np.asarray((X[:, indices] != 0).sum(axis=1)).ravel()
+                conf[hits < settings.min_indicators, j] = -np.inf
+        chosen = np.argmax(conf, axis=1)
+        best = conf[np.arange(conf.shape[0]), chosen]
+        stay = ~np.isfinite(best)
+        if not to_leaves:
+            entry_rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            counted = self.space[X.indices] & (X.data != 0)
+            in_space = np.bincount(entry_rows[counted], minlength=X.shape[0])
+            stay |= (best <= limit) | (in_space < settings.min_topic_features)
+        chosen = np.where(stay, -1, chosen)
+        return chosen, np.where(stay, 0.0, best)
+
+
+def _check_structure(model: TopicModel) -> None:
+    topics = model.topics
+    if list(topics) != sorted(set(topics)) or any(t != topic_key(t) or t == ROOT for t in topics):
+        raise ModelFormatError("topics must be sorted, unique, normalised, non-empty keys")
+    known = set(topics)
+    missing_parents = sorted(t for t in topics if parent_of(t) != ROOT and parent_of(t) not in known)
+    if missing_parents:
+        raise ModelFormatError(f"topics {missing_parents} have no parent topic in the model")
+    if set(model.models) != known:
+        raise ModelFormatError("there must be exactly one linear model per topic")
+    inner = {parent_of(t) for t in topics}
+    if set(model.spaces) != inner:
+        raise ModelFormatError("there must be exactly one feature space per inner node")
+    if not set(model.indicators) <= known:
+        raise ModelFormatError("indicators name topics that the model does not have")
+    for topic, linear in model.models.items():
+        if linear.config != model.config:
+            raise ModelFormatError(f"the model of {topic!r} lives in another feature space")
+    for node, space in model.spaces.items():
+        if space.size and (
+            space[0] < 0 or space[-1] >= model.config.n_features or (np.diff(space) <= 0).any()
+        ):
+            raise ModelFormatError(f"feature space of {node!r} must be increasing indices below n_features")
+
+
+def _mapping(value: Any, name: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ModelFormatError(f"{name} must be a mapping keyed by topic")
+    return value
+
+
+def _indices_from_bytes(raw: Any, node: str) -> np.ndarray:
+    if not isinstance(raw, bytes | bytearray) or len(raw) % 4:
+        raise ModelFormatError(f"feature space of {node!r} must be bytes of little-endian int32")
+    return np.frombuffer(raw, dtype="<i4").astype(np.int64)
+
+
+# --- training ------------------------------------------------------------------------------------------
+
+
+def train_topic_model(
+    X: sp.spmatrix,
+    positives: Mapping[str, Sequence[int]],
+    negatives: Mapping[str, Sequence[int]] | None = None,
+    *,
+    config: FeatureConfig,
+    settings: TopicModelSettings | None = None,
+    indicators: Mapping[str, Sequence[str]] | None = None,
+    idf: IdfWeights | None = None,
+) -> TopicModel:
+    """Trains every node of the taxonomy named by the keys of `positives`.
+
+    positives: topic path -> rows of X that are D+(T) (documents filed directly in T; intermediate topics
+    of a path are created with no documents of their own). negatives: topic path ("" for the root) -> rows
+    of X in T's OTHERS folder, D-(T). indicators: topic path -> keywords (see module docstring).
+    """
+    settings = settings or TopicModelSettings()
+    check_feature_space(config, X)
+    X = sp.csr_matrix(X)
+    own_pos = _normalise_rows(positives, X.shape[0])
+    own_neg = _normalise_rows(negatives or {}, X.shape[0])
+    indicator_words = {topic_key(t): tuple(words) for t, words in (indicators or {}).items() if words}
+    topics = sorted({prefix for t in own_pos for prefix in _prefixes(t)})
+    unknown = sorted((set(own_neg) - {ROOT} - set(topics)) | (set(indicator_words) - set(topics)))
+    if unknown:
+        raise TrainingDataError(f"negatives or indicators name topics without positives: {unknown}")
+    children: dict[str, list[str]] = {}
+    for topic in topics:
+        children.setdefault(parent_of(topic), []).append(topic)
+    d_pos = {t: _subtree_rows(t, own_pos, children) for t in topics}
+    d_neg: dict[str, np.ndarray] = {}
+    for topic in topics:  # sorted: parents come before their children
+        parent = parent_of(topic)
+        siblings = [d_pos[s] for s in children[parent] if s != topic]
+        rows = _union([own_neg.get(topic, _NO_ROWS), own_neg.get(parent, _NO_ROWS), *siblings])
+        if rows.size == 0 and parent != ROOT:
+            rows = d_neg[parent]
+        rows = np.setdiff1d(rows, d_pos[topic])
+        if d_pos[topic].size == 0:
+            raise TrainingDataError(f"topic {topic!r} has no training documents")
+        if rows.size == 0:
+            raise TrainingDataError(
+                f"topic {topic!r} has no negative examples: add sibling topics or an OTHERS folder"
+                f" under {parent or 'the root'!r}"
+            )
+        d_neg[topic] = rows
+    featurizer = Featurizer(config, idf)
+    best = {
+        t: np.union1d(
+            _best_features(X, d_pos[t], d_neg[t], settings),
+            np.asarray(featurizer.indices_of_words(indicator_words.get(t, ())), dtype=np.int64),
+        )
+        for t in topics
+    }
+    spaces = {node: _union([best[k] for k in kids]) for node, kids in children.items()}
+    models = {}
+    for topic in topics:
+        rows = np.concatenate([d_pos[topic], d_neg[topic]])
+        y = np.concatenate(
+            [np.ones(d_pos[topic].size, dtype=np.int8), np.zeros(d_neg[topic].size, dtype=np.int8)]
+        )
+        models[topic] = train_linear_svm(
+            X[rows], y, settings.C, config=config, features=spaces[parent_of(topic)]
+        )
+    return TopicModel(config, settings, tuple(topics), models, spaces, indicator_words, idf)
+
+
+def train_topic_model_from_texts(
+    featurizer: Featurizer,
+    positives: Mapping[str, Sequence[str]],
+    negatives: Mapping[str, Sequence[str]] | None = None,
+    **options: Any,
+) -> TopicModel:
+    """As `train_topic_model`, from the texts of each topic's documents and OTHERS folders."""
+    texts: list[str] = []
+    pos_rows: dict[str, list[int]] = {}
+    neg_rows: dict[str, list[int]] = {}
+    for source, rows in ((positives, pos_rows), (negatives or {}, neg_rows)):
+        for topic, docs in source.items():
+            rows[topic] = list(range(len(texts), len(texts) + len(docs)))
+            texts.extend(docs)
+    if featurizer.config.idf and featurizer.idf is None:
+        featurizer = featurizer.fit_idf(texts)
+    X = featurizer.transform(texts)
+    return train_topic_model(X, pos_rows, neg_rows, config=featurizer.config, idf=featurizer.idf, **options)
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def _prefixes(topic: str) -> list[str]:
+    parts = topic.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _normalise_rows(rows_by_topic: Mapping[str, Sequence[int]], n_rows: int) -> dict[str, np.ndarray]:
+    result: dict[str, np.ndarray] = {}
+    for topic, rows in rows_by_topic.items():
+        key = topic_key(topic)
+        array = np.unique(np.asarray(rows, dtype=np.int64))
+        if array.size and (array[0] < 0 or array[-1] >= n_rows):
+            raise TrainingDataError(f"rows of topic {topic!r} fall outside the {n_rows} training documents")
+        result[key] = np.union1d(result.get(key, _NO_ROWS), array)
+    return result
+
+
+def _subtree_rows(topic: str, own: Mapping[str, np.ndarray], children: Mapping[str, list[str]]) -> np.ndarray:
+    parts = [own.get(topic, _NO_ROWS)]
+    parts.extend(_subtree_rows(child, own, children) for child in children.get(topic, ()))
+    return _union(parts)
+
+
+def _union(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    arrays = [a for a in arrays if a.size]
+    return np.unique(np.concatenate(arrays)) if arrays else _NO_ROWS
+
+
+def _best_features(
+    X: sp.csr_matrix, pos: np.ndarray, neg: np.ndarray, settings: TopicModelSettings
+) -> np.ndarray:
+    rows = np.concatenate([pos, neg])
+    y = np.concatenate([np.ones(pos.size, dtype=bool), np.zeros(neg.size, dtype=bool)])
+    return select_features(
+        X[rows],
+        y,
+        settings.n_top,
+        candidates=settings.df_candidates,
+        min_df=settings.min_df,
+        kind=settings.mi_kind,
+    ).astype(np.int64)

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+from metamodels.errors import ModelFormatError, TrainingDataError
+from metamodels.features import FeatureConfig, Featurizer
+from metamodels.topic_model import (
+    TopicModel,
+    TopicModelSettings,
+    topic_key,
+    train_topic_model_from_texts,
+)
+
+CFG = FeatureConfig(n_features=2**16)
+SETTINGS = TopicModelSettings(min_df=1, n_top=50, min_topic_features=2)
+
+POSITIVES = {
+    "Science/Math": [
+        "theorem proof algebra lemma integral",
+        "algebra theorem matrix proof equation",
+        "integral equation lemma matrix theorem",
+        "kolmogorov theorem proof lemma algebra",
+    ],
+    "Science/Physics": [
+        "quantum particle energy electron field",
+        "electron energy photon quantum experiment",
+        "particle photon field energy experiment",
+    ],
+    "Arts": [
+        "painting sculptor museum gallery canvas",
+        "museum gallery portrait painting exhibition",
+        "sculptor canvas exhibition portrait museum",
+    ],
+}
+NEGATIVES = {
+    "": ["football match goal league team", "team league season football coach"],
+    "Science": ["astrology horoscope zodiac planet sign", "horoscope zodiac sign astrology star"],
+}
+
+
+@pytest.fixture(scope="module")
+def model() -> TopicModel:
+    return train_topic_model_from_texts(Featurizer(CFG), POSITIVES, NEGATIVES, settings=SETTINGS)
+
+
+def test_topic_keys_are_normalised_paths():
+    assert topic_key(" Science / Applied  Math /") == "Science/Applied Math"
+    assert topic_key(["Science", "Math"]) == "Science/Math"
+
+
+def test_training_sets_follow_equations_2_32_and_2_33(model):
+    counts = {t: (m.calibration.n_positive, m.calibration.n_negative) for t, m in model.models.items()}
+    # Science: own subtree (4 math + 3 physics) vs sibling Arts (3), its own OTHERS (2) and the root's (2)
+    assert counts["Science"] == (7, 7)
+    # Math: 4 positives vs sibling Physics (3) and the parent's OTHERS (2)
+    assert counts["Science/Math"] == (4, 5)
+    assert counts["Arts"] == (3, 9)
+    assert model.children("") == ("Arts", "Science")
+    assert model.children("Science") == ("Science/Math", "Science/Physics")
+
+
+def test_top_down_classification_reaches_the_right_leaf(model):
+    verdicts = model.classify_texts(
+        [
+            "a lemma and a theorem with proof",
+            "the electron and photon energy",
+            "portrait in the gallery museum",
+        ]
+    )
+    assert [v.topic for v in verdicts] == ["Science/Math", "Science/Physics", "Arts"]
+    assert verdicts[0].path[0][0] == "Science"
+    assert all(v.accepted and v.confidence > 0 for v in verdicts)
+
+
+def test_document_from_a_negative_folder_is_rejected_at_the_root(model):
+    verdict = model.classify_texts(["football league match with the team coach"])[0]
+    assert verdict.topic == ""
+    assert not verdict.accepted
+
+
+def test_document_with_fewer_than_n_w_topic_features_stays_at_the_root(model):
+    texts = ["theorem", "theorem lemma proof"]
+    assert [v.topic for v in model.classify_texts(texts)] == ["", "Science/Math"]
+
+
+def test_high_threshold_keeps_documents_at_the_inner_node(model):
+    text = ["a lemma and a theorem with proof"]
+    assert model.classify_texts(text, threshold=1e6)[0].topic == ""
+    assert model.classify_texts(text, threshold=1e6, to_leaves=True)[0].topic == "Science/Math"
+
+
+def test_indicator_keywords_restrict_a_topic_to_documents_containing_them():
+    restricted = train_topic_model_from_texts(
+        Featurizer(CFG), POSITIVES, NEGATIVES, settings=SETTINGS, indicators={"Science/Math": ["Kolmogorov"]}
+    )
+    verdicts = restricted.classify_texts(["theorem lemma proof algebra", "kolmogorov theorem lemma proof"])
+    assert [v.topic for v in verdicts] == ["Science", "Science/Math"]
+
+
+def test_round_trip_through_msgpack_is_exact(model):
+    loaded = TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict())))
+    assert loaded == model
+    X = model.featurizer.transform(["theorem lemma proof", "gallery museum", "photon energy"])
+    assert loaded.classify(X) == model.classify(X)
+    for topic in model.topics:
+        assert np.array_equal(loaded.confidences(X, topic), model.confidences(X, topic))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(kind="linear_svm"), "not a topic model"),
+        (lambda d: d.update(version=2), "version 2"),
+        (lambda d: d["topics"].append("Zoo"), "one linear model per topic"),
+        (lambda d: d["topics"].remove("Science"), "no parent topic"),
+        (lambda d: d["spaces"].pop("Science"), "one feature space per inner node"),
+        (lambda d: d["spaces"].update(Science=b"\x01\x00"), "little-endian int32"),
+        (lambda d: d["settings"].update(threshold="high"), "settings.threshold"),
+        (lambda d: d["indicators"].update(Music=["x"]), "indicators name topics"),
+        (lambda d: d.pop("models"), "lacks field"),
+        (lambda d: d["models"]["Arts"].update(bias=float("inf")), "bias"),
+    ],
+)
+def test_malformed_topic_model_dicts_are_refused(model, mutate, message):
+    data = msgpack.unpackb(msgpack.packb(model.to_dict()))
+    mutate(data)
+    with pytest.raises(ModelFormatError, match=message):
+        TopicModel.from_dict(data)
+
+
+def test_single_topic_without_negatives_asks_for_an_others_folder():
+    with pytest.raises(TrainingDataError, match="OTHERS"):
+        train_topic_model_from_texts(Featurizer(CFG), {"Math": POSITIVES["Science/Math"]}, settings=SETTINGS)
+
+
+def test_only_child_inherits_its_parents_competitors():
+    model = train_topic_model_from_texts(
+        Featurizer(CFG),
+        {"Science/Math": POSITIVES["Science/Math"], "Arts": POSITIVES["Arts"]},
+        settings=SETTINGS,
+    )
+    assert model.models["Science/Math"].calibration.n_negative == 3
+    assert model.classify_texts(["theorem lemma proof"])[0].topic == "Science/Math"
+
+
+def test_idf_featurizer_is_fitted_and_stored_with_the_model():
+    cfg = FeatureConfig(n_features=2**16, idf=True)
+    model = train_topic_model_from_texts(Featurizer(cfg), POSITIVES, NEGATIVES, settings=SETTINGS)
+    assert model.idf is not None
+    assert TopicModel.from_dict(model.to_dict()) == model
+    assert model.classify_texts(["theorem lemma proof algebra"])[0].topic == "Science/Math"
