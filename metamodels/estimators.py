@@ -163,17 +163,24 @@ def peers_needed(
     max_error: float | None = None,
     max_loss: float | None = None,
     max_peers: int = 64,
+    model: str = "chain",
 ) -> MetaEstimate | None:
     """How many peers a unanimous meta-classifier needs for a user's goal (estimateNumNodes, fig. 3.5).
 
     With an error goal: the fewest peers whose predicted error is at most max_error (and loss at most
     max_loss when given). With only a loss bound: the most peers whose predicted loss stays within it, as
     more peers lower the error (the thesis's goal: least error with bounded loss). None if no count up to
-    max_peers meets the goal. Uses the chain estimate with every peer at the given mean accuracy.
+    max_peers meets the goal. Every peer is taken at the given mean accuracy; model "chain" is the
+    thesis's estimate (3.16-3.18), "exchangeable" the Beta-Bernoulli one (closer on real base models).
     """
     if max_error is None and max_loss is None:
         raise MetaInputError("give a goal: max_error, max_loss, or both")
-    estimates = [chain_estimate([accuracy] * k, covariance) for k in range(1, max_peers + 1)]
+    if model == "chain":
+        estimates = [chain_estimate([accuracy] * k, covariance) for k in range(1, max_peers + 1)]
+    elif model == "exchangeable":
+        estimates = [exchangeable_agreement(accuracy, covariance, k) for k in range(1, max_peers + 1)]
+    else:
+        raise MetaInputError(f"model must be 'chain' or 'exchangeable', got {model!r}")
     within_loss = [e for e in estimates if max_loss is None or e.loss <= max_loss]
     if max_error is not None:
         meeting = [e for e in within_loss if not math.isnan(e.error) and e.error <= max_error]

@@ -38,6 +38,7 @@ from simnet.experiments.peersplit import TopicPairSplit, peer_groups
 
 SIZES = (2, 4, 8, 16)
 ERROR_GOALS = (0.05, 0.02, 0.01)
+ESTIMATE_MODELS = ("chain", "exchangeable")
 
 
 def _sign(scores: np.ndarray) -> np.ndarray:
@@ -91,7 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = prepare_corpus(load_corpus(args.corpus))
     rng = np.random.default_rng(args.seed + 2)
     rows: dict[int, dict[str, list[float]]] = {k: {} for k in SIZES}
-    goal_rows: dict[float, list[tuple[int, float, float]]] = {g: [] for g in ERROR_GOALS}
+    goal_rows: dict[tuple[str, float], list[tuple[int, float, float]]] = {
+        (m, g): [] for m in ESTIMATE_MODELS for g in ERROR_GOALS
+    }
     runs = 0
     for split in pair_splits(corpus, setup, args.pairs, 1, args.seed):
         runs += 1
@@ -116,15 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     ("acc", measured_acc),
                 ):
                     rows[k].setdefault(name, []).append(value)
-        for goal in ERROR_GOALS:
+        for model, goal in goal_rows:
             estimate = peers_needed(
-                float(accuracies.mean()), covariance, max_error=goal, max_peers=setup.n_peers
+                float(accuracies.mean()), covariance, max_error=goal, max_peers=setup.n_peers, model=model
             )
             if estimate is None:
                 continue
             group = rng.choice(setup.n_peers, size=estimate.peers, replace=False)
             _, measured_acc = measured_unanimous(val_decisions[:, group], truth)
-            goal_rows[goal].append((estimate.peers, estimate.error, 1.0 - measured_acc))
+            goal_rows[(model, goal)].append((estimate.peers, estimate.error, 1.0 - measured_acc))
 
     def mean(values: list[float]) -> float:
         finite = [v for v in values if not math.isnan(v)]
@@ -147,16 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         worst["exchangeable"] = max(
             worst["exchangeable"], abs(m["exch_loss"] - m["loss"]), abs(m["exch_acc"] - m["acc"])
         )
-    print("\nPeers needed for an error goal (chain estimate) and the error measured with that many peers")
-    print("goal | runs | mean peers | predicted error | measured error")
+    print("\nPeers needed for an error goal and the error measured with that many peers")
+    print("estimate | goal | runs | mean peers | predicted error | measured error")
     result["peers_needed"] = {}
-    for goal, entries in goal_rows.items():
+    for (model, goal), entries in goal_rows.items():
         if not entries:
-            print(f"{goal:.2f} | 0 | unreachable within {setup.n_peers} peers")
+            print(f"{model} | {goal:.2f} | 0 | unreachable within {setup.n_peers} peers")
             continue
         peers, predicted, measured = (mean([e[i] for e in entries]) for i in range(3))
-        print(f"{goal:.2f} | {len(entries)} | {peers:.1f} | {predicted:.4f} | {measured:.4f}")
-        result["peers_needed"][str(goal)] = {
+        print(f"{model} | {goal:.2f} | {len(entries)} | {peers:.1f} | {predicted:.4f} | {measured:.4f}")
+        result["peers_needed"].setdefault(model, {})[str(goal)] = {
             "runs": len(entries),
             "mean_peers": round(peers, 2),
             "predicted_error": round(predicted, 4),

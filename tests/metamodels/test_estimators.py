@@ -95,3 +95,12 @@ def test_exchangeable_model_without_covariance_is_independence():
     estimate = exchangeable_agreement(0.7, 0.0, 3)
     assert estimate.loss == pytest.approx(1 - 0.7**3 - 0.3**3)
     assert not math.isnan(estimate.error)
+
+
+def test_peers_needed_with_the_exchangeable_model_needs_more_peers_for_correlated_models():
+    # shared hard documents keep the error up, so the exchangeable model asks for more peers than the chain
+    chain = peers_needed(0.8, 0.04, max_error=0.01)
+    exchangeable = peers_needed(0.8, 0.04, max_error=0.01, model="exchangeable")
+    assert exchangeable.peers > chain.peers
+    with pytest.raises(MetaInputError):
+        peers_needed(0.8, 0.04, max_error=0.01, model="oracle")
