@@ -50,18 +50,21 @@ class Clustering:
 class ClusteringModel:
     """A clustering model as it travels between peers (thesis 3.3.3): plain arrays, no documents.
 
-    A document's hashed feature vector is restricted to `feature_indices`; with `select_features` the
-    restricted vector is renormalised (the model was fitted in that selected space), otherwise it keeps its
-    full norm (the indices are just the support of the centroids, so the cosine is the full-space one).
-    With a `projection` (SVD) the vector is projected to rank-r space and renormalised there. The label of a
-    document is the centroid of highest cosine similarity, which is also its confidence.
+    Centroids live on `feature_indices` (the hashed ids of their dimensions; zero elsewhere). A document's
+    label is the centroid of highest cosine similarity in the space the method clustered in, and its
+    confidence is always the cosine similarity, in the full feature space, between the document and that
+    centroid. For k-means and iterative k-means (whose indices are the selected features) the two coincide
+    up to the document's norm, which does not change the label. For SVD + k-means the centroids are stored
+    in the rank-r span of the orthonormal `projection` rows; labels are taken in V^T coordinates (divided by
+    the singular values `scale`) and the confidence is the cosine to the centroid's back-projection into
+    the feature space, so a document the span represents badly gets a low confidence.
     """
 
     method: str
     feature_config: FeatureConfig
     feature_indices: np.ndarray  # int64, sorted, unique
-    select_features: bool
-    projection: np.ndarray | None  # float32 (r x len(feature_indices)) or None
+    projection: np.ndarray | None  # float32 (r x len(feature_indices)), orthonormal rows; or None
+    scale: np.ndarray | None  # float32 (r,), the singular values, with a projection
     centroids: np.ndarray  # float32 (k x dim), rows unit length (or zero)
     names: tuple[str, ...]
     top_terms: tuple[tuple[str, ...], ...]
@@ -73,17 +76,18 @@ class ClusteringModel:
     def __post_init__(self) -> None:
         _validate_model(self)
 
-    def embed(self, X: sp.csr_matrix) -> Matrix:
-        """Documents (rows of hashed features, L2-normalised) in the model's space, rows unit length."""
+    def assign(self, X: sp.csr_matrix) -> Clustering:
+        """Label and confidence of each document (rows of hashed features, L2-normalised)."""
         check_feature_space(self.feature_config, X)
         restricted = sp.csr_matrix(X)[:, self.feature_indices]
-        if self.projection is not None:
-            return normalize_rows(np.asarray(restricted @ self.projection.T.astype(np.float64)))
-        return normalize_rows(restricted) if self.select_features else restricted
-
-    def assign(self, X: sp.csr_matrix) -> Clustering:
-        """Label and confidence of each document under this model."""
-        return assign_to_centroids(self.embed(X), self.centroids.astype(np.float64))
+        centroids = self.centroids.astype(np.float64)
+        if self.projection is None or self.scale is None:
+            return assign_to_centroids(restricted, centroids)
+        coordinates = np.asarray(restricted @ self.projection.T.astype(np.float64))
+        scale = self.scale.astype(np.float64)
+        labels = assign_to_centroids(normalize_rows(coordinates / scale), centroids / scale).labels
+        confidence = np.einsum("ij,ij->i", coordinates, normalize_rows(centroids)[labels])
+        return Clustering(labels=labels, confidence=confidence, k=self.k)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (numbers, strings, bytes) for msgpack; `from_dict` is its exact inverse."""
@@ -93,8 +97,8 @@ class ClusteringModel:
             "method": self.method,
             "feature_config": self.feature_config.to_dict(),
             "feature_indices": self.feature_indices.astype("<i8").tobytes(),
-            "select_features": self.select_features,
             "projection": None if self.projection is None else _encode_matrix(self.projection),
+            "scale": None if self.scale is None else self.scale.astype("<f4").tobytes(),
             "centroids": _encode_matrix(self.centroids),
             "names": list(self.names),
             "top_terms": [list(terms) for terms in self.top_terms],
@@ -110,13 +114,13 @@ class ClusteringModel:
                     f" (schema={data['schema']!r}, version={data['version']!r}): ask the sender to upgrade"
                 )
             indices = np.frombuffer(data["feature_indices"], dtype="<i8").astype(np.int64)
-            projection = data["projection"]
+            projection, scale = data["projection"], data["scale"]
             return cls(
                 method=str(data["method"]),
                 feature_config=FeatureConfig.from_dict(data["feature_config"]),
                 feature_indices=indices,
-                select_features=bool(data["select_features"]),
                 projection=None if projection is None else _decode_matrix(projection),
+                scale=None if scale is None else np.frombuffer(scale, dtype="<f4").astype(np.float32),
                 centroids=_decode_matrix(data["centroids"]),
                 names=tuple(str(name) for name in data["names"]),
                 top_terms=tuple(tuple(str(t) for t in terms) for terms in data["top_terms"]),
@@ -171,6 +175,11 @@ def _validate_model(model: ClusteringModel) -> None:
         if not np.all(np.isfinite(model.projection)):
             raise ModelFormatError("projection contains NaN or infinity: discard the model")
         dim = model.projection.shape[0]
+        scale = model.scale
+        if scale is None or scale.shape != (dim,) or not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise ModelFormatError(f"a projection needs {dim} finite positive singular values as its scale")
+    elif model.scale is not None:
+        raise ModelFormatError("a scale without a projection: discard the model")
     if centroids.shape[1] != dim:
         raise ModelFormatError(f"centroids have {centroids.shape[1]} dimensions, the model's space has {dim}")
     if not np.all(np.isfinite(centroids)):
@@ -190,7 +199,9 @@ def normalize_rows(X: Matrix) -> Matrix:
 
 
 def assign_to_centroids(X: Matrix, centroids: np.ndarray) -> Clustering:
-    """Each row to the centroid of highest cosine similarity (3.2); rows of X are assumed unit length."""
+    """Each row to the centroid of highest cosine similarity (3.2); the confidence is that similarity when
+    the rows of X have unit length (and the document's full-space cosine when X holds a unit-length
+    document's coordinates on the centroids' dimensions)."""
     unit = normalize_rows(centroids)
     similarity = np.asarray(X @ unit.T)
     labels = np.argmax(similarity, axis=1)
@@ -287,16 +298,16 @@ def _fit(
     columns: np.ndarray,
     centroids: np.ndarray,
     *,
-    select_features: bool,
     projection: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
 ) -> ClusteringFit:
     k = centroids.shape[0]
     model = ClusteringModel(
         method=method,
         feature_config=config,
         feature_indices=columns,
-        select_features=select_features,
         projection=None if projection is None else projection.astype(np.float32),
+        scale=None if scale is None else scale.astype(np.float32),
         centroids=normalize_rows(centroids).astype(np.float32),
         names=_names(k),
         top_terms=tuple(() for _ in range(k)),
@@ -308,7 +319,7 @@ def kmeans(X: sp.csr_matrix, k: int, config: FeatureConfig, *, seed: int, **opti
     """base1 of thesis 3.4.2: k-means on all features, preclustering with k * 20 documents."""
     Xc, columns = compact_columns(X)
     centroids, _ = kmeans_centroids(normalize_rows(Xc), k, seed=seed, **options)
-    return _fit("kmeans", config, X, columns, centroids, select_features=False)
+    return _fit("kmeans", config, X, columns, centroids)
 
 
 def _top(scores: np.ndarray, count: int) -> np.ndarray:
@@ -344,7 +355,7 @@ def iterative_kmeans(
         selected = _top(mi, mi_top)
         space = normalize_rows(X_candidates[:, selected])
         centroids, result = _lloyd(space, cluster_means(space, result.labels, k), options.get("max_iter", 50))
-    return _fit("iterative_kmeans", config, X, columns[candidates[selected]], centroids, select_features=True)
+    return _fit("iterative_kmeans", config, X, columns[candidates[selected]], centroids)
 
 
 def svd_kmeans(
@@ -363,10 +374,12 @@ def svd_kmeans(
         )
     svd = TruncatedSVD(n_components=rank, random_state=seed)
     svd.fit(Xc)
-    projection = (svd.components_ / np.maximum(svd.singular_values_, 1e-12)[:, None]).astype(np.float32)
-    space = normalize_rows(np.asarray(Xc @ projection.T.astype(np.float64)))
-    centroids, _ = kmeans_centroids(space, k, seed=seed, **options)
-    return _fit("svd_kmeans", config, X, columns, centroids, select_features=False, projection=projection)
+    projection = svd.components_.astype(np.float32)
+    scale = np.maximum(svd.singular_values_, 1e-6).astype(np.float32)
+    coordinates = np.asarray(Xc @ projection.T.astype(np.float64))
+    _, result = kmeans_centroids(normalize_rows(coordinates / scale), k, seed=seed, **options)
+    centroids = cluster_means(coordinates, result.labels, k)
+    return _fit("svd_kmeans", config, X, columns, centroids, projection=projection, scale=scale)
 
 
 BASE_METHODS = {"kmeans": kmeans, "iterative_kmeans": iterative_kmeans, "svd_kmeans": svd_kmeans}

@@ -66,14 +66,21 @@ def test_base_method_is_deterministic_for_a_seed(method):
     assert np.array_equal(first.confidence, second.confidence)
 
 
-def test_kmeans_confidence_is_cosine_to_assigned_centroid():
-    X, _ = topic_documents(2, 30, seed=3)
-    fit = kmeans(X, 2, CONFIG, seed=0)
-    centroids = np.zeros((2, CONFIG.n_features))
-    centroids[:, fit.model.feature_indices] = fit.model.centroids
+@pytest.mark.parametrize("method", [kmeans, iterative_kmeans, svd_kmeans])
+def test_confidence_is_full_space_cosine_to_the_assigned_centroid(method):
+    X, _ = topic_documents(3, 30, seed=3, noise=0.6)
+    fit = method(
+        X, 3, CONFIG, seed=0, **({"df_top": 300, "mi_top": 60} if method is iterative_kmeans else {})
+    )
+    model = fit.model
+    in_space = model.centroids if model.projection is None else model.centroids @ model.projection
+    centroids = np.zeros((3, CONFIG.n_features))
+    centroids[:, model.feature_indices] = in_space
     similarity = (X @ centroids.T) / np.linalg.norm(centroids, axis=1)
-    assert np.allclose(fit.clustering.confidence, similarity.max(axis=1), atol=1e-6)
-    assert np.array_equal(fit.clustering.labels, similarity.argmax(axis=1))
+    labels = fit.clustering.labels
+    assert np.allclose(fit.clustering.confidence, similarity[np.arange(labels.size), labels], atol=1e-5)
+    if model.projection is None:  # SVD takes labels in V^T coordinates, the others by this very cosine
+        assert np.array_equal(labels, similarity.argmax(axis=1))
 
 
 def test_centroids_are_member_means():
