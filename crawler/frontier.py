@@ -229,6 +229,15 @@ class Frontier:
                 best = min(best, ready_at(host))
         return best
 
+    def release(self, entry: FrontierEntry) -> None:
+        """A popped entry's fetch ended: its host's in-flight place is free, whatever becomes of the entry."""
+        self._release(entry.host)
+
+    def push_back(self, entry: FrontierEntry) -> None:
+        """Queue again an entry that `release` let go of (its URL is still in the seen set)."""
+        self._push(entry)
+        self._changes[entry.url] = ("add", entry)
+
     def _release(self, host: str) -> None:
         left = self._in_flight.get(host, 0) - 1
         if left > 0:
@@ -236,14 +245,17 @@ class Frontier:
         else:
             self._in_flight.pop(host, None)
 
-    def complete(self, entry: FrontierEntry) -> None:
-        """The popped entry was stored: it turns done (persisted with the document)."""
-        self._release(entry.host)
+    def complete(self, entry: FrontierEntry, release: bool = True) -> None:
+        """The popped entry was stored: it turns done (persisted with the document). `release=False` when
+        `release(entry)` was already called as its fetch ended."""
+        if release:
+            self._release(entry.host)
         self._changes[entry.url] = ("done", entry)
 
-    def fail(self, entry: FrontierEntry, error: str) -> None:
+    def fail(self, entry: FrontierEntry, error: str, release: bool = True) -> None:
         """The popped entry failed for good: it is never fetched again."""
-        self._release(entry.host)
+        if release:
+            self._release(entry.host)
         self._changes[entry.url] = ("failed", (entry, error))
 
     def requeue(self, entry: FrontierEntry) -> None:
@@ -270,7 +282,15 @@ class Frontier:
 
     def persist(self, repo: Repository) -> int:
         """Write the changes since the last call (inside the writer's transaction); returns their count."""
+        return self.write_changes(repo, self.take_changes())
+
+    def take_changes(self) -> dict[str, tuple[str, Any]]:
+        """The changes since the last call, to be written by `write_changes` (possibly in another thread)."""
         changes, self._changes = self._changes, {}
+        return changes
+
+    @staticmethod
+    def write_changes(repo: Repository, changes: dict[str, tuple[str, Any]]) -> int:
         now = time.time()
         upserts, done, failed, evicted = [], [], [], []
         for url, (kind, payload) in changes.items():

@@ -80,6 +80,7 @@ class StoredPage:
 
     document: DocumentRecord
     links: tuple[LinkRecord, ...] = ()
+    doc_id: int | None = None  # chosen by the single writer, so dedup can refer to it before the commit
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -262,13 +263,13 @@ class Repository:
     def insert_page(self, page: StoredPage) -> int:
         """Store a document and its links (call inside `transaction`); returns the document id."""
         doc = page.document
-        values = [getattr(doc, name) for name in _DOCUMENT_COLUMNS]
-        values[_DOCUMENT_COLUMNS.index("simhash")] = _to_signed64(doc.simhash)
-        values[_DOCUMENT_COLUMNS.index("accepted")] = int(doc.accepted)
-        values[_DOCUMENT_COLUMNS.index("redirects")] = json.dumps(list(doc.redirects))
-        placeholders = ", ".join("?" for _ in _DOCUMENT_COLUMNS)
+        values = [page.doc_id, *(getattr(doc, name) for name in _DOCUMENT_COLUMNS)]
+        values[1 + _DOCUMENT_COLUMNS.index("simhash")] = _to_signed64(doc.simhash)
+        values[1 + _DOCUMENT_COLUMNS.index("accepted")] = int(doc.accepted)
+        values[1 + _DOCUMENT_COLUMNS.index("redirects")] = json.dumps(list(doc.redirects))
+        placeholders = ", ".join("?" for _ in values)
         cursor = self.db.conn.execute(
-            f"INSERT INTO documents ({', '.join(_DOCUMENT_COLUMNS)}) VALUES ({placeholders}) "
+            f"INSERT INTO documents (id, {', '.join(_DOCUMENT_COLUMNS)}) VALUES ({placeholders}) "
             "ON CONFLICT(url) DO NOTHING",
             values,
         )

@@ -65,8 +65,13 @@ class CrawlSettings:
     allowed_mime_types: tuple[str, ...] = doc(
         ("text/html", "application/xhtml+xml", "text/plain"), "Content types that are parsed and stored."
     )
-    dedup_index_size: int = doc(200_000, "Most documents the duplicate detector remembers (oldest forgotten).")
+    dedup_index_size: int = doc(200_000, "Most documents the duplicate detector remembers (oldest go first).")
     near_duplicate_distance: int = doc(3, "Largest SimHash Hamming distance (0-3) for a near duplicate.")
     write_batch_size: int = doc(64, "Most fetched pages parsed and committed together in one transaction.")
     parse_in_thread: bool = doc(True, "Parse and classify batches in a worker thread, off the event loop.")
     stats_interval: float = doc(1.0, "Seconds between two crawl statistics events (and progress lines).")
+    allowed_hosts: tuple[str, ...] = doc(
+        (),
+        "Follow links only to these hosts: a name, '.example.org' for subdomains, or a network such as "
+        "'127.0.0.0/8'; empty allows every host.",
+    )

@@ -1,0 +1,611 @@
+"""The crawl engine: fetch, parse, deduplicate, classify, store, index and follow links, under trio.
+
+The BINGO! pipeline (thesis 2.3.3) as three stages:
+
+1. a dispatcher pops the frontier whenever a fetch slot is free and the entry's host may be contacted
+   (`Politeness.ready_at`), and starts at most `concurrent_requests` fetches;
+2. fetched results queue up; one processor takes whatever has arrived (up to `write_batch_size`) and parses
+   it, fingerprints it and runs the focus policy's classifier in a worker thread (`parse_in_thread`);
+3. back on the loop it deduplicates, turns links into frontier entries with the policy's priorities, and
+   commits documents, links, host states and frontier changes in one transaction, so a URL is marked done
+   exactly when its document is stored: after kill -9 the crawl resumes with nothing lost and nothing
+   completed fetched again.
+
+The focus loop plugs in through a `FocusPolicy` (or the `score_page` / `link_priority` callables): the
+default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7 strategy 1).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple, Protocol
+from urllib.parse import urlsplit
+
+import trio
+
+from crawler.dedup import DedupIndex, fingerprint, simhash
+from crawler.frontier import Frontier, FrontierEntry
+from crawler.parse import Link, ParsedPage, parse_html
+from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
+from crawler.settings import CrawlSettings
+from crawler.urls import host_of, looks_like_trap, normalize_url
+
+ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
+META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
+RATE_WINDOW = 5.0  # seconds over which the current pages/s is measured
+
+
+def host_filter(patterns: Iterable[str]) -> Callable[[str], bool]:
+    """A URL predicate for `allowed_hosts`: exact names, '.suffix' for subdomains, or IP networks."""
+    names: set[str] = set()
+    suffixes: list[str] = []
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for pattern in patterns:
+        pattern = pattern.strip().lower()
+        if "/" in pattern:
+            networks.append(ipaddress.ip_network(pattern, strict=False))
+        elif pattern.startswith("."):
+            suffixes.append(pattern)
+        elif pattern:
+            names.add(pattern)
+
+    def allowed(url: str) -> bool:
+        host = (urlsplit(url).hostname or "").lower()
+        if host in names or any(host.endswith(s) or host == s[1:] for s in suffixes):
+            return True
+        if networks:
+            try:
+                address = ipaddress.ip_address(host)
+            except ValueError:
+                return False
+            return any(address in network for network in networks)
+        return False
+
+    return allowed
+
+
+class PageVerdict(NamedTuple):
+    """The classifier's say on a page: its topic (None: no topic), confidence, and whether it is accepted."""
+
+    topic: str | None
+    confidence: float
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class CrawledPage:
+    """A fetched and parsed page as the focus policy sees it."""
+
+    entry: FrontierEntry
+    url: str  # the final URL after redirects
+    status: int
+    content_type: str
+    headers: dict[str, str]
+    parsed: ParsedPage
+    fingerprint: str
+    simhash: int
+    size: int
+    elapsed: float
+    redirects: tuple[str, ...] = ()
+
+    @property
+    def depth(self) -> int:
+        return self.entry.depth
+
+
+class FocusPolicy(Protocol):
+    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]: ...
+
+    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None: ...
+
+
+class BreadthFirst:
+    """Accept every page; a link found at depth L gets priority 1/(L+1) (seeds at depth 0 come first)."""
+
+    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
+        return [PageVerdict(None, 1.0, True) for _ in pages]
+
+    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
+        return 1.0 / (page.depth + 2)
+
+
+class _CallablePolicy:
+    """Adapts the contract's per-page hooks to a batch policy."""
+
+    def __init__(
+        self,
+        score_page: Callable[[CrawledPage], tuple[str | None, float, bool]] | None,
+        link_priority: Callable[[CrawledPage, Link, PageVerdict], float | None] | None,
+    ) -> None:
+        default = BreadthFirst()
+        self._score = score_page
+        self._priority = link_priority or default.link_priority
+
+    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
+        if self._score is None:
+            return [PageVerdict(None, 1.0, True) for _ in pages]
+        return [PageVerdict(*self._score(page)) for page in pages]
+
+    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
+        return self._priority(page, link, verdict)
+
+
+@dataclass(frozen=True)
+class CrawlStats:
+    """A snapshot of a running crawl, emitted every `stats_interval` seconds and at the end."""
+
+    pages: int = 0  # documents stored in this run
+    total_pages: int = 0  # documents in the repository
+    fetches: int = 0  # fetch attempts completed in this run
+    errors: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+    near_duplicates: int = 0
+    bytes: int = 0
+    frontier_size: int = 0
+    in_flight: int = 0
+    elapsed: float = 0.0
+    pages_per_s: float = 0.0  # over the whole run
+    recent_pages_per_s: float = 0.0  # over the last few seconds
+    finished: bool = False
+    reason: str = ""  # why the crawl ended: "max_pages", "exhausted", "stopped", "blocked"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass
+class _Counters:
+    pages: int = 0
+    fetches: int = 0
+    errors: Counter = field(default_factory=Counter)
+    duplicates: int = 0
+    near_duplicates: int = 0
+    bytes: int = 0
+
+
+class Crawler:
+    """One node's crawler over one repository: `await run(max_pages)` under trio, `stop()` to end it."""
+
+    def __init__(
+        self,
+        repo: Repository,
+        settings: CrawlSettings | None = None,
+        fetcher: Any = None,
+        politeness: Any = None,
+        *,
+        policy: FocusPolicy | None = None,
+        score_page: Callable[[CrawledPage], tuple[str | None, float, bool]] | None = None,
+        link_priority: Callable[[CrawledPage, Link, PageVerdict], float | None] | None = None,
+        clock: Callable[[], float] = trio.current_time,
+    ) -> None:
+        self.repo = repo
+        self.settings = settings or CrawlSettings()
+        if fetcher is None:
+            from crawler.fetch import Fetcher
+            from crawler.politeness import Politeness
+
+            politeness = politeness or Politeness(self.settings, clock=clock)
+            fetcher = Fetcher(self.settings, politeness, clock=clock)
+            self._owns_fetcher = True
+        else:
+            self._owns_fetcher = False
+        self.fetcher = fetcher
+        self.politeness = politeness if politeness is not None else fetcher.politeness
+        if policy is None:
+            policy = (
+                _CallablePolicy(score_page, link_priority)
+                if (score_page or link_priority)
+                else BreadthFirst()
+            )
+        self.policy = policy
+        self._clock = clock
+        s = self.settings
+        self._allowed = host_filter(s.allowed_hosts) if s.allowed_hosts else None
+        self.frontier = Frontier(
+            max_size=s.frontier_max_size,
+            depth_limit=s.depth_limit,
+            host_page_budget=s.host_page_budget,
+            max_per_host_in_flight=s.concurrent_requests_per_domain,
+        )
+        self.frontier.load(repo)
+        self.dedup = DedupIndex(max_size=s.dedup_index_size, max_distance=s.near_duplicate_distance)
+        for doc_id, fp, sh in repo.fingerprints(s.dedup_index_size):
+            self.dedup.add(doc_id, fp, sh)
+        row = repo.db.execute("SELECT coalesce(max(id), 0), count(*) FROM documents").fetchone()
+        self._next_id = int(row[0]) + 1
+        self._total_at_start = int(row[1])
+        self._counters = _Counters()
+        self._listeners: list[Callable[[CrawlStats], None]] = []
+        self._wake = trio.Event()
+        self._stopping = False
+        self._pending = 0  # dispatched and not yet committed
+        self._in_flight = 0  # fetching now
+        self._deferred: list[tuple[float, FrontierEntry]] = []  # (retry at, entry) after robots_deferred
+        self._started = 0.0
+        self._last_stats_row = -math.inf
+        self._rate_marks: list[tuple[float, int]] = []
+        self._reason = ""
+        self.stats = CrawlStats(total_pages=self._total_at_start, frontier_size=len(self.frontier))
+
+    # -- public -------------------------------------------------------------------------------------------
+    def add_listener(self, callback: Callable[[CrawlStats], None]) -> None:
+        """Call `callback(stats)` every `stats_interval` seconds during `run` and once at its end."""
+        self._listeners.append(callback)
+
+    def add_seeds(self, urls: Iterable[str], topic: str | None = None, priority: float = 1.0) -> int:
+        """Queue start URLs (normalised; seen ones skipped) and persist them; returns how many were queued."""
+        added = 0
+        for raw in urls:
+            url = normalize_url(raw, settings=self.settings)
+            if url is None:
+                continue
+            entry = FrontierEntry(
+                url=url, host=host_of(url), priority=priority, depth=0, topic=topic, origin=url
+            )
+            added += self.frontier.add(entry)
+        with self.repo.transaction():
+            self.frontier.persist(self.repo)
+        self._wake.set()
+        return added
+
+    def stop(self) -> None:
+        """Finish in-flight fetches, store them, persist the frontier and return from `run`."""
+        self._stopping = True
+        self._reason = self._reason or "stopped"
+        self._wake.set()
+
+    async def aclose(self) -> None:
+        if self._owns_fetcher:
+            await self.fetcher.aclose()
+
+    async def run(self, max_pages: int | None = None) -> CrawlStats:
+        """Crawl until the repository holds `max_pages` documents (None: no limit), the frontier is
+        exhausted, or `stop()` is called; returns the final statistics."""
+        self._started = self._clock()
+        self._stopping = False
+        self._reason = ""
+        send, receive = trio.open_memory_channel[tuple[FrontierEntry, Any]](
+            max(1, self.settings.write_batch_size)
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._process_loop, receive)
+            stats_scope = trio.CancelScope()
+            nursery.start_soon(self._stats_loop, stats_scope)
+            try:
+                async with send:
+                    await self._dispatch_loop(send, max_pages)
+            finally:
+                stats_scope.cancel()
+        with self.repo.transaction():
+            self.frontier.persist(self.repo)
+        self.stats = self._snapshot(finished=True)
+        self._emit(self.stats)
+        return self.stats
+
+    # -- dispatching --------------------------------------------------------------------------------------
+    def _stored_total(self) -> int:
+        return self._total_at_start + self._counters.pages
+
+    async def _dispatch_loop(self, send: trio.MemorySendChannel, max_pages: int | None) -> None:
+        limiter = trio.Semaphore(self.settings.concurrent_requests)
+        ready_at = self.politeness.ready_at
+        async with trio.open_nursery() as fetches:
+            while True:
+                if self._stopping:
+                    break
+                if max_pages is not None and self._stored_total() >= max_pages:
+                    self._reason = "max_pages"
+                    break
+                self._release_deferred()
+                if max_pages is not None and self._stored_total() + self._pending >= max_pages:
+                    await self._sleep_until_woken(math.inf)
+                    continue
+                await limiter.acquire()
+                entry = self.frontier.pop(ready_at, self._clock())
+                if entry is None:
+                    limiter.release()
+                    if self._pending == 0 and not self._deferred:
+                        if len(self.frontier) == 0:
+                            self._reason = "exhausted"
+                            break
+                        if self.frontier.next_ready_at(ready_at) == math.inf:
+                            self._reason = "blocked"  # every queued host is bad or capped: nothing can move
+                            break
+                    await self._sleep_until_woken(self._next_wake(ready_at))
+                    continue
+                self._pending += 1
+                self._in_flight += 1
+                fetches.start_soon(self._fetch_one, entry, send, limiter)
+
+    def _next_wake(self, ready_at: Callable[[str], float]) -> float:
+        wake = self.frontier.next_ready_at(ready_at)
+        return min([wake, *(at for at, _ in self._deferred)])
+
+    async def _sleep_until_woken(self, until: float) -> None:
+        timeout = max(0.0, until - self._clock()) if until != math.inf else 1.0
+        with trio.move_on_after(min(timeout, 1.0)):
+            await self._wake.wait()
+        self._wake = trio.Event()
+
+    def _release_deferred(self) -> None:
+        if not self._deferred:
+            return
+        now = self._clock()
+        due = [item for item in self._deferred if item[0] <= now]
+        for item in due:
+            self._deferred.remove(item)
+            self.frontier.push_back(item[1])
+
+    async def _fetch_one(
+        self, entry: FrontierEntry, send: trio.MemorySendChannel, limiter: trio.Semaphore
+    ) -> None:
+        try:
+            result = await self.fetcher.fetch(entry.url)
+        finally:
+            limiter.release()
+            self.frontier.release(entry)
+            self._in_flight -= 1
+            self._wake.set()
+        await send.send((entry, result))
+
+    # -- processing ---------------------------------------------------------------------------------------
+    async def _process_loop(self, receive: trio.MemoryReceiveChannel) -> None:
+        async with receive:
+            while True:
+                try:
+                    first = await receive.receive()
+                except trio.EndOfChannel:
+                    return
+                batch = [first]
+                while len(batch) < self.settings.write_batch_size:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._process_batch(batch)
+
+    async def _process_batch(self, batch: list[tuple[FrontierEntry, Any]]) -> None:
+        fetched = [(entry, result) for entry, result in batch if result.error is None]
+        if self.settings.parse_in_thread and fetched:
+            analysed = await trio.to_thread.run_sync(self._analyse, fetched)
+        else:
+            analysed = self._analyse(fetched)
+        pages: list[StoredPage] = []
+        hosts: dict[str, str | None] = {}
+        by_url = {id(entry): item for item, (entry, _) in zip(analysed, fetched, strict=True)}
+        for entry, result in batch:
+            self._counters.fetches += 1
+            host = entry.host
+            if result.error is not None:
+                self._fail(entry, result)
+                hosts[host] = result.error
+                continue
+            crawled, verdict = by_url[id(entry)]
+            if crawled.parsed.error is not None and crawled.parsed.error != "empty":
+                self._counters.errors["unparsable"] += 1
+                self.frontier.fail(entry, "unparsable", release=False)
+                continue
+            pages.append(self._integrate(crawled, verdict))
+            hosts.setdefault(host, None)
+        host_rows = [(h, str(self.politeness.state(h)), err) for h, err in hosts.items()]
+        changes = self.frontier.take_changes()
+        stats_row = self._stats_row_if_due()
+        await trio.to_thread.run_sync(self._write, pages, changes, host_rows, stats_row)
+        self._counters.pages += len(pages)
+        self._pending -= len(batch)
+        now = self._clock()
+        self._rate_marks.append((now, self._counters.pages))
+        self._wake.set()
+
+    def _analyse(self, fetched: list[tuple[FrontierEntry, Any]]) -> list[tuple[CrawledPage, PageVerdict]]:
+        """CPU work of a batch (parsing, hashing, classifying): safe to run in a worker thread."""
+        pages = []
+        for entry, result in fetched:
+            parsed = parse_html(result.body, result.final_url, result.content_type, result.headers)
+            pages.append(
+                CrawledPage(
+                    entry=entry,
+                    url=result.final_url,
+                    status=result.status,
+                    content_type=result.content_type,
+                    headers=result.headers,
+                    parsed=parsed,
+                    fingerprint=fingerprint(parsed.title + "\n" + parsed.text),
+                    simhash=simhash(parsed.text),
+                    size=len(result.body),
+                    elapsed=result.elapsed,
+                    redirects=tuple(result.redirects),
+                )
+            )
+        verdicts = self.policy.score_pages(pages) if pages else []
+        return list(zip(pages, verdicts, strict=True))
+
+    def _fail(self, entry: FrontierEntry, result: Any) -> None:
+        kind = result.error
+        self._counters.errors[kind] += 1
+        if kind == "robots_deferred" and entry.retries < ROBOTS_DEFER_TRIES:
+            retry_at = getattr(result, "retry_at", None) or self._clock() + 1.0
+            self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
+            return
+        self.frontier.fail(entry, kind, release=False)
+        if kind == "host_bad" or str(self.politeness.state(entry.host)) == "bad":
+            self.frontier.drop_host(entry.host, "host_bad")
+
+    def _integrate(self, page: CrawledPage, verdict: PageVerdict) -> StoredPage:
+        """Deduplicate, queue the links, and build one page's rows (on the loop: it touches the frontier)."""
+        entry, parsed = page.entry, page.parsed
+        doc_id = self._next_id
+        self._next_id += 1
+        dedup = self.dedup.check(page.fingerprint, page.simhash)
+        if dedup.is_duplicate:
+            self._counters.duplicates += 1
+        else:
+            self.dedup.add(doc_id, page.fingerprint, page.simhash)
+            if dedup.near_duplicate_of is not None:
+                self._counters.near_duplicates += 1
+        self._counters.bytes += page.size
+        self.frontier.complete(entry, release=False)
+        for hop in page.redirects:
+            self.frontier.mark_seen(hop, host_of(hop))
+        links: list[LinkRecord] = [LinkRecord(hop, host_of(hop), kind="redirect") for hop in page.redirects]
+        if not dedup.is_duplicate:
+            links.extend(self._follow(page, verdict))
+        indexable = not dedup.is_duplicate and not parsed.noindex
+        record = DocumentRecord(
+            url=entry.url,
+            final_url=page.url,
+            host=entry.host,
+            status=page.status,
+            content_type=page.content_type,
+            title=parsed.title,
+            text=parsed.text if indexable else "",
+            fingerprint=page.fingerprint,
+            simhash=page.simhash,
+            fetched_at=time.time(),
+            depth=entry.depth,
+            bytes=page.size,
+            elapsed=page.elapsed,
+            lang=parsed.lang,
+            canonical=parsed.canonical,
+            topic=verdict.topic,
+            confidence=verdict.confidence,
+            accepted=verdict.accepted,
+            duplicate_of=dedup.duplicate_of,
+            near_duplicate_of=dedup.near_duplicate_of,
+            redirects=page.redirects,
+        )
+        return StoredPage(record, tuple(links), doc_id=doc_id)
+
+    def _follow(self, page: CrawledPage, verdict: PageVerdict) -> list[LinkRecord]:
+        """Link rows for the repository, and frontier entries for the links worth following."""
+        entry, parsed = page.entry, page.parsed
+        records: list[LinkRecord] = []
+        candidates: list[tuple[Link, str, int]] = []
+        for link in parsed.links:
+            records.append(
+                LinkRecord(
+                    link.url,
+                    host_of(link.url),
+                    link.anchor_text,
+                    link.dom_path,
+                    json.dumps(link.context, ensure_ascii=False),
+                    link.nofollow,
+                )
+            )
+            candidates.append((link, "a", entry.depth + 1))
+        if parsed.meta_refresh and (parsed.refresh_delay or 0.0) <= META_REFRESH_MAX_DELAY:
+            refresh = Link(parsed.meta_refresh, "", "meta", 0, 0)
+            records.append(LinkRecord(refresh.url, host_of(refresh.url), kind="refresh"))
+            candidates.append((refresh, "refresh", entry.depth))
+        if parsed.canonical and parsed.canonical not in (entry.url, page.url):
+            canonical = Link(parsed.canonical, "", "canonical", 0, 0)
+            records.append(LinkRecord(canonical.url, host_of(canonical.url), kind="canonical"))
+            candidates.append((canonical, "canonical", entry.depth))
+        if parsed.nofollow:  # <meta name=robots content=nofollow>: links are kept for analysis, not followed
+            return records
+        tunnel = 0 if verdict.accepted else entry.tunnel + 1
+        origin = entry.origin or entry.url
+        for link, _, depth in candidates:
+            if self.frontier.seen(link.url) or looks_like_trap(link.url, self.settings):
+                continue
+            if self._allowed is not None and not self._allowed(link.url):
+                continue
+            priority = self.policy.link_priority(page, link, verdict)
+            if priority is None:
+                continue
+            self.frontier.add(
+                FrontierEntry(
+                    url=link.url,
+                    host=host_of(link.url),
+                    priority=float(priority),
+                    depth=depth,
+                    topic=verdict.topic,
+                    tunnel=tunnel,
+                    source=page.url,
+                    origin=origin,
+                )
+            )
+        return records
+
+    def _write(
+        self,
+        pages: list[StoredPage],
+        changes: dict,
+        hosts: list[tuple[str, str, str | None]],
+        stats_row: dict[str, Any] | None,
+    ) -> None:
+        """One transaction: documents, links, host states, frontier changes (runs in a worker thread)."""
+        with self.repo.transaction():
+            for page in pages:
+                self.repo.insert_page(page)
+            for host, state, error in hosts:
+                self.repo.record_host(host, state, 0, error)
+            Frontier.write_changes(self.repo, changes)
+            if stats_row is not None:
+                self.repo.record_stats(stats_row)
+
+    # -- statistics ---------------------------------------------------------------------------------------
+    def _snapshot(self, finished: bool = False) -> CrawlStats:
+        now = self._clock()
+        elapsed = max(now - self._started, 1e-9)
+        c = self._counters
+        recent = 0.0
+        marks = [m for m in self._rate_marks if now - m[0] <= RATE_WINDOW]
+        self._rate_marks = marks
+        if len(marks) >= 2 and marks[-1][0] > marks[0][0]:
+            recent = (marks[-1][1] - marks[0][1]) / (now - marks[0][0])
+        elif c.pages:
+            recent = c.pages / elapsed
+        return CrawlStats(
+            pages=c.pages,
+            total_pages=self._stored_total(),
+            fetches=c.fetches,
+            errors=sum(c.errors.values()),
+            errors_by_kind=dict(sorted(c.errors.items())),
+            duplicates=c.duplicates,
+            near_duplicates=c.near_duplicates,
+            bytes=c.bytes,
+            frontier_size=len(self.frontier) + len(self._deferred),
+            in_flight=self._in_flight,
+            elapsed=elapsed,
+            pages_per_s=c.pages / elapsed,
+            recent_pages_per_s=recent,
+            finished=finished,
+            reason=self._reason if finished else "",
+        )
+
+    def _stats_row_if_due(self) -> dict[str, Any] | None:
+        now = self._clock()
+        if now - self._last_stats_row < max(self.settings.stats_interval, 5.0):
+            return None
+        self._last_stats_row = now
+        s = self._snapshot()
+        return {
+            "at": time.time(),
+            "pages": s.total_pages,
+            "pages_per_s": s.recent_pages_per_s,
+            "bytes": s.bytes,
+            "frontier_size": s.frontier_size,
+            "in_flight": s.in_flight,
+            "duplicates": s.duplicates,
+            "errors": s.errors,
+            "errors_by_kind": s.errors_by_kind,
+        }
+
+    async def _stats_loop(self, scope: trio.CancelScope) -> None:
+        with scope:
+            while True:
+                await trio.sleep(self.settings.stats_interval)
+                self.stats = self._snapshot()
+                self._emit(self.stats)
+
+    def _emit(self, stats: CrawlStats) -> None:
+        for callback in self._listeners:
+            callback(stats)

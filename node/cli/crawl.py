@@ -1,0 +1,155 @@
+"""`topicswarm crawl`: crawl from seed URLs into the data directory's repository, resumably.
+
+Live progress goes to stderr: one updating line on a terminal, a line every few seconds otherwise (logs).
+Re-running on the same data directory resumes the persisted frontier; `--max-pages` counts every document
+in the repository, so re-running an interrupted command finishes the same crawl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+import trio
+
+from crawler.engine import Crawler, CrawlStats
+from crawler.repository import Repository, RepositoryError
+from crawler.settings import CrawlSettings
+from node.cli.common import CliError, add_data_arg, data_dir
+from node.config import ConfigError, load_config
+
+PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("crawl", help="crawl the web from seed URLs into the repository (resumes)")
+    add_data_arg(parser)
+    parser.add_argument("--seed", action="append", default=[], metavar="URL", help="a start URL (repeatable)")
+    parser.add_argument("--max-pages", type=int, default=None, metavar="N", help="stop at N stored documents")
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="follow links only to this host, '.domain' or network such as 127.0.0.0/8 (repeatable)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no live progress, only the summary")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    data = data_dir(args).ensure()
+    try:
+        settings = load_config(data.config).crawler
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    if args.allow:
+        settings = dataclasses.replace(settings, allowed_hosts=(*settings.allowed_hosts, *args.allow))
+    if args.max_pages is not None and args.max_pages < 0:
+        raise CliError("--max-pages must be 0 or more")
+    try:
+        repo = Repository(data.repository)
+    except RepositoryError as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        stats = trio.run(crawl, repo, settings, args.seed, args.max_pages, None if args.quiet else sys.stderr)
+    finally:
+        repo.close()
+    print(summary(stats))
+    return 0
+
+
+async def crawl(
+    repo: Repository,
+    settings: CrawlSettings,
+    seeds: list[str],
+    max_pages: int | None,
+    progress: TextIO | None,
+    on_crawler: Callable[[Crawler], None] | None = None,
+) -> CrawlStats:
+    """Crawl under trio with SIGINT/SIGTERM as a graceful stop (a second signal stops at once)."""
+    crawler = Crawler(repo, settings)
+    try:
+        if seeds:
+            crawler.add_seeds(seeds)
+        if len(crawler.frontier) == 0:
+            detail = "the seeds were crawled before" if seeds else "give a start URL with --seed URL"
+            raise CliError(f"nothing to crawl: the frontier is empty ({detail})")
+        if progress is not None:
+            crawler.add_listener(ProgressPrinter(progress))
+        if on_crawler is not None:
+            on_crawler(crawler)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_stop_on_signals, crawler, nursery.cancel_scope)
+            stats = await crawler.run(max_pages)
+            nursery.cancel_scope.cancel()
+        return stats
+    finally:
+        await crawler.aclose()
+
+
+async def _stop_on_signals(crawler: Crawler, scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count == 1:
+                print("\nstopping: finishing in-flight pages (again to stop at once)", file=sys.stderr)
+                crawler.stop()
+            else:
+                scope.cancel()
+
+
+def progress_line(stats: CrawlStats) -> str:
+    errors = ", ".join(f"{kind} {n}" for kind, n in stats.errors_by_kind.items()) or "none"
+    return (
+        f"pages {stats.pages} ({stats.total_pages} stored)  {stats.recent_pages_per_s:.1f} pages/s  "
+        f"frontier {stats.frontier_size}  in flight {stats.in_flight}  errors: {errors}"
+    )
+
+
+class ProgressPrinter:
+    """Prints crawl statistics: rewrites one line on a terminal, prints a line now and then otherwise."""
+
+    def __init__(self, stream: TextIO, every: float = PROGRESS_EVERY) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.every = every
+        self._last = -float("inf")
+
+    def __call__(self, stats: CrawlStats) -> None:
+        line = progress_line(stats)
+        if self.tty:
+            end = "\n" if stats.finished else ""
+            self.stream.write("\r\x1b[2K" + line + end)
+            self.stream.flush()
+            return
+        now = time.monotonic()
+        if stats.finished or now - self._last >= self.every:
+            self._last = now
+            print(line, file=self.stream, flush=True)
+
+
+def summary(stats: CrawlStats) -> str:
+    reasons = {
+        "max_pages": "reached --max-pages",
+        "exhausted": "frontier exhausted",
+        "stopped": "stopped",
+        "blocked": "every queued host is unreachable",
+    }
+    lines = [
+        f"crawl finished: {reasons.get(stats.reason, stats.reason or 'done')}",
+        f"  pages stored     {stats.pages} in {stats.elapsed:.1f} s ({stats.pages_per_s:.1f} pages/s); "
+        f"{stats.total_pages} in the repository",
+        f"  fetches          {stats.fetches} ({stats.bytes / 1e6:.1f} MB of pages)",
+        f"  duplicates       {stats.duplicates} exact, {stats.near_duplicates} near",
+        f"  frontier         {stats.frontier_size} queued",
+        f"  errors           {stats.errors}",
+    ]
+    lines.extend(f"    {kind:<20} {n}" for kind, n in stats.errors_by_kind.items())
+    return "\n".join(lines)

@@ -1,0 +1,236 @@
+"""The crawl engine against an in-memory web: pipeline, limits, hooks, errors, stop and resume."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+import trio
+
+from crawler.engine import Crawler, CrawlStats, PageVerdict
+from crawler.repository import DONE, FAILED, Repository
+from crawler.search import search
+from crawler.settings import CrawlSettings
+
+
+@dataclass(frozen=True)
+class FakeResult:
+    url: str
+    final_url: str
+    status: int
+    content_type: str
+    headers: dict
+    body: bytes
+    elapsed: float
+    error: str | None
+    redirects: tuple = ()
+    retry_at: float | None = None
+
+
+class FakePoliteness:
+    def __init__(self) -> None:
+        self.bad: set[str] = set()
+
+    def ready_at(self, host: str) -> float:
+        return math.inf if host in self.bad else 0.0
+
+    def state(self, host: str) -> str:
+        return "bad" if host in self.bad else "ok"
+
+
+class FakeFetcher:
+    """Serves a dict of url -> html; other URLs answer 404. Records every fetch."""
+
+    def __init__(self, pages: dict[str, str], errors: dict[str, str] | None = None) -> None:
+        self.pages = pages
+        self.errors = errors or {}
+        self.politeness = FakePoliteness()
+        self.fetched: list[str] = []
+
+    async def fetch(self, url: str) -> FakeResult:
+        self.fetched.append(url)
+        await trio.sleep(0)
+        if url in self.errors:
+            return FakeResult(url, url, 0, "", {}, b"", 0.0, self.errors[url])
+        if url not in self.pages:
+            return FakeResult(url, url, 404, "text/html", {}, b"", 0.0, "http_4xx")
+        return FakeResult(url, url, 200, "text/html", {}, self.pages[url].encode(), 0.01, None)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def site(n: int = 20) -> dict[str, str]:
+    """A chain-and-star site: the home page links to every page, each page to the next and to a 404."""
+    home = "http://a.test/"
+    pages = {home: "<title>home</title>" + "".join(f'<a href="/p{i}">page {i}</a>' for i in range(n))}
+    for i in range(n):
+        words = " ".join(f"word{i}x{j}" for j in range(30))
+        pages[f"http://a.test/p{i}"] = (
+            f'<title>page {i}</title><p>topic{i % 3} {words}</p><a href="/p{(i + 1) % n}">next</a>'
+            f'<a href="/missing{i}">gone</a>'
+        )
+    return pages
+
+
+def make(tmp_path, fetcher, **settings) -> tuple[Crawler, Repository]:
+    repo = Repository(tmp_path / "repo.db")
+    crawler = Crawler(repo, CrawlSettings(**settings), fetcher=fetcher, politeness=fetcher.politeness)
+    return crawler, repo
+
+
+@pytest.mark.trio
+async def test_crawl_stores_every_reachable_page_and_counts_errors(tmp_path):
+    fetcher = FakeFetcher(site(20))
+    crawler, repo = make(tmp_path, fetcher)
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run()
+    assert stats.pages == 21 and repo.document_count() == 21
+    assert stats.errors_by_kind == {"http_4xx": 20}
+    assert stats.reason == "exhausted" and stats.frontier_size == 0
+    assert len(fetcher.fetched) == len(set(fetcher.fetched)) == 41
+    assert search(repo, "word7x3")[0].url == "http://a.test/p7"
+    home = repo.document_by_url("http://a.test/")
+    assert len(repo.links_of(home["id"])) == 20
+    states = dict(repo.db.execute("SELECT state, count(*) FROM frontier GROUP BY state").fetchall())
+    assert states == {DONE: 21, FAILED: 20}
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_max_pages_counts_the_repository_and_a_rerun_resumes(tmp_path):
+    fetcher = FakeFetcher(site(20))
+    crawler, repo = make(tmp_path, fetcher)
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run(max_pages=8)
+    assert stats.reason == "max_pages" and repo.document_count() == 8
+    first_run = set(fetcher.fetched)
+    repo.close()
+
+    fetcher2 = FakeFetcher(site(20))
+    crawler2, repo2 = make(tmp_path, fetcher2)
+    crawler2.add_seeds(["http://a.test/"])  # already seen: ignored
+    await crawler2.run()
+    assert repo2.document_count() == 21
+    stored_first = {u for u in first_run if u in site(20)}
+    assert not stored_first & set(fetcher2.fetched)
+    repo2.close()
+
+
+@pytest.mark.trio
+async def test_exact_duplicates_are_stored_without_text_and_their_links_not_followed(tmp_path):
+    pages = {
+        "http://a.test/": '<a href="/x">x</a><a href="/y">y</a>',
+        "http://a.test/x": '<p>same content here</p><a href="/from-x">f</a>',
+        "http://a.test/y": '<p>Same  content   here</p><a href="/from-y">f</a>',
+    }
+    fetcher = FakeFetcher(pages)
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=1)
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run()
+    assert stats.duplicates == 1
+    x, y = repo.document_by_url("http://a.test/x"), repo.document_by_url("http://a.test/y")
+    assert y["duplicate_of"] == x["id"] and y["text"] == ""
+    assert "http://a.test/from-x" in fetcher.fetched and "http://a.test/from-y" not in fetcher.fetched
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_policy_hooks_set_topic_confidence_and_priorities(tmp_path):
+    pages = {"http://a.test/": '<a href="/low">low</a><a href="/high">high</a><a href="/drop">drop</a>'}
+    pages |= {f"http://a.test/{name}": f"<p>{name}</p>" for name in ("low", "high", "drop")}
+
+    def score(page):
+        return ("Science/Math", 0.75, True)
+
+    def priority(page, link, verdict):
+        assert isinstance(verdict, PageVerdict) and verdict.topic == "Science/Math"
+        return {"high": 2.0, "low": 1.0}.get(link.anchor_text)
+
+    fetcher = FakeFetcher(pages)
+    repo = Repository(tmp_path / "repo.db")
+    crawler = Crawler(
+        repo,
+        CrawlSettings(concurrent_requests=1),
+        fetcher=fetcher,
+        politeness=fetcher.politeness,
+        score_page=score,
+        link_priority=priority,
+    )
+    crawler.add_seeds(["http://a.test/"])
+    await crawler.run()
+    assert fetcher.fetched == ["http://a.test/", "http://a.test/high", "http://a.test/low"]
+    row = repo.document_by_url("http://a.test/high")
+    assert (row["topic"], row["confidence"], row["accepted"]) == ("Science/Math", 0.75, True)
+    queued = repo.db.execute("SELECT topic FROM frontier WHERE url = 'http://a.test/high'").fetchone()
+    assert queued == ("Science/Math",)
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_depth_limit_and_allowed_hosts_bound_the_crawl(tmp_path):
+    pages = {
+        "http://a.test/": '<a href="/1">1</a><a href="http://elsewhere.test/">out</a>',
+        "http://a.test/1": '<a href="/2">2</a>',
+        "http://a.test/2": '<a href="/3">3</a>',
+    }
+    fetcher = FakeFetcher(pages)
+    crawler, repo = make(tmp_path, fetcher, depth_limit=1, allowed_hosts=(".a.test",))
+    crawler.add_seeds(["http://a.test/"])
+    await crawler.run()
+    assert fetcher.fetched == ["http://a.test/", "http://a.test/1"]
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_a_bad_host_is_dropped_and_the_crawl_ends(tmp_path):
+    pages = {"http://a.test/": "".join(f'<a href="http://bad.test/{i}">b</a>' for i in range(5))}
+    fetcher = FakeFetcher(pages, errors={f"http://bad.test/{i}": "connect" for i in range(5)})
+
+    original = fetcher.fetch
+
+    async def fetch(url):
+        result = await original(url)
+        if url.startswith("http://bad.test/"):
+            fetcher.politeness.bad.add("bad.test:80")
+        return result
+
+    fetcher.fetch = fetch
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=1)
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run()
+    assert stats.frontier_size == 0
+    assert sum(1 for u in fetcher.fetched if "bad.test" in u) == 1
+    failed = repo.db.execute("SELECT count(*) FROM frontier WHERE error = 'host_bad'").fetchone()[0]
+    assert failed == 4
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_stop_ends_the_crawl_gracefully_with_the_frontier_persisted(tmp_path):
+    fetcher = FakeFetcher(site(50))
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=2, stats_interval=0.01)
+    crawler.add_seeds(["http://a.test/"])
+    seen: list[CrawlStats] = []
+
+    def on_stats(stats: CrawlStats) -> None:
+        seen.append(stats)
+        if stats.pages >= 5:
+            crawler.stop()
+
+    crawler.add_listener(on_stats)
+    original = fetcher.fetch
+
+    async def slow_fetch(url):
+        await trio.sleep(0.005)
+        return await original(url)
+
+    fetcher.fetch = slow_fetch
+    stats = await crawler.run()
+    assert stats.reason == "stopped" and seen[-1].finished
+    stored = repo.document_count()
+    queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = 0").fetchone()[0]
+    assert stored >= 5 and queued > 0
+    assert queued == stats.frontier_size
+    repo.close()
