@@ -32,7 +32,7 @@ METHODS = ("kmeans", "iterative_kmeans", "svd_kmeans")
 Matrix = sp.csr_matrix | np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Clustering:
     """One method's answer on a document set: a cluster label per document (ABSTAIN_LABEL = dismissed) and
     the confidence behind it (cosine similarity to the assigned centroid)."""
@@ -46,7 +46,7 @@ class Clustering:
         return float(np.mean(self.labels == ABSTAIN_LABEL)) if self.labels.size else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ClusteringModel:
     """A clustering model as it travels between peers (thesis 3.3.3): plain arrays, no documents.
 
