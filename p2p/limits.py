@@ -15,7 +15,9 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
+from p2p.codec import MAX_FRAME, decode_frame, read_frame
 from p2p.errors import WireError
 
 __all__ = ["PeerGuard", "PeerLedger", "PeerRecord", "RateLimiter", "Violation"]
@@ -243,3 +245,16 @@ class PeerGuard:
     def reject(self, peer: str, error: WireError) -> bool:
         """Records a handler's rejection; True when the peer is now banned."""
         return self.ledger.record(peer, error)
+
+    async def receive(
+        self, peer: str, stream: Any, expected: type | None = None, max_size: int = MAX_FRAME
+    ) -> Any:
+        """Admit, read one frame, decode it; every `WireError` is recorded against the peer and re-raised
+        (except a clean close before a frame, which is not a violation)."""
+        self.admit(peer)
+        try:
+            return decode_frame(await read_frame(stream, max_size), expected, max_size)
+        except WireError as error:
+            if error.reason != "closed":
+                self.ledger.record(peer, error)
+            raise
