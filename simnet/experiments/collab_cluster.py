@@ -26,10 +26,16 @@ import numpy as np
 
 from metamodels.clustering import ClusteringModel, clustering_accuracy, kmeans, restrict
 from metamodels.features import FeatureConfig
-from metamodels.meta_clustering import MAPPING_STRATEGIES, apply_models, confidence_vote, meta_mapping
+from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
 from simnet.corpora import load_corpus
 from simnet.experiments.collab_classify import Tally
-from simnet.experiments.meta_cluster import TopicCollection, random_tuples, topic_collection, tuple_documents
+from simnet.experiments.meta_cluster import (
+    TopicCollection,
+    add_tuple_arguments,
+    random_tuples,
+    topic_collection,
+    tuple_documents,
+)
 from simnet.experiments.peersplit import peer_groups, shared_fraction, stratified_split_with_overlap
 
 GROUP_SIZES = (1, 2, 4, 8, 16)
@@ -159,15 +165,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m simnet.experiments.collab_cluster", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb (simnet.corpora)")
-    parser.add_argument("--k", type=int, default=3, help="topics per tuple = clusters (thesis: 3, 5)")
-    parser.add_argument("--tuples", type=int, default=20, help="random topic tuples")
+    add_tuple_arguments(parser, tuples=20)
     parser.add_argument("--peers", type=int, default=16)
     parser.add_argument("--overlap", type=float, default=0.15, help="share of a peer's documents others hold")
-    parser.add_argument("--min-docs", type=int, default=100, help="a topic needs this many single-label docs")
-    parser.add_argument("--max-per-topic", type=int, default=None, help="cap documents per topic")
-    parser.add_argument("--mapping", default="auto", choices=("auto", *MAPPING_STRATEGIES))
-    parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
 

@@ -305,21 +305,24 @@ def run_experiment(collection: TopicCollection, args: argparse.Namespace) -> tup
     return summarise(results), len(tuples)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m simnet.experiments.meta_cluster", description=__doc__.split("\n")[0]
-    )
+def add_tuple_arguments(parser: argparse.ArgumentParser, tuples: int) -> None:
+    """The options both clustering experiments share: corpus, topic tuples, mapping, seed."""
     parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb (simnet.corpora)")
     parser.add_argument("--k", type=int, default=3, help="topics per tuple = clusters (thesis: 2, 3, 5)")
-    parser.add_argument("--tuples", type=int, default=50, help="random topic tuples (thesis: 50)")
-    parser.add_argument(
-        "--min-docs", type=int, default=100, help="a topic needs this many single-label documents"
-    )
+    parser.add_argument("--tuples", type=int, default=tuples, help=f"random topic tuples (default {tuples})")
+    parser.add_argument("--min-docs", type=int, default=100, help="a topic needs this many single-label docs")
     parser.add_argument(
         "--max-per-topic", type=int, default=None, help="cap documents per topic (default: all)"
     )
     parser.add_argument("--mapping", default="auto", choices=("auto", *MAPPING_STRATEGIES))
     parser.add_argument("--seed", type=int, default=0)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m simnet.experiments.meta_cluster", description=__doc__.split("\n")[0]
+    )
+    add_tuple_arguments(parser, tuples=50)  # the thesis drew 50 tuples per collection and k
     return parser.parse_args(argv)
 
 
