@@ -1,0 +1,64 @@
+"""`topicswarm simweb serve`: serve a simulated web on loopback by hand until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from typing import TYPE_CHECKING
+
+from node.cli.common import CliError
+
+if TYPE_CHECKING:
+    from simnet.web import FaultPlan, ServedWeb, WebCorpus
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("simweb", help="serve a simulated web (real pages on loopback, faults on demand)")
+    actions = parser.add_subparsers(dest="simweb_action", metavar="ACTION", required=True)
+    serve = actions.add_parser("serve", help="serve a web until Ctrl-C, printing the hub and site URLs")
+    serve.add_argument("--web", default="fixture", help="fixture, devweb, webkb or a web corpus folder")
+    serve.add_argument("--port", type=int, default=0, help="the port every host shares (default: any free)")
+    serve.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND:HOST[:PATH][,key=value...]",
+        help="inject a fault, e.g. slow:python,delay=0.5 or robots:sqlite:/c3ref/,crawl_delay=2",
+    )
+    serve.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import trio
+
+    from simnet.paths import SharedDataMissing
+    from simnet.web import FaultPlan, WebError, load_web, parse_fault, serve_web
+
+    try:
+        plan = FaultPlan(parse_fault(spec) for spec in args.fault)
+        corpus = load_web(args.web)
+    except (WebError, SharedDataMissing) as exc:
+        raise CliError(str(exc)) from exc
+
+    async def serve() -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with serve_web(corpus, plan, args.port) as web:
+                print_web(web, corpus, plan)
+                async for _ in signals:
+                    break
+
+    try:
+        trio.run(serve)
+    except WebError as exc:
+        raise CliError(str(exc)) from exc
+    print("stopped")
+    return 0
+
+
+def print_web(web: ServedWeb, corpus: WebCorpus, plan: FaultPlan) -> None:
+    print(f"hub      {web.hub_url}")
+    for site in corpus.sites:
+        print(f"{site.name:<20} {site.group:<12} {web.site_url(site)}")
+    for fault in plan.faults:
+        print(f"fault    {fault.to_dict()}")
+    print("serving; Ctrl-C stops", flush=True)

@@ -1,0 +1,33 @@
+"""The simulated web served by child processes: same layout, request log read back from the children."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from simnet.web import Fault, FaultPlan, serve_web_in_subprocess
+
+
+@pytest.mark.slow
+def test_two_workers_share_the_port_and_both_logs_come_back():
+    plan = FaultPlan([Fault("server_error", host="sqlite")])
+    with serve_web_in_subprocess("fixture", faults=plan, workers=2) as web:
+        for _ in range(20):  # a new connection each time, so the kernel spreads them over the workers
+            with httpx.Client() as client:
+                assert client.get(web.site_url("python")).status_code == 200
+                assert client.get(web.site_url("sqlite")).status_code == 503
+        live = web.fetch_request_log()
+        assert len(live) == 40
+    final = web.request_log
+    assert len(final) == 40
+    assert [r.start for r in final] == sorted(r.start for r in final)
+    assert {r.fault for r in final if r.site == "sqlite"} == {"server_error"}
+    assert {r.host for r in final} == {web.host_of_site("python"), web.host_of_site("sqlite")}
+
+
+def test_subprocess_web_answers_like_the_in_process_one():
+    with serve_web_in_subprocess("fixture") as web, httpx.Client() as client:
+        hub = client.get(web.hub_url)
+        assert hub.status_code == 200 and web.site_url("gnuplot") in hub.text
+        assert web.label_of(web.site_url("gnuplot")) == "math"
+    assert [r.path for r in web.request_log] == ["/"]
