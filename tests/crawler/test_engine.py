@@ -234,3 +234,33 @@ async def test_stop_ends_the_crawl_gracefully_with_the_frontier_persisted(tmp_pa
     assert stored >= 5 and queued > 0
     assert queued == stats.frontier_size
     repo.close()
+
+
+@pytest.mark.trio
+async def test_crawl_of_the_fixture_web_served_by_simnet(tmp_path):
+    from simnet.web import serve_web
+
+    settings = CrawlSettings(
+        download_delay=0.0,
+        autothrottle_enabled=False,
+        concurrent_requests_per_domain=2,
+        allowed_hosts=("127.0.0.0/8",),
+    )
+    async with serve_web("fixture") as web:
+        repo = Repository(tmp_path / "repo.db")
+        crawler = Crawler(repo, settings)
+        crawler.add_seeds([web.hub_url])
+        with trio.fail_after(60):
+            stats = await crawler.run(max_pages=40)
+        await crawler.aclose()
+        documents = list(repo.documents())
+        labels = {web.label_of(doc["url"]) for doc in documents}
+        log = list(web.request_log)
+    assert stats.pages == 40 and len(documents) == 40
+    assert labels - {None} and labels - {None} <= {site.group for site in web.sites}
+    assert all(doc["title"] for doc in documents if doc["duplicate_of"] is None)
+    page_requests = [(r.host, r.path) for r in log if not r.path.endswith("/robots.txt")]
+    assert len(page_requests) == len(set(page_requests)), "a page was requested twice"
+    hub = repo.document_by_url(web.hub_url)
+    assert len(repo.links_of(hub["id"])) >= len(web.sites)
+    repo.close()

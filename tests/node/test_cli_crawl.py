@@ -1,0 +1,85 @@
+"""`topicswarm crawl`, `search` and `demo` from the command line, against the fixture web on loopback."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from crawler.engine import CrawlStats
+from node.cli import main
+from node.cli.crawl import ProgressPrinter, summary
+from simnet.web import serve_web_in_subprocess
+
+CONFIG = """[crawler]
+download_delay = 0.0
+autothrottle_enabled = false
+concurrent_requests_per_domain = 4
+allowed_hosts = ["127.0.0.0/8"]
+"""
+
+
+@pytest.fixture(scope="module")
+def web():
+    with serve_web_in_subprocess("fixture") as served:
+        yield served
+
+
+def test_crawl_then_search_then_resume(web, tmp_path, capsys):
+    data = tmp_path / "node"
+    data.mkdir()
+    (data / "config.toml").write_text(CONFIG)
+    assert main(["crawl", "--data", str(data), "--seed", web.hub_url, "--max-pages", "25"]) == 0
+    out, err = capsys.readouterr()
+    assert "reached --max-pages" in out and "25 in the repository" in out
+    assert "pages/s" in err  # progress lines on a non-terminal stderr
+
+    assert main(["search", "--data", str(data), "--json", "--limit", "3", "documentation"]) == 0
+    hits = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert 1 <= len(hits) <= 3 and all(hit["url"].startswith("http://127.0.0.") for hit in hits)
+
+    assert main(["crawl", "--data", str(data), "--max-pages", "40", "--quiet"]) == 0  # no seed: resumes
+    out, err = capsys.readouterr()
+    assert "40 in the repository" in out and err == ""
+
+
+def test_search_errors_are_one_line_without_traceback(tmp_path, capsys):
+    assert main(["search", "--data", str(tmp_path), "anything"]) == 2
+    assert "crawl first" in capsys.readouterr().err
+
+
+def test_bad_fts_query_is_a_clear_error(web, tmp_path, capsys):
+    data = tmp_path / "node"
+    data.mkdir()
+    (data / "config.toml").write_text(CONFIG)
+    assert main(["crawl", "--data", str(data), "--seed", web.hub_url, "--max-pages", "3", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["search", "--data", str(data), "--fts", '"unbalanced']) == 2
+    assert "cannot understand the query" in capsys.readouterr().err
+    assert main(["search", "--data", str(data), '"unbalanced']) == 0  # plain words: any input is fine
+
+
+def test_crawl_without_seed_on_an_empty_frontier_says_what_to_do(tmp_path, capsys):
+    assert main(["crawl", "--data", str(tmp_path / "fresh")]) == 2
+    assert "--seed" in capsys.readouterr().err
+
+
+def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
+    stream = io.StringIO()
+    printer = ProgressPrinter(stream, every=3600)
+    printer(CrawlStats(pages=1, errors_by_kind={"timeout": 2}))
+    printer(CrawlStats(pages=2))  # within the interval: not printed
+    printer(CrawlStats(pages=3, finished=True, reason="exhausted"))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "timeout 2" in lines[0] and lines[1].startswith("pages 3")
+    text = summary(CrawlStats(pages=3, errors=2, errors_by_kind={"timeout": 2}, reason="exhausted"))
+    assert "frontier exhausted" in text and "timeout" in text
+
+
+@pytest.mark.slow
+def test_demo_crawls_the_fixture_web_and_prints_a_summary(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "crawl finished: frontier exhausted" in out
+    assert 'search "virtual host"' in out and "http://127.0.0." in out
