@@ -59,6 +59,8 @@ class DocumentRecord:
     duplicate_of: int | None = None
     near_duplicate_of: int | None = None
     redirects: tuple[str, ...] = ()
+    verdict: str | None = None  # restrictive meta verdict: "accepted" | "abstained" | None (not judged)
+    origin: str | None = None  # peer id a pooled document came from; None for the node's own crawl
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,19 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
     db.execute("INSERT INTO documents_fts(documents_fts, rank) VALUES ('rank', 'bm25(5.0, 1.0)')")
 
 
-MIGRATIONS: list[Migration] = [_schema_v1]
+def _schema_v2(db: sqlite_utils.Database) -> None:
+    """Search columns: restrictive verdict, and the peers a pooled document came from (JSON list)."""
+    db.executescript(
+        """
+        ALTER TABLE documents ADD COLUMN verdict TEXT;
+        ALTER TABLE documents ADD COLUMN origin TEXT;
+        ALTER TABLE documents ADD COLUMN origins TEXT NOT NULL DEFAULT '[]';
+        CREATE INDEX IF NOT EXISTS documents_origin ON documents(origin);
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 
@@ -362,4 +376,5 @@ def _decode_document(row: dict[str, Any]) -> dict[str, Any]:
     row["simhash"] = _from_signed64(int(row["simhash"]))
     row["accepted"] = bool(row["accepted"])
     row["redirects"] = json.loads(row["redirects"])
+    row["origins"] = json.loads(row.get("origins") or "[]")
     return row
