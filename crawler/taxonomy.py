@@ -1,0 +1,524 @@
+"""Topic taxonomies from browser bookmarks or folder trees, stored in the repository (thesis 2.2).
+
+A folder is a topic, its bookmarks (or files) the topic's positive training documents; a folder named
+OTHERS holds negative examples of its parent (at the top: of the root, "semantically far" pages). The
+browsers' own containers ("Bookmarks Toolbar", "Bookmarks bar", "Other bookmarks", ...) are not topics:
+their folders are lifted to the top. A topic's key is its path of normalised folder names: trimmed,
+inner whitespace collapsed, "%" and "/" inside a name escaped as "%25" and "%2F", joined by "/".
+
+Import replaces the stored taxonomy in one transaction: a malformed file raises `TaxonomyError` naming
+the line, before anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from crawler.errors import CrawlerError
+from crawler.parse import parse_html
+from crawler.repository import Repository
+
+OTHERS = "others"  # compared case-insensitively
+ROOT = ""
+POSITIVE, NEGATIVE = 1, 0
+# Documents still to fetch, fetched, failed, read from a local file, or added by retraining.
+PENDING, FETCHED, FAILED, LOCAL = "pending", "fetched", "failed", "local"
+ARCHETYPE = "archetype"
+BROWSER_CONTAINERS = frozenset(
+    {
+        "bookmarks toolbar",
+        "bookmarks bar",
+        "bookmarks menu",
+        "other bookmarks",
+        "mobile bookmarks",
+        "favorites bar",
+        "other favorites",
+    }
+)
+CONTAINER_ATTRIBUTES = ("personal_toolbar_folder", "unfiled_bookmarks_folder")
+DOCTYPE = "netscape-bookmark-file-1"
+TEXT_SUFFIXES = {".txt", ".text", ".md"}
+HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+URL_SCHEMES = ("http://", "https://")
+
+
+class TaxonomyError(CrawlerError):
+    """A bookmarks file or document folder that cannot be imported; the message names the place."""
+
+
+def escape_name(name: str) -> str:
+    """One folder name as a key segment: whitespace normalised, "%" and "/" escaped."""
+    return " ".join(name.split()).replace("%", "%25").replace("/", "%2F")
+
+
+def unescape_name(segment: str) -> str:
+    return segment.replace("%2F", "/").replace("%25", "%")
+
+
+def topic_path_key(names: Sequence[str]) -> str:
+    """The key of a topic from its folder names, outermost first."""
+    return "/".join(escape_name(n) for n in names)
+
+
+def parent_key(key: str) -> str:
+    return key.rpartition("/")[0]
+
+
+def display_name(key: str) -> str:
+    return unescape_name(key.rpartition("/")[2]) if key else "(root)"
+
+
+@dataclass(frozen=True)
+class TrainingDocument:
+    """A bookmark or file of the taxonomy. `polarity` 1: positive of `topic`, 0: negative (OTHERS)."""
+
+    topic: str
+    polarity: int
+    url: str = ""  # the bookmarked page (empty for local files)
+    path: str = ""  # the local file (empty for bookmarks)
+    title: str = ""
+    text: str = ""
+    status: str = PENDING
+    error: str | None = None
+    line: int = 0  # where the bookmark stands in its file
+    source: str = "import"  # "import" or "archetype"
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """Topic keys (every prefix of a path included) and their training documents."""
+
+    topics: tuple[str, ...]
+    documents: tuple[TrainingDocument, ...]
+    source: str = ""
+    skipped: tuple[str, ...] = ()  # what was left out, one line each (loose bookmarks, place: URLs)
+
+    def positives(self, topic: str) -> list[TrainingDocument]:
+        return [d for d in self.documents if d.topic == topic and d.polarity == POSITIVE]
+
+    def negatives(self, topic: str) -> list[TrainingDocument]:
+        return [d for d in self.documents if d.topic == topic and d.polarity == NEGATIVE]
+
+    def leaves(self) -> list[str]:
+        parents = {parent_key(t) for t in self.topics}
+        return [t for t in self.topics if t not in parents]
+
+    def map_urls(self, mapper: Callable[[str], str | None]) -> Taxonomy:
+        """The same taxonomy with each URL replaced by `mapper(url)` (kept when it answers None)."""
+        docs = tuple(replace(d, url=mapper(d.url) or d.url) if d.url else d for d in self.documents)
+        return replace(self, documents=docs)
+
+    def training_texts(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(positives, negatives) as topic -> texts of the documents that have text, for the topic model."""
+        positives: dict[str, list[str]] = {}
+        negatives: dict[str, list[str]] = {}
+        for doc in self.documents:
+            text = f"{doc.title}\n{doc.text}".strip()
+            if not doc.text.strip():
+                continue
+            (positives if doc.polarity == POSITIVE else negatives).setdefault(doc.topic, []).append(text)
+        return positives, negatives
+
+
+# --- bookmarks ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Folder:
+    name: str
+    line: int
+    container: bool = False
+    folders: list[_Folder] = field(default_factory=list)
+    bookmarks: list[tuple[str, str, int]] = field(default_factory=list)  # (url, title, line)
+
+
+class _BookmarkParser(HTMLParser):
+    """Tokenises the Netscape format (unclosed <DT> and <p> are fine) and checks the <DL> nesting."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.name = name
+        self.root: _Folder | None = None
+        self.stack: list[_Folder] = []
+        self.pending: _Folder | None = None  # a <H3> heading waiting for its <DL>
+        self.capture: str | None = None  # "h3" or "a" while inside one
+        self.text: list[str] = []
+        self.href: str | None = None
+        self.capture_line = 0
+        self.doctype = False
+        self.container_attr = False
+
+    def fail(self, message: str, line: int | None = None) -> TaxonomyError:
+        return TaxonomyError(f"{self.name}:{line or self.getpos()[0]}: {message}")
+
+    def handle_decl(self, decl: str) -> None:
+        if decl.strip().lower().startswith("doctype") and DOCTYPE in decl.lower():
+            self.doctype = True
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        line = self.getpos()[0]
+        if tag in ("h3", "a") and self.capture is not None:
+            raise self.fail(
+                f"<{tag.upper()}> inside the unclosed <{self.capture.upper()}> of line {self.capture_line}"
+            )
+        if tag == "dl":
+            self._open_list(line)
+        elif tag == "h3":
+            self._close_pending()
+            self.capture, self.capture_line, self.text = "h3", line, []
+            self.container_attr = any(name in CONTAINER_ATTRIBUTES for name, _ in attrs)
+        elif tag == "a":
+            self._close_pending()
+            if not self.stack:
+                raise self.fail("a bookmark <A> outside any <DL> list")
+            self.href = dict(attrs).get("href")
+            if not self.href:
+                raise self.fail("a bookmark <A> without an HREF attribute")
+            self.capture, self.capture_line, self.text = "a", line, []
+
+    def _open_list(self, line: int) -> None:
+        if self.pending is not None:
+            self.stack[-1].folders.append(self.pending)
+            self.stack.append(self.pending)
+            self.pending = None
+        elif self.root is None:
+            self.root = _Folder("", line)
+            self.stack.append(self.root)
+        else:
+            raise self.fail("a <DL> list that no folder heading <H3> introduces")
+
+    def _close_pending(self) -> None:
+        """A heading followed directly by another item is an empty folder."""
+        if self.pending is not None:
+            self.stack[-1].folders.append(self.pending)
+            self.pending = None
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "dl":
+            self._close_pending()
+            if not self.stack:
+                raise self.fail("</DL> without a matching <DL>")
+            self.stack.pop()
+        elif tag in ("h3", "a"):
+            if self.capture != tag:
+                raise self.fail(f"</{tag.upper()}> without a matching <{tag.upper()}>")
+            text = " ".join("".join(self.text).split())
+            self.capture = None
+            if tag == "h3":
+                if not self.stack:
+                    raise self.fail("a folder <H3> outside any <DL> list", self.capture_line)
+                if not text:
+                    raise self.fail("a folder <H3> without a name", self.capture_line)
+                self.pending = _Folder(text, self.capture_line, self.container_attr)
+            else:
+                assert self.href is not None
+                self.stack[-1].bookmarks.append((self.href.strip(), text, self.capture_line))
+
+    def handle_data(self, data: str) -> None:
+        if self.capture is not None:
+            self.text.append(data)
+
+    def finish(self) -> _Folder:
+        self.close()
+        if not self.doctype:
+            raise TaxonomyError(
+                f"{self.name}:1: not a browser bookmarks export (no <!DOCTYPE NETSCAPE-Bookmark-file-1>)"
+            )
+        if self.capture is not None:
+            raise self.fail(f"<{self.capture.upper()}> is never closed", self.capture_line)
+        if self.root is None:
+            raise self.fail("no <DL> list of bookmarks in the file")
+        if self.stack:
+            folder = self.stack[-1]
+            what = f"folder {folder.name!r}" if folder.name else "the top-level list"
+            raise self.fail(f"the <DL> list of {what} is never closed with </DL>", folder.line)
+        return self.root
+
+
+def parse_bookmarks(text: str, name: str = "bookmarks") -> Taxonomy:
+    """A taxonomy from a Netscape bookmark file's text (Firefox and Chrome exports)."""
+    parser = _BookmarkParser(name)
+    parser.feed(text)
+    root = parser.finish()
+    topics: set[str] = set()
+    docs: list[TrainingDocument] = []
+    skipped: list[str] = []
+    top = _lift_containers(root)
+    for url, title, line in root.bookmarks + [
+        b for f in root.folders if _is_container(f) for b in f.bookmarks
+    ]:
+        skipped.append(f"line {line}: bookmark {title or url!r} is in no folder, so in no topic")
+    for folder in top:
+        _walk(folder, [], topics, docs, skipped)
+    if not topics:
+        raise TaxonomyError(f"{name}: no topic folders: bookmarks must be filed in folders, one per topic")
+    return Taxonomy(tuple(sorted(topics)), tuple(docs), name, tuple(skipped))
+
+
+def _is_container(folder: _Folder) -> bool:
+    return folder.container or folder.name.lower() in BROWSER_CONTAINERS
+
+
+def _lift_containers(root: _Folder) -> list[_Folder]:
+    """The top-level folders, with the browsers' containers replaced by their contents."""
+    result: list[_Folder] = []
+    for folder in root.folders:
+        result.extend(folder.folders if _is_container(folder) else [folder])
+    return result
+
+
+def _walk(
+    folder: _Folder,
+    path: list[str],
+    topics: set[str],
+    docs: list[TrainingDocument],
+    skipped: list[str],
+) -> None:
+    if folder.name.lower() == OTHERS:
+        topic = topic_path_key(path)
+        for url, title, line in _all_bookmarks(folder):
+            _add_bookmark(docs, skipped, topic, NEGATIVE, url, title, line)
+        return
+    if not escape_name(folder.name):
+        raise TaxonomyError(f"line {folder.line}: a folder without a name")
+    path = [*path, folder.name]
+    topic = topic_path_key(path)
+    topics.update(topic_path_key(path[: i + 1]) for i in range(len(path)))
+    for url, title, line in folder.bookmarks:
+        _add_bookmark(docs, skipped, topic, POSITIVE, url, title, line)
+    for child in folder.folders:
+        _walk(child, path, topics, docs, skipped)
+
+
+def _all_bookmarks(folder: _Folder) -> Iterable[tuple[str, str, int]]:
+    yield from folder.bookmarks
+    for child in folder.folders:
+        yield from _all_bookmarks(child)
+
+
+def _add_bookmark(
+    docs: list[TrainingDocument],
+    skipped: list[str],
+    topic: str,
+    polarity: int,
+    url: str,
+    title: str,
+    line: int,
+) -> None:
+    if not url.lower().startswith(URL_SCHEMES):
+        skipped.append(f"line {line}: {url[:60]!r} is not a web page (http or https)")
+        return
+    docs.append(TrainingDocument(topic, polarity, url=url, title=title, line=line))
+
+
+def read_bookmarks(path: Path | str) -> Taxonomy:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TaxonomyError(f"cannot read the bookmarks file {path}: {exc.strerror}") from exc
+    return parse_bookmarks(text, str(path))
+
+
+# --- folder trees ------------------------------------------------------------------------------------
+
+
+def read_folder_tree(root: Path | str) -> Taxonomy:
+    """A taxonomy from a folder of topic folders holding documents (.html, .htm, .txt, .md)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise TaxonomyError(f"{root} is not a folder of topic folders")
+    topics: set[str] = set()
+    docs: list[TrainingDocument] = []
+    skipped: list[str] = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        folders = list(relative.parts[:-1])
+        polarity = POSITIVE
+        if any(f.lower() == OTHERS for f in folders):
+            cut = next(i for i, f in enumerate(folders) if f.lower() == OTHERS)
+            folders, polarity = folders[:cut], NEGATIVE
+        if polarity == POSITIVE and not folders:
+            skipped.append(f"{relative}: a file outside every topic folder")
+            continue
+        suffix = path.suffix.lower()
+        if suffix not in TEXT_SUFFIXES | HTML_SUFFIXES:
+            skipped.append(f"{relative}: not a text or HTML document")
+            continue
+        title, text = _read_document(path, suffix)
+        topic = topic_path_key(folders)
+        if polarity == POSITIVE:
+            topics.update(topic_path_key(folders[: i + 1]) for i in range(len(folders)))
+        docs.append(TrainingDocument(topic, polarity, path=str(path), title=title, text=text, status=LOCAL))
+    if not topics:
+        raise TaxonomyError(f"{root}: no topic folders with documents")
+    return Taxonomy(tuple(sorted(topics)), tuple(docs), str(root), tuple(skipped))
+
+
+def _read_document(path: Path, suffix: str) -> tuple[str, str]:
+    raw = path.read_bytes()
+    if suffix in HTML_SUFFIXES:
+        page = parse_html(raw, path.as_uri())
+        return page.title, page.text
+    return path.stem, raw.decode("utf-8", errors="replace")
+
+
+def read_taxonomy(source: Path | str) -> Taxonomy:
+    """A bookmarks file or a folder tree, whichever `source` is."""
+    source = Path(source)
+    if source.is_dir():
+        return read_folder_tree(source)
+    if not source.exists():
+        raise TaxonomyError(f"{source} does not exist: give a bookmarks .html file or a folder of topics")
+    return read_bookmarks(source)
+
+
+# --- storage -----------------------------------------------------------------------------------------
+
+
+def _schema_v1(db: Any) -> None:
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS topics (
+            key TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            parent TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '',
+            imported_at REAL NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS training_documents (
+            id INTEGER PRIMARY KEY,
+            topic TEXT NOT NULL,
+            polarity INTEGER NOT NULL,
+            url TEXT NOT NULL DEFAULT '',
+            path TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL,
+            error TEXT,
+            line INTEGER NOT NULL DEFAULT 0,
+            source TEXT NOT NULL DEFAULT 'import'
+        );
+        CREATE INDEX IF NOT EXISTS training_documents_topic ON training_documents(topic, polarity);
+        CREATE TABLE IF NOT EXISTS topic_stats (
+            at REAL NOT NULL,
+            topic TEXT NOT NULL,
+            fetched INTEGER NOT NULL,
+            accepted INTEGER NOT NULL,
+            harvest_rate REAL NOT NULL,
+            mean_confidence REAL NOT NULL
+        );
+        """
+    )
+
+
+MIGRATIONS = [_schema_v1]
+_DOC_COLUMNS = ("topic", "polarity", "url", "path", "title", "text", "status", "error", "line", "source")
+
+
+def ensure_schema(repo: Repository) -> None:
+    repo.migrate("taxonomy", MIGRATIONS)
+
+
+def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> None:
+    """Replace the stored taxonomy and its training documents, all in one transaction."""
+    ensure_schema(repo)
+    now = time.time()
+    with repo.transaction() as db:
+        db.execute("DELETE FROM training_documents")
+        db.execute("DELETE FROM topics")
+        db.conn.executemany(
+            "INSERT INTO topics (key, name, parent, source, imported_at) VALUES (?, ?, ?, ?, ?)",
+            [(t, display_name(t), parent_key(t), taxonomy.source, now) for t in taxonomy.topics],
+        )
+        _insert_documents(db, taxonomy.documents)
+
+
+def _insert_documents(db: Any, docs: Iterable[TrainingDocument]) -> None:
+    db.conn.executemany(
+        f"INSERT INTO training_documents ({', '.join(_DOC_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(_DOC_COLUMNS))})",
+        [tuple(getattr(d, c) for c in _DOC_COLUMNS) for d in docs],
+    )
+
+
+def add_training_documents(repo: Repository, docs: Sequence[TrainingDocument]) -> None:
+    """Add documents (archetypes chosen by retraining) to the stored taxonomy."""
+    ensure_schema(repo)
+    with repo.transaction() as db:
+        _insert_documents(db, docs)
+
+
+def load_taxonomy(repo: Repository) -> Taxonomy | None:
+    """The stored taxonomy, or None when none was imported."""
+    ensure_schema(repo)
+    topics = tuple(r[0] for r in repo.db.execute("SELECT key FROM topics ORDER BY key"))
+    if not topics:
+        return None
+    rows = repo.db.execute(f"SELECT {', '.join(_DOC_COLUMNS)} FROM training_documents ORDER BY id")
+    docs = tuple(TrainingDocument(*row) for row in rows)
+    source = repo.db.execute("SELECT source FROM topics LIMIT 1").fetchone()[0]
+    return Taxonomy(topics, docs, source)
+
+
+def topic_summary(taxonomy: Taxonomy) -> list[dict[str, Any]]:
+    """Per topic: key, name, parent, positives, negatives, and how many have text (for `topics list`)."""
+    rows = []
+    for key in (ROOT, *taxonomy.topics):
+        pos, neg = taxonomy.positives(key), taxonomy.negatives(key)
+        if key == ROOT and not neg:
+            continue
+        rows.append(
+            {
+                "key": key,
+                "name": display_name(key),
+                "parent": parent_key(key) if key else None,
+                "positives": len(pos),
+                "negatives": len(neg),
+                "with_text": sum(1 for d in pos + neg if d.text.strip()),
+                "failed": sum(1 for d in pos + neg if d.status == FAILED),
+            }
+        )
+    return rows
+
+
+def fill_documents(taxonomy: Taxonomy, fetched: Mapping[str, tuple[str, str, str | None]]) -> Taxonomy:
+    """The taxonomy with each pending bookmark's (title, text, error) from `fetched`, keyed by URL."""
+    docs = []
+    for doc in taxonomy.documents:
+        if doc.status == PENDING and doc.url in fetched:
+            title, text, error = fetched[doc.url]
+            status = FAILED if error else FETCHED
+            doc = replace(doc, title=title or doc.title, text=text, status=status, error=error)
+        docs.append(doc)
+    return replace(taxonomy, documents=tuple(docs))
+
+
+async def fetch_documents(taxonomy: Taxonomy, fetcher: Any, concurrency: int = 8) -> Taxonomy:
+    """Fetch every pending bookmark with a `crawler.fetch.Fetcher` (under trio) and fill in its text."""
+    import trio
+
+    urls = sorted({d.url for d in taxonomy.documents if d.status == PENDING and d.url})
+    results: dict[str, tuple[str, str, str | None]] = {}
+    limiter = trio.Semaphore(concurrency)
+
+    async def one(url: str) -> None:
+        async with limiter:
+            result = await fetcher.fetch(url)
+        if result.error is not None:
+            results[url] = ("", "", result.error)
+            return
+        page = parse_html(result.body, result.final_url, result.content_type, result.headers)
+        results[url] = (page.title, page.text, None if page.text.strip() else "empty")
+
+    async with trio.open_nursery() as nursery:
+        for url in urls:
+            nursery.start_soon(one, url)
+    return fill_documents(taxonomy, results)

@@ -1,0 +1,119 @@
+"""`topicswarm topics`: import a topic taxonomy from browser bookmarks or a folder tree, and list it.
+
+`import` reads the whole file first (a malformed one is refused with its line, nothing stored), fetches the
+bookmarked pages as training documents, and replaces the stored taxonomy in one transaction. `crawl` then
+focuses on these topics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import trio
+
+from crawler.repository import Repository, RepositoryError
+from crawler.settings import CrawlSettings
+from crawler.taxonomy import (
+    FAILED,
+    Taxonomy,
+    TaxonomyError,
+    fetch_documents,
+    load_taxonomy,
+    read_taxonomy,
+    store_taxonomy,
+    topic_summary,
+)
+from node.cli.common import CliError, add_data_arg, data_dir
+from node.config import ConfigError, load_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("topics", help="import and list the topics the crawler focuses on")
+    commands = parser.add_subparsers(dest="topics_command", metavar="COMMAND", required=True)
+    importer = commands.add_parser(
+        "import", help="replace the topics with a bookmarks export (.html) or a folder of topic folders"
+    )
+    add_data_arg(importer)
+    importer.add_argument("source", type=Path, help="bookmarks.html (Firefox/Chrome export) or FOLDER")
+    importer.add_argument(
+        "--no-fetch", action="store_true", help="store the bookmarks without fetching them (crawl fetches)"
+    )
+    importer.set_defaults(func=run_import)
+    lister = commands.add_parser("list", help="show the stored topics and their training documents")
+    add_data_arg(lister)
+    lister.add_argument("--json", action="store_true", help="one JSON object per topic")
+    lister.set_defaults(func=run_list)
+
+
+def _settings(args: argparse.Namespace) -> CrawlSettings:
+    try:
+        return load_config(data_dir(args).config).crawler
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _open(path: Path) -> Repository:
+    try:
+        return Repository(path)
+    except RepositoryError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def run_import(args: argparse.Namespace) -> int:
+    try:
+        taxonomy = read_taxonomy(args.source)
+    except TaxonomyError as exc:
+        raise CliError(str(exc)) from exc
+    data = data_dir(args).ensure()
+    if not args.no_fetch:
+        taxonomy = trio.run(fetch_training_pages, taxonomy, _settings(args))
+    repo = _open(data.repository)
+    try:
+        store_taxonomy(repo, taxonomy)
+    finally:
+        repo.close()
+    failed = sum(1 for d in taxonomy.documents if d.status == FAILED)
+    print(
+        f"imported {len(taxonomy.topics)} topics with {len(taxonomy.documents)} training documents "
+        f"from {args.source}" + (f"; {failed} could not be fetched" if failed else "")
+    )
+    for note in taxonomy.skipped:
+        print(f"  skipped {note}")
+    return 0
+
+
+async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> Taxonomy:
+    from crawler.fetch import Fetcher
+
+    fetcher = Fetcher(settings)
+    try:
+        return await fetch_documents(taxonomy, fetcher, concurrency=settings.concurrent_requests)
+    finally:
+        await fetcher.aclose()
+
+
+def run_list(args: argparse.Namespace) -> int:
+    data = data_dir(args)
+    if not data.repository.exists():
+        raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
+    repo = _open(data.repository)
+    try:
+        taxonomy = load_taxonomy(repo)
+    finally:
+        repo.close()
+    if taxonomy is None:
+        raise CliError("no topics imported: run `topicswarm topics import bookmarks.html`")
+    rows = topic_summary(taxonomy)
+    if args.json:
+        for row in rows:
+            print(json.dumps(row, ensure_ascii=False))
+        return 0
+    print(f"{'topic':<48} {'pos':>5} {'neg':>5} {'text':>5} {'failed':>6}")
+    for row in rows:
+        depth = row["key"].count("/") + 1 if row["key"] else 0
+        label = "  " * max(depth - 1, 0) + (row["name"] if row["key"] else "(root: OTHERS)")
+        counts = f"{row['positives']:>5} {row['negatives']:>5} {row['with_text']:>5} {row['failed']:>6}"
+        print(f"{label:<48} {counts}")
+    return 0
