@@ -75,7 +75,8 @@ class WebLayout:
             return None
 
     def label_of(self, url: str) -> str | None:
-        """Ground-truth group of a served URL: the page's own label if the web has one, else its site's."""
+        """Ground-truth group of a served URL: its site's, or the page's own on a web with page labels
+        (None there for pages outside the labelled set)."""
         site = self.site_of_url(url)
         if site is None:
             return None
@@ -83,9 +84,7 @@ class WebLayout:
         if labels:
             path = posixpath.normpath(unquote(urlsplit(url).path) or "/")
             path = path if not urlsplit(url).path.endswith("/") or path == "/" else path + "/"
-            label = labels.get(path) or labels.get(path.rstrip("/") + "/index.html")
-            if label:
-                return label
+            return labels.get(path) or labels.get(path.rstrip("/") + "/index.html")
         return site.group
 
     @cached_property

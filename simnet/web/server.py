@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import mimetypes
 import posixpath
+import re
 import socket
 import struct
 import time
@@ -42,6 +43,7 @@ CACHE_LIMIT = 768 * 1024 * 1024
 BIND_ATTEMPTS = 50
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 ALLOW_ALL_ROBOTS = b"User-agent: *\nDisallow:\n"
+HTML_SNIFF = re.compile(rb"<(!doctype html|html|head|title|body)[\s>]", re.IGNORECASE)
 
 
 @dataclass
@@ -58,13 +60,16 @@ class Reply:
     fault: str | None = None
 
 
-def content_type_of(path: Path) -> str:
+def content_type_of(path: Path, body: bytes) -> str:
+    """By extension; a file without a known one is sniffed for HTML (WebKB pages often have none)."""
     if path.suffix.lower() in (".html", ".htm"):
         return "text/html"
     guessed, encoding = mimetypes.guess_type(path.name)
     if encoding == "gzip":
         return "application/gzip"
-    return guessed or "application/octet-stream"
+    if guessed:
+        return guessed
+    return "text/html" if HTML_SNIFF.search(body[:2048]) else "application/octet-stream"
 
 
 def error_reply(status: int, fault: str | None = None) -> Reply:
@@ -187,7 +192,7 @@ class WebServer:
             body = file.read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
             return None
-        content_type = content_type_of(file)
+        content_type = content_type_of(file, body)
         if content_type in HTML_TYPES:
             body = self.layout.upstream.rewrite_html(body)
         if self._cached_bytes + len(body) <= CACHE_LIMIT:
