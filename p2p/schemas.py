@@ -42,6 +42,8 @@ MAX_ROWS = 256
 MAX_CONFIG_KEYS = 32
 MAX_CONFIG_STR = 256
 MAX_CONFIG_LIST = 64
+MAX_EXTRA_KEYS = 32
+MAX_EXTRA_LIST = 1024
 MAX_PARTICIPANTS = 256
 MAX_REPORT_ENTRIES = 1024
 MAX_META_MEMBERS = MAX_ROWS
@@ -394,6 +396,34 @@ def _check_config_value(value: Any, where: str, allow_list: bool) -> Any:
     raise _fail("wrong_type", where, f"{_type_name(value)} is not allowed in a feature config")
 
 
+def check_extra(value: Any, where: str) -> dict[str, Any]:
+    """Model-specific plain data (e.g. a linear model's calibration, a clustering model's feature indices
+    and projection) that the model's own `from_dict` validates further: scalars, finite floats, capped
+    strings, bytes, short lists of scalars, and maps of those one level deep."""
+    if not isinstance(value, dict):
+        raise _fail("wrong_type", where, f"expected map, got {_type_name(value)}")
+    return _check_extra(value, where, depth=0)
+
+
+def _check_extra(value: Any, where: str, depth: int) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if isinstance(value, dict):
+        if depth >= 2:
+            raise _fail("wrong_type", where, "maps nest at most one level in model extras")
+        if len(value) > MAX_EXTRA_KEYS:
+            raise _fail("too_many_items", where, f"{len(value)} keys > {MAX_EXTRA_KEYS}")
+        return {
+            check_str(k, f"{where} key", 64): _check_extra(v, f"{where}.{k}", depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, tuple | list):
+        return check_seq(
+            value, where, MAX_EXTRA_LIST, lambda v, w: _check_config_value(v, w, allow_list=True)
+        )
+    return _check_config_value(value, where, allow_list=False)
+
+
 @dataclass(frozen=True)
 class MetaParams:
     """What turns stacked member models into a meta classifier (thesis 3.14: weights and t1, t2)."""
@@ -449,6 +479,7 @@ class ModelPayload:
     origin: str
     created: float
     meta: MetaParams | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def n_features(self) -> int:
@@ -479,6 +510,8 @@ class ModelPayload:
         }
         if self.meta is not None:
             wire["meta"] = self.meta.to_wire()
+        if self.extra:
+            wire["extra"] = dict(self.extra)
         return wire
 
     @classmethod
@@ -524,6 +557,7 @@ class ModelPayload:
             origin=f.get("origin", check_peer_id),
             created=f.get("created", check_float, 0.0, MAX_ABS_FLOAT),
             meta=meta,
+            extra=f.optional("extra", check_extra) or {},
         )
 
 

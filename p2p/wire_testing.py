@@ -74,6 +74,7 @@ def sample_model(
         origin=key.peer_id,
         created=1_700_000_000.25,
         meta=meta,
+        extra={"calibration": {"scale": 1.25, "n_positive": 10}, "names": ("a", "b"), "blob": b"\x00\x01"},
     )
 
 

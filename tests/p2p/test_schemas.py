@@ -295,3 +295,19 @@ def test_frame_header_is_consistent_for_large_model():
     frame = encode_frame(big)
     assert struct.unpack(">I", frame[:4])[0] == len(frame) - 4 > 2**20
     assert decode_frame(frame[4:]).model.payload.n_features == 2**18
+
+
+def test_model_extra_round_trips_and_rejects_non_finite_numbers():
+    wire = model_wire()
+    assert decode_frame(pack(wire)).model.payload.extra["calibration"]["scale"] == 1.25
+    wire["model"]["payload"]["extra"]["calibration"]["scale"] = math.nan
+    rejects(wire, "non_finite_float")
+
+
+def test_model_extra_nests_one_level_only():
+    rejects(model_wire(extra={"a": {"b": {"c": 1}}}), "wrong_type")
+
+
+@pytest.mark.parametrize("extra", [[1, 2], b"x", 5])
+def test_model_extra_must_be_a_map(extra):
+    rejects(model_wire(extra=extra), "wrong_type")
