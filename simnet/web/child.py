@@ -9,21 +9,16 @@ at the end of stdin prints its final log and exits (so a dead parent never leave
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import trio
-
 from simnet.web.corpus import WebCorpus, load_web
 from simnet.web.errors import WebError
 from simnet.web.faults import FaultPlan
 from simnet.web.layout import RequestRecord, WebLayout
-from simnet.web.server import serve_web
 
 STARTUP_TIMEOUT = 60.0
 
@@ -43,27 +38,6 @@ def record_to_row(record: RequestRecord) -> list:
 
 def row_to_record(row: list) -> RequestRecord:
     return RequestRecord(*row)
-
-
-async def run_worker(config: dict) -> None:
-    faults = FaultPlan.from_list(config.get("faults", []))
-    async with serve_web(
-        config["web"], faults, config.get("port", 0), config.get("reuse_port", False)
-    ) as web:
-        print(json.dumps({"port": web.port}), flush=True)
-        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-        buffered = b""
-        async with stdin:
-            while True:
-                data = await stdin.receive_some(4096)
-                if not data:
-                    break
-                buffered += data
-                while b"\n" in buffered:
-                    line, buffered = buffered.split(b"\n", 1)
-                    if line.strip() == b"log":
-                        print(json.dumps([record_to_row(r) for r in web.request_log]), flush=True)
-        print(json.dumps([record_to_row(r) for r in web.request_log]), flush=True)
 
 
 class SubprocessWeb(WebLayout):
@@ -109,7 +83,7 @@ class SubprocessWeb(WebLayout):
 
 def start_worker(config: dict) -> tuple[subprocess.Popen, int]:
     worker = subprocess.Popen(
-        [sys.executable, "-m", "simnet.web.child", json.dumps(config)],
+        [sys.executable, "-m", "simnet.web.worker", json.dumps(config)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -155,12 +129,3 @@ def serve_web_in_subprocess(
                 worker.wait()
                 worker.stdin.close()
                 worker.stdout.close()
-
-
-def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends workers by closing their stdin
-    trio.run(run_worker, json.loads(sys.argv[1]))
-
-
-if __name__ == "__main__":
-    main()

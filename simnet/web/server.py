@@ -16,6 +16,8 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
+from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -79,9 +81,8 @@ def error_reply(status: int, fault: str | None = None) -> Reply:
     return Reply(status, body.encode(), fault=fault)
 
 
+@lru_cache(maxsize=64)
 def h11_reason(status: int) -> bytes:
-    from http import HTTPStatus
-
     try:
         return HTTPStatus(status).phrase.encode()
     except ValueError:
@@ -95,7 +96,7 @@ class WebServer:
         self.layout = layout
         self.faults = faults
         self.request_log: list[RequestRecord] = []
-        self._cache: dict[Path, tuple[bytes, str]] = {}
+        self._cache: dict[tuple[str, str], tuple[bytes, str]] = {}  # (site, path) -> (body, type)
         self._cached_bytes = 0
         self._hub = hub_page(layout.corpus.name, layout.sites, layout.site_url)
 
@@ -170,6 +171,9 @@ class WebServer:
         return Reply(200, ("\n".join(lines) + "\n").encode(), "text/plain", fault=fault.kind)
 
     def file_reply(self, site: Site, path: str, raw_path: str, query: str) -> Reply:
+        cached = self._cache.get((site.name, path))  # a page served before: no path work, no stat
+        if cached is not None:
+            return Reply(200, cached[0], cached[1])
         relative = posixpath.normpath(path).lstrip("/")
         if relative.startswith("..") or "\x00" in relative:
             return error_reply(404)
@@ -179,12 +183,13 @@ class WebServer:
                 location = raw_path + "/" + (f"?{query}" if query else "")
                 return Reply(301, b"", headers=[(b"location", location.encode("latin-1"))])
             file = file / "index.html"
-        cached = self._cache.get(file)
+        cached = self._load(file)
         if cached is None:
-            cached = self._load(file)
-            if cached is None:
-                return error_reply(404)
+            return error_reply(404)
         body, content_type = cached
+        if self._cached_bytes + len(body) <= CACHE_LIMIT:
+            self._cache[(site.name, path)] = cached
+            self._cached_bytes += len(body)
         return Reply(200, body, content_type)
 
     def _load(self, file: Path) -> tuple[bytes, str] | None:
@@ -195,9 +200,6 @@ class WebServer:
         content_type = content_type_of(file, body)
         if content_type in HTML_TYPES:
             body = self.layout.upstream.rewrite_html(body)
-        if self._cached_bytes + len(body) <= CACHE_LIMIT:
-            self._cache[file] = (body, content_type)
-            self._cached_bytes += len(body)
         return body, content_type
 
     # ---- the protocol
