@@ -81,8 +81,11 @@ def unpack(payload: bytes, max_size: int = MAX_FRAME) -> Any:
         raise WireError("malformed_msgpack", f"{type(exc).__name__}: {exc}") from None
 
 
-def encode_frame(message: Message | dict[str, Any], max_size: int = MAX_FRAME) -> bytes:
-    """Header + msgpack of the message's wire dict; refuses to build a frame a peer would reject."""
+def encode_frame(message: Message | dict[str, Any], max_size: int | None = None) -> bytes:
+    """Header + msgpack of the message's wire dict; refuses to build a frame a peer would reject
+    (`max_size` defaults to the message's own `MAX_FRAME`)."""
+    if max_size is None:
+        max_size = getattr(message, "MAX_FRAME", MAX_FRAME)
     if isinstance(message, dict):
         wire = message
     else:
@@ -94,10 +97,14 @@ def encode_frame(message: Message | dict[str, Any], max_size: int = MAX_FRAME) -
     return _HEADER.pack(len(body)) + body
 
 
-def decode_frame(payload: bytes, expected: type | None = None, max_size: int = MAX_FRAME) -> Any:
-    """Validate a frame body into its schema dataclass (`expected` restricts which one is acceptable)."""
+def decode_frame(payload: bytes, expected: type | None = None, max_size: int | None = None) -> Any:
+    """Validate a frame body into its schema dataclass (`expected` restricts which one is acceptable).
+
+    `max_size` defaults to the expected message's own `MAX_FRAME` (or the codec's `MAX_FRAME`)."""
     from p2p.schemas import message_from_wire
 
+    if max_size is None:
+        max_size = getattr(expected, "MAX_FRAME", MAX_FRAME)
     return message_from_wire(unpack(payload, max_size), expected)
 
 
@@ -149,7 +156,7 @@ async def read_frame(stream: Any, max_size: int = MAX_FRAME) -> bytes:
     return await _read_exactly(stream, length, "body", HEADER_SIZE)
 
 
-async def write_frame(stream: Any, message: Message | dict[str, Any], max_size: int = MAX_FRAME) -> None:
+async def write_frame(stream: Any, message: Message | dict[str, Any], max_size: int | None = None) -> None:
     """Encode and send one frame on a libp2p stream (`write`) or a trio stream (`send_all`)."""
     frame = encode_frame(message, max_size)
     if hasattr(stream, "write"):

@@ -247,12 +247,14 @@ class PeerGuard:
         return self.ledger.record(peer, error)
 
     async def receive(
-        self, peer: str, stream: Any, expected: type | None = None, max_size: int = MAX_FRAME
+        self, peer: str, stream: Any, expected: type | None = None, max_size: int | None = None
     ) -> Any:
         """Admit, read one frame, decode it; every `WireError` is recorded against the peer and re-raised
         (except a clean close before a frame, which is not a violation)."""
         self.admit(peer)
         try:
+            if max_size is None:
+                max_size = getattr(expected, "MAX_FRAME", MAX_FRAME)
             return decode_frame(await read_frame(stream, max_size), expected, max_size)
         except WireError as error:
             if error.reason != "closed":

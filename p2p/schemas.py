@@ -19,11 +19,14 @@ from typing import Any, ClassVar, Self, TypeVar
 import base58
 import numpy as np
 
+from p2p.codec import MAX_FRAME
 from p2p.errors import WireError
 
 T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------------------- limits
+KIB = 1024
+MIB = 1024 * KIB
 MAX_NEIGHBOURS = 256
 MAX_ADDRS_PER_PEER = 8
 MAX_ADDR_LEN = 256
@@ -246,6 +249,8 @@ class Message:
     TYPE: ClassVar[str]
     SCHEMA_VERSION: ClassVar[int] = 1
     KNOWN_VERSIONS: ClassVar[frozenset[int]] = frozenset({1})
+    MAX_FRAME: ClassVar[int] = MAX_FRAME
+    """Largest frame a receiver reads for this message (`read_frame(stream, ModelResponse.MAX_FRAME)`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -319,6 +324,7 @@ class NeighbourExchange(Message):
     """Push-pull neighbour exchange: both sides send their bounded list."""
 
     TYPE: ClassVar[str] = "neighbours"
+    MAX_FRAME: ClassVar[int] = 256 * KIB
     entries: tuple[NeighbourEntry, ...]
 
     def body(self) -> dict[str, Any]:
@@ -351,6 +357,7 @@ class TopicAnnouncement(Message):
     """A batch of topic keys, small enough for gossipsub (well under its 1 MiB cap)."""
 
     TYPE: ClassVar[str] = "topics"
+    MAX_FRAME: ClassVar[int] = 64 * KIB
     origin: str
     topics: tuple[TopicEntry, ...]
 
@@ -625,6 +632,7 @@ class ModelRequest(Message):
     """Ask for a topic's model: the latest (`version=None`) or one version."""
 
     TYPE: ClassVar[str] = "model_request"
+    MAX_FRAME: ClassVar[int] = 16 * KIB
     topic: str
     version: int | None = None
 
@@ -643,6 +651,7 @@ class ModelResponse(Message):
     """The requested model, or `model=None` when the peer does not have it."""
 
     TYPE: ClassVar[str] = "model_response"
+    MAX_FRAME: ClassVar[int] = 16 * MIB
     topic: str
     model: SignedModel | None
 
@@ -723,6 +732,7 @@ class ResultSyncRequest(Message):
     """Ask for a topic's results after `cursor` (0: from the beginning), at most `limit` of them."""
 
     TYPE: ClassVar[str] = "result_sync_request"
+    MAX_FRAME: ClassVar[int] = 16 * KIB
     topic: str
     cursor: int = 0
     limit: int = MAX_RESULTS
@@ -744,6 +754,7 @@ class ResultSyncResponse(Message):
     """Results after the request's cursor; ask again from `next_cursor` while `more` is true."""
 
     TYPE: ClassVar[str] = "result_sync_response"
+    MAX_FRAME: ClassVar[int] = 4 * MIB
     topic: str
     items: tuple[SignedResult, ...]
     next_cursor: int
@@ -779,6 +790,7 @@ class MetaRequest(Message):
     classifier to the initiator (fig. 3.6, participants null)."""
 
     TYPE: ClassVar[str] = "meta_request"
+    MAX_FRAME: ClassVar[int] = 64 * KIB
     session: str
     topic: str
     initiator: str
@@ -820,6 +832,7 @@ class MetaClassifierOffer(Message):
     inside the signed model so receivers can cross-validate on D_b - D_a (thesis 3.15)."""
 
     TYPE: ClassVar[str] = "meta_offer"
+    MAX_FRAME: ClassVar[int] = 16 * MIB
     session: str
     model: SignedModel
 
@@ -898,6 +911,7 @@ class CrossValidationReport(_PeerReport):
     """Errors of the other peers' classifiers on the reporter's data, the shared documents removed."""
 
     TYPE: ClassVar[str] = "meta_cv"
+    MAX_FRAME: ClassVar[int] = 256 * KIB
     ENTRY: ClassVar[Any] = CvEntry
     entries: tuple[CvEntry, ...]
 
@@ -935,6 +949,7 @@ class CovarianceReport(_PeerReport):
     """Pairwise covariances of the classifiers' correctness on the reporter's data."""
 
     TYPE: ClassVar[str] = "meta_cov"
+    MAX_FRAME: ClassVar[int] = 256 * KIB
     ENTRY: ClassVar[Any] = CovEntry
     entries: tuple[CovEntry, ...]
 
@@ -965,6 +980,7 @@ class MetaModelDescription(Message):
     error it expects from the estimators (3.16-3.19). The full model travels as a kind "meta" model."""
 
     TYPE: ClassVar[str] = "meta_model"
+    MAX_FRAME: ClassVar[int] = 256 * KIB
     session: str
     topic: str
     initiator: str
@@ -1015,6 +1031,7 @@ class Reject(Message):
     """Tells a peer why its request was refused (a reason slug from `WireError.reason`)."""
 
     TYPE: ClassVar[str] = "reject"
+    MAX_FRAME: ClassVar[int] = 4 * KIB
     reason: str
     detail: str = ""
 

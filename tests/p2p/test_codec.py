@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from p2p.codec import MAX_FRAME, WireError, decode_frame, encode_frame, pack, read_frame, unpack, write_frame
-from p2p.schemas import ModelRequest, NeighbourExchange
+from p2p.schemas import ModelRequest, ModelResponse, NeighbourExchange
 from p2p.wire_testing import ShortReadStream
 
 
@@ -125,3 +125,20 @@ def test_unpack_limits_map_size():
 def test_unpack_returns_plain_immutable_values():
     value = unpack(pack({"a": [1, 2.5, "x", b"y", None, True]}))
     assert value == {"a": (1, 2.5, "x", b"y", None, True)}
+
+
+@pytest.mark.trio
+async def test_each_message_type_has_its_own_frame_limit():
+    big_request = {
+        "type": "model_request",
+        "version": 1,
+        "topic": "t",
+        "model_version": None,
+        "pad": "x" * 20000,
+    }
+    frame = encode_frame(big_request, max_size=MAX_FRAME)
+    with pytest.raises(WireError, match="oversize_frame"):
+        await read_frame(ShortReadStream(frame, chunk=4096), ModelRequest.MAX_FRAME)
+    with pytest.raises(WireError, match="oversize_frame"):
+        decode_frame(frame[4:], ModelRequest)
+    assert ModelRequest.MAX_FRAME < MAX_FRAME < ModelResponse.MAX_FRAME
