@@ -104,12 +104,13 @@ def start_worker(config: dict) -> tuple[subprocess.Popen, int]:
 
 @contextmanager
 def serve_web_in_subprocess(
-    corpus: str | Path, faults: FaultPlan | None = None, workers: int = 1, port: int = 0
+    corpus: str | Path | WebCorpus, faults: FaultPlan | None = None, workers: int = 1, port: int = 0
 ) -> Iterator[SubprocessWeb]:
-    """Serve a web (a name or folder, as `load_web` takes) from `workers` child processes."""
+    """Serve a web (a name or folder, as `load_web` takes, or a loaded corpus) from `workers` processes."""
     faults = faults or FaultPlan()
-    loaded = load_web(corpus)  # also unpacks or builds the web once, before the workers start
-    name = str(corpus) if corpus in ("fixture", "devweb", "webkb") else str(loaded.root)
+    # loading here also unpacks or builds a named web once, before the workers start
+    loaded = corpus if isinstance(corpus, WebCorpus) else load_web(corpus)
+    name = loaded.name if loaded.name in ("fixture", "devweb", "webkb") else str(loaded.root)
     config = {"web": name, "faults": faults.to_list(), "port": port, "reuse_port": workers > 1}
     started: list[subprocess.Popen] = []
     web = None

@@ -19,7 +19,8 @@ FAULT_KINDS: dict[str, str] = {
     "trap": "endless calendar pages under [path_prefix] (default /calendar/), linked from every page",
     "wrong_type": "HTML pages served as [content_type] (default application/octet-stream)",
     "binary_as_html": "random binary bytes served as text/html",
-    "robots": "robots.txt disallows [path_prefix] (default /) and sets Crawl-delay [crawl_delay] if given",
+    "robots": "robots.txt disallows [path_prefix] and sets Crawl-delay [crawl_delay] if given "
+    "(with neither, Disallow: /)",
     "robots_5xx": "robots.txt answers [status] (default 503)",
     "robots_429": "robots.txt answers 429 Too Many Requests",
 }
@@ -56,7 +57,10 @@ class Fault:
 
     @property
     def disallowed(self) -> str:
-        return self.path_prefix or "/"
+        """The robots Disallow path: the path prefix; else "/" unless only a Crawl-delay was asked for."""
+        if self.path_prefix:
+            return self.path_prefix
+        return "" if self.crawl_delay is not None else "/"
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v != getattr(DEFAULTS, k, None) or k == "kind"}
@@ -104,7 +108,9 @@ class FaultPlan:
     def disallowed_prefixes(self, site: str) -> tuple[str, ...]:
         """Paths robots.txt forbids on a site (what a polite crawler must never request)."""
         fault = self.robots_fault(site)
-        return (fault.disallowed,) if fault is not None and fault.kind == "robots" else ()
+        if fault is None or fault.kind != "robots" or not fault.disallowed:
+            return ()
+        return (fault.disallowed,)
 
     def to_list(self) -> list[dict]:
         return [fault.to_dict() for fault in self.faults]

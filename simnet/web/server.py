@@ -165,7 +165,7 @@ class WebServer:
             )
         if fault.kind == "robots_5xx":
             return Reply(fault.status or 503, b"unavailable\n", "text/plain", fault=fault.kind)
-        lines = ["User-agent: *", f"Disallow: {fault.disallowed}"]
+        lines = ["User-agent: *", f"Disallow: {fault.disallowed}".rstrip()]
         if fault.crawl_delay is not None:
             lines.append(f"Crawl-delay: {fault.crawl_delay:g}")
         return Reply(200, ("\n".join(lines) + "\n").encode(), "text/plain", fault=fault.kind)

@@ -135,6 +135,16 @@ async def test_robots_disallow_and_crawl_delay_only_on_the_faulted_host():
 
 
 @pytest.mark.trio
+async def test_robots_with_only_a_crawl_delay_allows_everything():
+    async with served(Fault("robots", host="python", crawl_delay=2)) as web, httpx.AsyncClient() as client:
+        robots = (await client.get(web.base_url("python") + "/robots.txt")).text
+        assert robots == "User-agent: *\nDisallow:\nCrawl-delay: 2\n"
+        assert web.faults.disallowed_prefixes("python") == ()
+    whole = FaultPlan([Fault("robots", host="python")])
+    assert whole.disallowed_prefixes("python") == ("/",)
+
+
+@pytest.mark.trio
 @pytest.mark.parametrize(("kind", "status"), [("robots_5xx", 503), ("robots_429", 429)])
 async def test_robots_errors(kind, status):
     async with served(Fault(kind, host="python")) as web, httpx.AsyncClient() as client:
