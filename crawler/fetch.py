@@ -14,6 +14,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import partial
 
 import httpx
 import trio
@@ -262,7 +263,10 @@ class Fetcher:
         latency = -1.0
         try:
             with trio.fail_after(self.settings.download_timeout):
-                request = self._client.build_request("GET", url, headers=self._headers)
+                trace = partial(self._trace, host_of(url))
+                request = self._client.build_request(
+                    "GET", url, headers=self._headers, extensions={"trace": trace}
+                )
                 response = await self._client.send(request, stream=True)
                 try:
                     latency = self._clock() - started
@@ -285,6 +289,11 @@ class Fetcher:
             kind = "protocol" if response is not None else "connect"
         status = response.status_code if response is not None else 0
         return _Answer(status=status, error=kind, latency=latency)
+
+    async def _trace(self, host: str, event: str, info: dict) -> None:
+        """httpcore's trace hook: space the host's next request from when this one really went out."""
+        if event == "http11.send_request_headers.complete":
+            self.politeness.mark_sent(host)
 
     async def _read(
         self, response: httpx.Response, maxsize: int, check_mime: bool, truncate_ok: bool, latency: float

@@ -123,6 +123,14 @@ class Politeness:
             h.in_flight -= 1
             h.lot.unpark()
 
+    def mark_sent(self, host: str) -> None:
+        """The request really left now (later than its slot was granted, when the loop was busy or a
+        connection had to be opened): count the spacing to the next request from here."""
+        h = self._host(host)
+        now = self._clock()
+        h.last_start = max(h.last_start, now)
+        h.next_start = max(h.next_start, now + self.gap(host))
+
     def record(
         self, host: str, latency: float, ok: bool, error_kind: str | None = None, status: int = 0
     ) -> None:

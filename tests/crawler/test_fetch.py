@@ -393,6 +393,8 @@ async def _raw_server(stream: trio.SocketStream) -> None:
         await stream.send_all(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 1000\r\n\r\n<p>only"
         )
+    elif path == b"/slow":
+        await trio.sleep(5)
     elif path == b"/reset":
         stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     await stream.aclose()
@@ -400,12 +402,22 @@ async def _raw_server(stream: trio.SocketStream) -> None:
 
 @pytest.mark.parametrize(
     ("path", "kind"),
-    [("/endless", "too_large"), ("/bomb", "too_large"), ("/short", "truncated"), ("/reset", "reset")],
+    [
+        ("/endless", "too_large"),
+        ("/bomb", "too_large"),
+        ("/short", "truncated"),
+        ("/reset", "reset"),
+        ("/slow", "timeout"),
+    ],
 )
 @pytest.mark.trio
 async def test_faults_over_loopback_sockets(path, kind):
     settings = CrawlSettings(
-        download_delay=0.0, autothrottle_enabled=False, retry_times=0, download_maxsize=100_000
+        download_delay=0.0,
+        autothrottle_enabled=False,
+        retry_times=0,
+        download_maxsize=100_000,
+        download_timeout=0.5,
     )
     with trio.fail_after(20):  # hang guard
         async with trio.open_nursery() as nursery:

@@ -142,3 +142,11 @@ def test_timed_out_request_keeps_its_slot_for_a_timeout_more():
     clock.now += 3.0
     assert p.ready_at("h:80") <= clock.now
     assert p.in_flight("h:80") == 0
+
+
+def test_late_send_pushes_the_next_start():
+    clock = FakeClock()
+    p = Politeness(QUIET, clock=clock)
+    clock.now = 200.0
+    p.mark_sent("h:80")  # the request left long after its slot was granted
+    assert p.ready_at("h:80") == 200.5
