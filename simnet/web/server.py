@@ -387,10 +387,14 @@ async def serve_web(
         corpus = load_web(corpus)
     probe = WebLayout(corpus, 0)
     sockets, chosen = bind_all(all_addresses(probe.addresses.values()), port, reuse_port)
-    web = ServedWeb(corpus, chosen, faults or FaultPlan())
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(run_listeners, web.server, web, sockets)
-        try:
-            yield web
-        finally:
-            nursery.cancel_scope.cancel()
+    try:
+        web = ServedWeb(corpus, chosen, faults or FaultPlan())
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_listeners, web.server, web, sockets)
+            try:
+                yield web
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        for sock in sockets:
+            sock.close()
