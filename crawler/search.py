@@ -6,12 +6,28 @@ User input must never crash a search: FTS5 query syntax errors become `SearchErr
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 
+from crawler.dedup import fingerprint, simhash
 from crawler.errors import CrawlerError
-from crawler.repository import Repository
+from crawler.preview import preview, topic_term_weights
+from crawler.ranking import (
+    GLOBAL_SCOPE,
+    SIGNALS,
+    RankingWeights,
+    combine,
+    ensure_schema,
+    signal_matrix,
+    topic_clause,
+)
+from crawler.repository import DocumentRecord, Repository
+from crawler.taxonomy import load_taxonomy
+from crawler.urls import host_of
+from metamodels.features import FeatureConfig, Featurizer
 
 SNIPPET_TOKENS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -30,6 +46,25 @@ class Hit:
     score: float  # BM25 (higher is better here; SQLite's rank is its negative)
     topic: str | None = None
     confidence: float | None = None
+
+
+def text_document(
+    url: str, title: str, text: str, *, near_duplicates: bool = True, **fields: object
+) -> DocumentRecord:
+    """A document record for text that was not fetched (benchmarks, imports, tests): host from the URL,
+    exact fingerprint, and SimHash unless `near_duplicates` is off (it is the costly part)."""
+    values = {
+        "final_url": url,
+        "host": host_of(url),
+        "status": 200,
+        "content_type": "text/html",
+        "fingerprint": fingerprint(text),
+        "simhash": simhash(text) if near_duplicates else 0,
+        "fetched_at": time.time(),
+        "depth": 0,
+    }
+    values.update(fields)
+    return DocumentRecord(url=url, title=title, text=text, **values)
 
 
 def plain_query(text: str) -> str:
@@ -70,16 +105,7 @@ def search(
         f"WHERE {' AND '.join(where)} ORDER BY documents_fts.rank LIMIT ?"
     )
     params.append(int(limit))
-    try:
-        rows = repo.db.execute(sql, params).fetchall()
-    except sqlite3.OperationalError as exc:
-        message = str(exc)
-        if not any(sign in message for sign in ("locked", "busy", "disk", "readonly", "corrupt")):
-            raise SearchError(
-                f"cannot understand the query {query!r} ({message}); put phrases in double quotes, "
-                "or search for plain words"
-            ) from exc
-        raise
+    rows = _run(repo, sql, params, query)
     return [
         Hit(
             doc_id=int(doc_id),
@@ -92,3 +118,303 @@ def search(
         )
         for doc_id, url, title, snip, rank, topic_, confidence in rows
     ]
+
+
+# -- ranked search (thesis chapter 4): filters, linear combination of signals, previews, collapsing ---------
+
+CANDIDATES = 100  # BM25's best candidates re-ranked by the combination (more when paging deeper)
+NEAR_DUPLICATE_BITS = 3  # SimHash Hamming distance within which two results show as one (as dedup does)
+VERDICTS = ("accepted", "abstained", "any")
+ORIGINS = ("local", "pooled", "any")
+LOCAL = "local"
+HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    """One result of `ranked_search` in the control API's shape, plus the signals behind its score."""
+
+    doc_id: int
+    url: str
+    title: str
+    topic: str | None
+    confidence: float | None
+    origin: str  # "local" or the peer id a pooled document came from
+    origins: tuple[str, ...]  # every source of this result (merged across peers and near duplicates)
+    score: float
+    preview: str
+    verdict: str | None
+    signals: dict[str, float]  # normalised per query (crawler.ranking.SIGNALS)
+    duplicates: tuple[int, ...] = ()  # doc ids collapsed into this result
+
+    def to_api(self) -> dict[str, object]:
+        return {
+            "doc_id": self.doc_id,
+            "url": self.url,
+            "title": self.title,
+            "topic": self.topic,
+            "confidence": self.confidence,
+            "origin": self.origin,
+            "origins": list(self.origins),
+            "score": self.score,
+            "preview": self.preview,
+            "verdict": self.verdict,
+            "signals": self.signals,
+            "duplicates": list(self.duplicates),
+        }
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    hits: tuple[RankedHit, ...]
+    total: int  # matching results after filters and collapsing (counted to `CANDIDATES` depth exactly)
+
+    def to_api(self) -> dict[str, object]:
+        return {"hits": [h.to_api() for h in self.hits], "total": self.total}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    doc_id: int
+    url: str
+    key: str  # final URL or canonical: one result per page across peers
+    title: str
+    topic: str | None
+    confidence: float | None
+    verdict: str | None
+    origin: str
+    origins: tuple[str, ...]
+    simhash: int
+
+
+def _filters(
+    topic: str | None, include_descendants: bool, verdict: str, origin: str
+) -> tuple[list[str], list[object]]:
+    if verdict not in VERDICTS:
+        raise SearchError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+    if origin not in ORIGINS:
+        raise SearchError(f"origin must be one of {', '.join(ORIGINS)}, not {origin!r}")
+    where = ["d.duplicate_of IS NULL"]
+    params: list[object] = []
+    if topic is not None:
+        clause, topic_params = topic_clause("d.topic", topic, include_descendants)
+        where.append(f"d.accepted = 1 AND {clause}")
+        params.extend(topic_params)
+    if verdict == "accepted":
+        where.append("(d.verdict IS NULL OR d.verdict = 'accepted')")
+    elif verdict == "abstained":
+        where.append("d.verdict = 'abstained'")
+    if origin == "local":
+        where.append("d.origin IS NULL")
+    elif origin == "pooled":
+        where.append("d.origin IS NOT NULL")
+    return where, params
+
+
+def _run(repo: Repository, sql: str, params: list[object], query: str) -> list[tuple]:
+    try:
+        return repo.db.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        message = str(exc)
+        if not any(sign in message for sign in ("locked", "busy", "disk", "readonly", "corrupt")):
+            raise SearchError(
+                f"cannot understand the query {query!r} ({message}); put phrases in double quotes, "
+                "or search for plain words"
+            ) from exc
+        raise
+
+
+def ranked_search(
+    repo: Repository,
+    query: str,
+    *,
+    topic: str | None = None,
+    include_descendants: bool = True,
+    verdict: str = "accepted",
+    origin: str = "any",
+    weights: RankingWeights | None = None,
+    limit: int = 10,
+    offset: int = 0,
+    syntax: str = "plain",
+    collapse: bool = True,
+    previews: bool = True,
+) -> SearchResults:
+    """The query's results ranked by the linear combination of normalised signals (thesis eq. 4.1).
+
+    BM25 picks the best `CANDIDATES` matching documents under the filters (topic or its subtree,
+    restrictive verdict: default accepted-or-unjudged, local/pooled origin); the combination re-ranks them;
+    near duplicates and copies of one page from several peers show once with their origins merged.
+    """
+    weights = weights or RankingWeights()
+    match = plain_query(query) if syntax == "plain" else query.strip()
+    if not match:
+        raise SearchError("the query is empty: give at least one word")
+    if limit < 0 or offset < 0:
+        raise SearchError("limit and offset must not be negative")
+    ensure_schema(repo)
+    where, params = _filters(topic, include_descendants, verdict, origin)
+    depth = max(CANDIDATES, 3 * (offset + limit))
+    sql = (
+        "SELECT d.id, d.url, COALESCE(d.canonical, d.final_url), d.title, d.topic, d.confidence, d.verdict, "
+        "d.origin, d.origins, d.simhash, documents_fts.rank, "
+        "COALESCE(lt.authority, lg.authority), COALESCE(lt.pagerank, lg.pagerank) "
+        "FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
+        "LEFT JOIN link_scores lt ON lt.topic = ? AND lt.doc_id = d.id "
+        "LEFT JOIN link_scores lg ON lg.topic = ? AND lg.doc_id = d.id "
+        f"WHERE documents_fts MATCH ? AND {' AND '.join(where)} ORDER BY documents_fts.rank LIMIT ?"
+    )
+    scope = topic if topic is not None else GLOBAL_SCOPE
+    rows = _run(repo, sql, [scope, GLOBAL_SCOPE, match, *params, depth], query)
+    candidates = [_candidate(row) for row in rows]
+    signals = signal_matrix(
+        {
+            "text": [-float(row[10]) for row in rows],
+            "confidence": [row[5] for row in rows],
+            "authority": [row[11] for row in rows],
+            "pagerank": [row[12] for row in rows],
+        }
+    )
+    scores = combine(signals, weights)
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
+    groups = (
+        collapse_results([candidates[i] for i in order]) if collapse else [[candidates[i]] for i in order]
+    )
+    position = {c.doc_id: i for i, c in enumerate(candidates)}
+    page = groups[offset : offset + limit]
+    previews_of = _previews(repo, query, [g[0] for g in page]) if previews else {}
+    hits = []
+    for group in page:
+        best = group[0]
+        i = position[best.doc_id]
+        hits.append(
+            RankedHit(
+                doc_id=best.doc_id,
+                url=best.url,
+                title=best.title,
+                topic=best.topic,
+                confidence=best.confidence,
+                origin=best.origin,
+                origins=merge_origins(group),
+                score=float(scores[i]),
+                preview=previews_of.get(best.doc_id, ""),
+                verdict=best.verdict,
+                signals={name: float(v) for name, v in zip(SIGNALS, signals[i], strict=True)},
+                duplicates=tuple(c.doc_id for c in group[1:]),
+            )
+        )
+    total = len(groups) if len(rows) < depth else _count(repo, match, where, params, query)
+    return SearchResults(tuple(hits), total)
+
+
+def _candidate(row: tuple) -> _Candidate:
+    doc_id, url, key, title, topic, confidence, verdict, origin, origins, simhash = row[:10]
+    return _Candidate(
+        doc_id=int(doc_id),
+        url=url,
+        key=key or url,
+        title=title,
+        topic=topic,
+        confidence=confidence,
+        verdict=verdict,
+        origin=origin or LOCAL,
+        origins=tuple(json.loads(origins or "[]")),
+        simhash=int(simhash) % (1 << 64),
+    )
+
+
+def _count(repo: Repository, match: str, where: list[str], params: list[object], query: str) -> int:
+    sql = (
+        "SELECT count(*) FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
+        f"WHERE documents_fts MATCH ? AND {' AND '.join(where)} AND d.near_duplicate_of IS NULL"
+    )
+    return int(_run(repo, sql, [match, *params], query)[0][0])
+
+
+def collapse_results(ranked: list[_Candidate]) -> list[list[_Candidate]]:
+    """Groups of results that are one page (same final URL or canonical, or SimHash within
+    `NEAR_DUPLICATE_BITS`), each led by its best-ranked member, in rank order."""
+    groups: list[list[_Candidate]] = []
+    by_key: dict[str, int] = {}
+    fingerprints: list[tuple[int, int]] = []  # (simhash, group index)
+    for cand in ranked:
+        index = by_key.get(cand.key)
+        if index is None and cand.simhash:
+            index = next(
+                (g for h, g in fingerprints if (h ^ cand.simhash).bit_count() <= NEAR_DUPLICATE_BITS), None
+            )
+        if index is None:
+            index = len(groups)
+            groups.append([])
+            if cand.simhash:
+                fingerprints.append((cand.simhash, index))
+        by_key.setdefault(cand.key, index)
+        groups[index].append(cand)
+    return groups
+
+
+def merge_origins(group: list[_Candidate]) -> tuple[str, ...]:
+    """Every source of a collapsed result, in first-seen order: each member's origin and known origins."""
+    merged = dict.fromkeys(o for cand in group for o in (cand.origin, *cand.origins))
+    return tuple(merged)
+
+
+def _previews(repo: Repository, query: str, shown: list[_Candidate]) -> dict[int, str]:
+    if not shown:
+        return {}
+    ids = [c.doc_id for c in shown]
+    rows = repo.db.execute(
+        f"SELECT id, text, topic FROM documents WHERE id IN ({', '.join('?' * len(ids))})", ids
+    ).fetchall()
+    return {int(i): query_preview(repo, text, topic, query) for i, text, topic in rows}
+
+
+# -- previews ------------------------------------------------------------------------------------------------
+
+_TERMS = Featurizer(FeatureConfig())
+_TOPIC_WEIGHTS: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
+_WORD_OR_GAP = re.compile(r"(\w+)", re.UNICODE)
+
+
+def query_terms(query: str) -> set[str]:
+    """The query's stemmed terms (as the features stem them), for highlighting and preview weights."""
+    return set(_TERMS.terms(query))
+
+
+def topic_weights(repo: Repository) -> dict[str, dict[str, float]]:
+    """Per topic, the MI weights of its terms from the taxonomy's training documents; cached until the
+    training set changes (feedback and retraining add documents)."""
+    if not repo.db["training_documents"].exists():
+        return {}
+    count = int(repo.db.execute("SELECT count(*) FROM training_documents").fetchone()[0])
+    key = (str(repo.path), count)
+    if key not in _TOPIC_WEIGHTS:
+        taxonomy = load_taxonomy(repo)
+        weights = {}
+        if taxonomy is not None:
+            positives, negatives = taxonomy.training_texts()
+            weights = topic_term_weights(_TERMS.terms, positives, negatives)
+        _TOPIC_WEIGHTS.clear()
+        _TOPIC_WEIGHTS[key] = weights
+    return _TOPIC_WEIGHTS[key]
+
+
+def query_preview(repo: Repository, text: str, topic: str | None, query: str) -> str:
+    """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that prefers
+    sentences with query terms, with the query terms highlighted."""
+    terms = query_terms(query)
+    weights = dict(topic_weights(repo).get(topic or "", {}))
+    boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
+    weights.update(dict.fromkeys(terms, boost))
+    return highlight(preview(text, weights, _TERMS.terms), terms)
+
+
+def highlight(text: str, terms: set[str], marks: tuple[str, str] = HIGHLIGHT) -> str:
+    """`text` with every word whose stem is one of `terms` wrapped in `marks`."""
+    if not terms:
+        return text
+    opening, closing = marks
+    parts = _WORD_OR_GAP.split(text)
+    for i in range(1, len(parts), 2):
+        if terms.intersection(_TERMS.terms(parts[i])):
+            parts[i] = f"{opening}{parts[i]}{closing}"
+    return "".join(parts)

@@ -1,0 +1,63 @@
+"""Export: JSON lines and CSV rows, and WARC read back with warcio."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from crawler.export import ExportError, export
+from crawler.repository import Repository, StoredPage
+from crawler.search import ranked_search, text_document
+
+
+@pytest.fixture
+def repo(tmp_path):
+    with Repository(tmp_path / "r.db") as repo:
+        with repo.transaction():
+            for url, topic, text in (
+                ("http://a/1", "Science/Math", "Stochastic processes, naïve Bayes, and vacuum."),
+                ("http://a/2", "Movies", "A film review that also says vacuum."),
+            ):
+                repo.insert_page(StoredPage(text_document(url, url, text, topic=topic, confidence=0.5)))
+        yield repo
+
+
+def test_jsonl_lists_the_documents_of_a_topic_subtree(repo, tmp_path):
+    out = tmp_path / "docs.jsonl"
+    assert export(repo, out, "jsonl", topic="Science") == 1
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(r["url"], r["topic"], r["origins"]) for r in rows] == [("http://a/1", "Science/Math", ["local"])]
+
+
+def test_csv_of_search_hits_round_trips(repo, tmp_path):
+    out = tmp_path / "hits.csv"
+    hits = [h.to_api() for h in ranked_search(repo, "vacuum").hits]
+    assert export(repo, out, "csv", rows=hits) == 2
+    with out.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["url"] for r in rows] == [h["url"] for h in hits]
+    assert json.loads(rows[0]["origins"]) == ["local"]
+    assert "[[vacuum]]" in rows[0]["preview"]
+
+
+@pytest.mark.parametrize("name", ["pages.warc.gz", "pages.warc"])
+def test_warc_round_trips_through_warcio(repo, tmp_path, name):
+    out = tmp_path / name
+    assert export(repo, out, "warc") == 2
+    with out.open("rb") as f:
+        records = [
+            (r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read())
+            for r in ArchiveIterator(f)
+        ]
+    assert [t for t, _, _ in records] == ["warcinfo", "resource", "metadata", "resource", "metadata"]
+    assert records[1][1] == "http://a/1"
+    assert records[1][2].decode("utf-8") == "Stochastic processes, naïve Bayes, and vacuum."
+    assert json.loads(records[2][2])["topic"] == "Science/Math"
+
+
+def test_unknown_format_is_refused(repo, tmp_path):
+    with pytest.raises(ExportError, match="jsonl, csv, warc"):
+        export(repo, tmp_path / "x", "xml")
