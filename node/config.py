@@ -17,6 +17,7 @@ from typing import Any
 import tomli_w
 
 from crawler.settings import CrawlSettings
+from node.settings import NodeSettings
 
 
 class ConfigError(ValueError):
@@ -26,6 +27,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     crawler: CrawlSettings = field(default_factory=CrawlSettings)
+    node: NodeSettings = field(default_factory=NodeSettings)
 
 
 SECTIONS: dict[str, type] = {f.name: f.default_factory for f in dataclasses.fields(Config)}  # type: ignore[misc]
@@ -64,7 +66,9 @@ def _build_section(name: str, cls: type, values: dict[str, Any]) -> Any:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigError(f"[{name}] has unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"[{name}] has unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
     return cls(**{key: _coerce(name, key, hints[key], value) for key, value in values.items()})
 
 

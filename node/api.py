@@ -1,0 +1,357 @@
+"""The node's control API (/tmp API contract; README "Control API"): JSON over HTTP on 127.0.0.1 only.
+
+A small Starlette app served by Hypercorn's trio worker inside the node's own trio loop. Every request needs
+`Authorization: Bearer TOKEN` (the token in `DATA/api.token`, mode 0600), else 401. Every error is JSON
+`{"error": KIND, "detail": "what to do"}`. `/api/events` is a server-sent-event stream of `stats` (coalesced),
+`page`, `peer`, `model`, `meta`, `refine` and `log` events.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from node.service import NodeServiceError
+
+if TYPE_CHECKING:
+    from node.service import NodeService
+
+log = logging.getLogger(__name__)
+
+API_HOST = "127.0.0.1"
+SSE_HEARTBEAT = 15.0
+FEEDBACK_KINDS = {True: "relevant", False: "irrelevant"}
+
+
+def error(kind: str, detail: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": kind, "detail": detail}, status_code=status)
+
+
+class BearerAuth:
+    """ASGI middleware: 401 unless the request carries the node's bearer token."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not secrets.compare_digest(given, self.expected):
+                detail = (
+                    "send 'Authorization: Bearer TOKEN' with the token from the node's data directory "
+                    "(DATA/api.token)"
+                )
+                await error("unauthorised", detail, 401)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise NodeServiceError(
+            "bad_request", f"the body is not JSON ({exc.msg}); send a JSON object"
+        ) from exc
+    if not isinstance(body, dict):
+        raise NodeServiceError("bad_request", "the body must be a JSON object")
+    return body
+
+
+def _require(body: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    value = body.get(name)
+    if value is None or not isinstance(value, kind) or (isinstance(value, bool) and bool not in _types(kind)):
+        raise NodeServiceError("bad_request", f"the body needs {name!r} ({_describe(kind)})")
+    return value
+
+
+def _types(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _describe(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", list: "a list"}
+    return " or ".join(names.get(k, k.__name__) for k in _types(kind))
+
+
+def _int_param(request: Request, name: str, default: int, low: int = 0, high: int = 10_000) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise NodeServiceError("bad_request", f"query parameter {name} must be a whole number") from exc
+    if not low <= value <= high:
+        raise NodeServiceError("bad_request", f"query parameter {name} must be between {low} and {high}")
+    return value
+
+
+def _float_param(request: Request, name: str, default: float) -> float:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise NodeServiceError("bad_request", f"query parameter {name} must be a number") from exc
+
+
+def _number(body: dict[str, Any], name: str) -> float:
+    return float(_require(body, name, (int, float)))
+
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+def build_app(service: NodeService, token: str) -> ASGIApp:
+    """The Starlette app over `service`, wrapped in bearer-token authentication."""
+
+    def route(path: str, handler: Handler, methods: list[str]) -> Route:
+        async def endpoint(request: Request) -> Response:
+            try:
+                answer = await handler(request)
+            except NodeServiceError as exc:
+                return error(exc.kind, exc.detail, exc.status)
+            return answer if isinstance(answer, Response) else JSONResponse(answer)
+
+        return Route(path, endpoint, methods=methods)
+
+    async def status(request: Request) -> Any:
+        return await service.status()
+
+    async def metrics(request: Request) -> Any:
+        return await service.metrics(_float_param(request, "since", 0.0))
+
+    async def topics(request: Request) -> Any:
+        return await service.topics()
+
+    async def import_topics(request: Request) -> Any:
+        body = await _json_body(request)
+        if "bookmarks_html" in body:
+            return await service.import_topics(bookmarks_html=_require(body, "bookmarks_html", str))
+        if "path" in body:
+            return await service.import_topics(path=_require(body, "path", str))
+        raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
+
+    async def keywords(request: Request) -> Any:
+        body = await _json_body(request)
+        words = _require(body, "keywords", list)
+        return await service.set_keywords(request.path_params["key"], [str(w) for w in words])
+
+    async def crawl(request: Request) -> Any:
+        action = request.path_params["action"]
+        states = {"start": "running", "pause": "paused", "stop": "stopped"}
+        if action not in states:
+            raise NodeServiceError(
+                "not_found", "use /api/crawl/start, /api/crawl/pause or /api/crawl/stop", 404
+            )
+        body = await _json_body(request)
+        topic = body.get("topic")
+        if topic is not None and not isinstance(topic, str):
+            raise NodeServiceError("bad_request", "topic must be a topic key string")
+        return await service.set_crawl_state(states[action], topic)
+
+    async def search(request: Request) -> Any:
+        q = request.query_params.get("q", "")
+        if not q.strip():
+            raise NodeServiceError("bad_request", "give the query as ?q=words")
+        return await service.search(
+            q,
+            topic=request.query_params.get("topic") or None,
+            include_descendants=request.query_params.get("include_descendants", "1") not in ("0", "false"),
+            origin=request.query_params.get("origin", "any"),
+            verdict=request.query_params.get("verdict", "accepted"),
+            limit=_int_param(request, "limit", 10, 0, 1000),
+            offset=_int_param(request, "offset", 0, 0, 100_000),
+        )
+
+    async def document(request: Request) -> Any:
+        try:
+            doc_id = int(request.path_params["doc_id"])
+        except ValueError as exc:
+            raise NodeServiceError(
+                "bad_request", "the document id is a whole number from a search hit"
+            ) from exc
+        return await service.document(doc_id)
+
+    async def feedback(request: Request) -> Any:
+        body = await _json_body(request)
+        doc_id = _require(body, "doc_id", int)
+        query = body.get("query") if isinstance(body.get("query"), str) else None
+        if "relevant" in body:
+            kind = FEEDBACK_KINDS[bool(_require(body, "relevant", bool))]
+        elif body.get("opened") is True:
+            kind = "opened"
+        else:
+            raise NodeServiceError(
+                "bad_request", 'send {"doc_id", "relevant": true|false} or {"doc_id", "opened": true}'
+            )
+        return await service.feedback(doc_id, kind, query)
+
+    async def peers(request: Request) -> Any:
+        return await service.peers()
+
+    async def models(request: Request) -> Any:
+        topic = request.query_params.get("topic") or None
+        return {"models": await service.cooperate("models", topic)}
+
+    async def meta_build(request: Request) -> Any:
+        body = await _json_body(request)
+        topic = _require(body, "topic", str)
+        loss = _number(body, "loss")
+        goal = body.get("error_goal")
+        if goal is not None and (isinstance(goal, bool) or not isinstance(goal, int | float)):
+            raise NodeServiceError("bad_request", "error_goal must be a number between 0 and 1")
+        _check_fraction("loss", loss)
+        return await service.cooperate("build_meta", topic, loss=loss, error_goal=goal)
+
+    async def meta(request: Request) -> Any:
+        topic = request.query_params.get("topic")
+        if not topic:
+            raise NodeServiceError("bad_request", "give the topic as ?topic=KEY")
+        return await service.cooperate("meta", topic)
+
+    async def meta_loss(request: Request) -> Any:
+        body = await _json_body(request)
+        loss = _number(body, "loss")
+        _check_fraction("loss", loss)
+        return await service.cooperate("set_loss", _require(body, "topic", str), loss)
+
+    async def refine(request: Request) -> Any:
+        body = await _json_body(request)
+        k = _require(body, "k", int)
+        if not 2 <= k <= 50:
+            raise NodeServiceError("bad_request", "k (the number of clusters) must be between 2 and 50")
+        return {"proposals": await service.cooperate("refine", _require(body, "topic", str), k)}
+
+    async def refine_list(request: Request) -> Any:
+        topic = request.query_params.get("topic") or None
+        return {"proposals": await service.cooperate("proposals", topic)}
+
+    async def refine_decide(request: Request) -> Any:
+        action = request.path_params["action"]
+        if action not in ("accept", "reject"):
+            raise NodeServiceError("not_found", "use /api/refine/{id}/accept or /api/refine/{id}/reject", 404)
+        body = await _json_body(request)
+        name = body.get("name")
+        if name is not None and not isinstance(name, str):
+            raise NodeServiceError("bad_request", "name must be a string")
+        return await service.cooperate(f"{action}_proposal", request.path_params["proposal_id"], name=name)
+
+    async def events(request: Request) -> Any:
+        return StreamingResponse(
+            _event_stream(service),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    routes = [
+        route("/api/status", status, ["GET"]),
+        route("/api/metrics", metrics, ["GET"]),
+        route("/api/topics", topics, ["GET"]),
+        route("/api/topics/import", import_topics, ["POST"]),
+        route("/api/topics/{key:path}/keywords", keywords, ["PUT"]),
+        route("/api/crawl/{action}", crawl, ["POST"]),
+        route("/api/search", search, ["GET"]),
+        route("/api/documents/{doc_id}", document, ["GET"]),
+        route("/api/feedback", feedback, ["POST"]),
+        route("/api/peers", peers, ["GET"]),
+        route("/api/models", models, ["GET"]),
+        route("/api/meta/build", meta_build, ["POST"]),
+        route("/api/meta", meta, ["GET"]),
+        route("/api/meta/loss", meta_loss, ["PUT"]),
+        route("/api/refine", refine, ["POST"]),
+        route("/api/refine", refine_list, ["GET"]),
+        route("/api/refine/{proposal_id}/{action}", refine_decide, ["POST"]),
+        route("/api/events", events, ["GET"]),
+    ]
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        kinds = {404: "not_found", 405: "method_not_allowed"}
+        detail = {
+            404: f"no such endpoint {request.url.path}; see the API table in the README",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }
+        return error(
+            kinds.get(exc.status_code, "http"), detail.get(exc.status_code, str(exc.detail)), exc.status_code
+        )
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("control API: %s %s failed", request.method, request.url.path)
+        return error(
+            "internal", f"the node failed on this request ({type(exc).__name__}: {exc}); see node.log", 500
+        )
+
+    app = Starlette(
+        routes=_merge_methods(routes),
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
+    return BearerAuth(app, token)
+
+
+def _merge_methods(routes: list[Route]) -> list[Route]:
+    """Starlette matches the first route by path: one route per path answering all its methods."""
+    by_path: dict[str, list[Route]] = {}
+    for r in routes:
+        by_path.setdefault(r.path, []).append(r)
+    merged = []
+    for path, group in by_path.items():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        table = {m: r.endpoint for r in group for m in (r.methods or ())}
+
+        async def dispatch(request: Request, table: dict = table) -> Response:
+            return await table[request.method](request)
+
+        merged.append(Route(path, dispatch, methods=sorted(table)))
+    return merged
+
+
+def _check_fraction(name: str, value: float) -> None:
+    if not 0.0 <= value < 1.0:
+        raise NodeServiceError(
+            "bad_request", f"{name} must be at least 0 and below 1 (a fraction of documents)"
+        )
+
+
+async def _event_stream(service: NodeService) -> AsyncIterator[str]:
+    yield ": connected\n\n"
+    yield f"event: stats\ndata: {json.dumps(service._crawl_figures())}\n\n"
+    async for event in service.events.subscribe(SSE_HEARTBEAT):
+        yield ": keep-alive\n\n" if event is None else event.to_sse()
+
+
+async def serve_api(service: NodeService, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the API on 127.0.0.1 until cancelled; `task_status.started(base_url)` once listening."""
+    from hypercorn.config import Config as HypercornConfig
+    from hypercorn.trio import serve
+
+    token = service.data.read_or_create_token()
+    config = HypercornConfig()
+    config.bind = [f"{API_HOST}:{service.settings.api_port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.graceful_timeout = 1.0
+    config.keep_alive_timeout = 30.0
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(serve, build_app(service, token), config))
+        task_status.started(binds[0].rstrip("/"))

@@ -1,0 +1,295 @@
+"""The one Python client of the node's control API (used by the CLI, the TUI and scripts).
+
+`NodeClient` is synchronous (the CLI), `AsyncNodeClient` asynchronous (the TUI under asyncio, tests under
+trio: httpx runs on both). Both have one method per endpoint, defined once in `_Endpoints`, and raise
+`NodeUnreachable` (no node answers), `Unauthorised` (wrong token) or `NodeError(kind, detail)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from node.datadir import DataDir
+
+DEFAULT_TIMEOUT = 30.0
+SLOW_TIMEOUT = 600.0  # imports fetch every bookmarked page; meta builds wait for peers
+
+
+class ClientError(Exception):
+    """Base of the client's errors; the message says what to do."""
+
+
+class NodeUnreachable(ClientError):
+    """No node answers for this data directory (not started, exited, or still starting)."""
+
+
+class Unauthorised(ClientError):
+    """The node refused the token: the client read another node's token or a stale one."""
+
+
+class NodeError(ClientError):
+    """The node answered with an error: `kind` (machine-readable) and `detail` (what to do)."""
+
+    def __init__(self, kind: str, detail: str, status: int = 0) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.status = status
+
+
+@dataclass(frozen=True)
+class NodeAddress:
+    url: str
+    token: str
+    pid: int | None = None
+
+
+def node_address(data: DataDir) -> NodeAddress:
+    """Where the node of `data` listens; NodeUnreachable when none runs there."""
+    hint = f"start one with `topicswarm node run --data {data.root}`"
+    try:
+        info = json.loads(data.api_address.read_text())
+    except FileNotFoundError as exc:
+        raise NodeUnreachable(f"no node is running for {data.root}: {hint}") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise NodeUnreachable(f"{data.api_address} is unreadable ({exc}): {hint}") from exc
+    pid = info.get("pid")
+    if isinstance(pid, int) and not _alive(pid):
+        raise NodeUnreachable(f"the node for {data.root} (pid {pid}) has exited: {hint}")
+    if not data.api_token.exists():
+        raise Unauthorised(f"{data.api_token} is missing: restart the node to create it")
+    return NodeAddress(info["url"], data.api_token.read_text().strip(), pid)
+
+
+def node_running(data: DataDir) -> bool:
+    """Whether a live node serves this data directory (api.json present and its process alive)."""
+    try:
+        node_address(data)
+    except ClientError:
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _raise_for(response: httpx.Response) -> Any:
+    if response.status_code < 400:
+        return response.json()
+    try:
+        body = response.json()
+        kind, detail = str(body.get("error", "http")), str(body.get("detail", response.text))
+    except (json.JSONDecodeError, AttributeError):
+        kind, detail = "http", response.text or response.reason_phrase
+    if response.status_code == 401:
+        raise Unauthorised(f"the node refused the token: {detail}")
+    raise NodeError(kind, detail, response.status_code)
+
+
+def _unreachable(url: str, exc: Exception) -> NodeUnreachable:
+    return NodeUnreachable(f"the node at {url} does not answer ({type(exc).__name__}): is it still running?")
+
+
+class _Endpoints:
+    """One method per endpoint; `_call` (sync or async) does the request."""
+
+    def _call(
+        self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
+    ) -> Any:
+        raise NotImplementedError
+
+    def status(self) -> Any:
+        return self._call("GET", "/api/status")
+
+    def metrics(self, since: float = 0.0) -> Any:
+        return self._call("GET", "/api/metrics", params={"since": since})
+
+    def topics(self) -> Any:
+        return self._call("GET", "/api/topics")
+
+    def import_topics(self, *, bookmarks_html: str | None = None, path: str | Path | None = None) -> Any:
+        body = {"bookmarks_html": bookmarks_html} if bookmarks_html is not None else {"path": str(path)}
+        return self._call("POST", "/api/topics/import", body=body, timeout=SLOW_TIMEOUT)
+
+    def set_keywords(self, topic: str, keywords: list[str]) -> Any:
+        return self._call("PUT", f"/api/topics/{topic}/keywords", body={"keywords": keywords})
+
+    def crawl(self, action: str, topic: str | None = None) -> Any:
+        """`action`: start, pause or stop; all topics when `topic` is None."""
+        return self._call("POST", f"/api/crawl/{action}", body={"topic": topic} if topic else {})
+
+    def search(
+        self,
+        q: str,
+        *,
+        topic: str | None = None,
+        include_descendants: bool = True,
+        origin: str = "any",
+        verdict: str = "accepted",
+        limit: int = 10,
+        offset: int = 0,
+    ) -> Any:
+        params: dict[str, Any] = {
+            "q": q,
+            "include_descendants": int(include_descendants),
+            "origin": origin,
+            "verdict": verdict,
+            "limit": limit,
+            "offset": offset,
+        }
+        if topic:
+            params["topic"] = topic
+        return self._call("GET", "/api/search", params=params)
+
+    def document(self, doc_id: int) -> Any:
+        return self._call("GET", f"/api/documents/{doc_id}")
+
+    def feedback(
+        self, doc_id: int, *, relevant: bool | None = None, opened: bool = False, query: str | None = None
+    ) -> Any:
+        body: dict[str, Any] = {"doc_id": doc_id}
+        if relevant is not None:
+            body["relevant"] = relevant
+        elif opened:
+            body["opened"] = True
+        if query:
+            body["query"] = query
+        return self._call("POST", "/api/feedback", body=body)
+
+    def peers(self) -> Any:
+        return self._call("GET", "/api/peers")
+
+    def models(self, topic: str | None = None) -> Any:
+        return self._call("GET", "/api/models", params={"topic": topic} if topic else None)
+
+    def build_meta(self, topic: str, loss: float, error_goal: float | None = None) -> Any:
+        body: dict[str, Any] = {"topic": topic, "loss": loss}
+        if error_goal is not None:
+            body["error_goal"] = error_goal
+        return self._call("POST", "/api/meta/build", body=body, timeout=SLOW_TIMEOUT)
+
+    def meta(self, topic: str) -> Any:
+        return self._call("GET", "/api/meta", params={"topic": topic})
+
+    def set_loss(self, topic: str, loss: float) -> Any:
+        return self._call("PUT", "/api/meta/loss", body={"topic": topic, "loss": loss})
+
+    def refine(self, topic: str, k: int) -> Any:
+        return self._call("POST", "/api/refine", body={"topic": topic, "k": k}, timeout=SLOW_TIMEOUT)
+
+    def proposals(self, topic: str | None = None) -> Any:
+        return self._call("GET", "/api/refine", params={"topic": topic} if topic else None)
+
+    def accept_proposal(self, proposal_id: str | int, name: str | None = None) -> Any:
+        return self._call("POST", f"/api/refine/{proposal_id}/accept", body={"name": name} if name else {})
+
+    def reject_proposal(self, proposal_id: str | int) -> Any:
+        return self._call("POST", f"/api/refine/{proposal_id}/reject", body={})
+
+
+class NodeClient(_Endpoints):
+    """Synchronous client; use as a context manager (or call `close`)."""
+
+    def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+        )
+
+    @classmethod
+    def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> NodeClient:
+        address = node_address(path if isinstance(path, DataDir) else DataDir(Path(path)))
+        return cls(address.url, address.token, timeout)
+
+    def _call(
+        self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
+    ) -> Any:
+        try:
+            response = self._http.request(
+                method, path, params=params, json=body, timeout=timeout or httpx.USE_CLIENT_DEFAULT
+            )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from exc
+        return _raise_for(response)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> NodeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncNodeClient(_Endpoints):
+    """Asynchronous client (asyncio or trio); every endpoint method is a coroutine; `events()` streams."""
+
+    def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+        )
+
+    @classmethod
+    def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> AsyncNodeClient:
+        address = node_address(path if isinstance(path, DataDir) else DataDir(Path(path)))
+        return cls(address.url, address.token, timeout)
+
+    async def _call(  # type: ignore[override]
+        self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
+    ) -> Any:
+        try:
+            response = await self._http.request(
+                method, path, params=params, json=body, timeout=timeout or httpx.USE_CLIENT_DEFAULT
+            )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from exc
+        return _raise_for(response)
+
+    async def events(self) -> AsyncIterator[tuple[str, Any]]:
+        """(kind, data) for each server-sent event, until the node goes away (then NodeUnreachable).
+
+        Close it when done: `async with contextlib.aclosing(client.events()) as stream: async for ...`."""
+        try:
+            async with self._http.stream("GET", "/api/events", timeout=httpx.Timeout(None, connect=5.0)) as r:
+                if r.status_code >= 400:
+                    await r.aread()
+                    _raise_for(r)
+                kind, data = "message", []
+                async for line in r.aiter_lines():
+                    if line.startswith(":"):
+                        continue
+                    if not line:
+                        if data:
+                            yield kind, json.loads("\n".join(data))
+                        kind, data = "message", []
+                    elif line.startswith("event:"):
+                        kind = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].lstrip())
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from exc
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncNodeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

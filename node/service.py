@@ -1,0 +1,713 @@
+"""The node service: one running peer around one data directory, under trio.
+
+It composes the crawler (engine, and the focus loop when topics are imported), the peer-to-peer service
+(only when the node runs networked; libp2p is imported lazily because importing it takes seconds) and the
+cooperation layer (`node.cooperation.Cooperation`, when installed), and serves them to the control API.
+
+Database access: the crawl engine owns one SQLite connection and writes through it from its writer thread;
+everything else the node does (API reads, metrics, crawl state, topics, feedback) goes through a second
+connection, one call at a time, in a worker thread (`NodeService.db`), so the event loop never waits on disk.
+
+A shutdown (SIGINT/SIGTERM, or `request_stop`) stops the crawler gracefully: in-flight pages are stored, the
+frontier is persisted, `api.json` is removed. Crawl state per topic, the frontier and the metrics history are
+in the repository, so a restarted node continues where it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from crawler.engine import Crawler, CrawlStats
+from crawler.repository import Repository, RepositoryError
+from crawler.settings import CrawlSettings
+from node.config import Config, ConfigError, load_config
+from node.datadir import DataDir
+from node.events import EventBus
+from node.metrics import (
+    ALL_TOPICS,
+    CRAWL_STATES,
+    RUNNING,
+    MetricsSample,
+    ensure_schema,
+    load_crawl_states,
+    record_sample,
+    samples_since,
+    save_crawl_state,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class NodeServiceError(Exception):
+    """A request the node cannot serve; `kind` and `status` become the API's JSON error."""
+
+    def __init__(self, kind: str, detail: str, status: int = 400) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.status = status
+
+
+def not_found(what: str) -> NodeServiceError:
+    return NodeServiceError("not_found", what, 404)
+
+
+def unavailable(detail: str) -> NodeServiceError:
+    return NodeServiceError("unavailable", detail, 503)
+
+
+class NodeService:
+    """A running node: `await run()` until `request_stop()` or a signal; the API calls the other methods."""
+
+    def __init__(
+        self,
+        data: DataDir,
+        config: Config | None = None,
+        *,
+        bootstrap: Sequence[str] = (),
+        listen: Sequence[str] = (),
+        offline: bool | None = None,
+        max_pages: int | None = None,
+        handle_signals: bool = False,
+    ) -> None:
+        self.data = data.ensure()
+        try:
+            self.config = config or load_config(data.config)
+        except ConfigError as exc:
+            raise NodeServiceError("config", str(exc)) from exc
+        self.settings = self.config.node
+        self.crawl_settings: CrawlSettings = self.config.crawler
+        self.bootstrap = tuple(bootstrap)
+        self.listen = tuple(listen)
+        self.networked = self.settings.networked if offline is None else not offline
+        limit = self.settings.max_pages if max_pages is None else max_pages
+        self.max_pages = limit or None
+        self.handle_signals = handle_signals
+        self.events = EventBus(self.settings.event_queue_size)
+        self.started_at = time.time()
+        self.api_url: str | None = None
+        self.network: Any = None  # the p2p service (or a bare host) when networked
+        self.cooperation: Any = None
+        self.crawler: Crawler | None = None
+        self._repo: Repository | None = None
+        self._side: Repository | None = None
+        self._db_limiter = trio.CapacityLimiter(1)
+        self._states: dict[str, str] = {}
+        self._changed = trio.Event()
+        self._holds = 0
+        self._crawl_idle = trio.Event()
+        self._crawl_idle.set()
+        self._crawl_running = False
+        self._last_reason = ""
+        self._stop = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._last_stats: CrawlStats | None = None
+        self._stats_dirty = False
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the node until `request_stop()`; `task_status.started(self)` once the API answers."""
+        try:
+            self._repo = Repository(self.data.repository)
+            self._side = Repository(self.data.repository)
+        except RepositoryError as exc:
+            raise NodeServiceError("repository", str(exc)) from exc
+        try:
+            ensure_schema(self._side)
+            self._states = load_crawl_states(self._side)
+            self._states.setdefault(ALL_TOPICS, RUNNING)
+            self.crawler = self._build_crawler()
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                if self.handle_signals:
+                    nursery.start_soon(self._stop_on_signals)
+                if self.networked:
+                    await self._start_network(nursery)
+                await self._start_cooperation(nursery)
+                from node.api import serve_api
+
+                self.api_url = await nursery.start(serve_api, self)
+                self._write_api_file()
+                nursery.start_soon(self._crawl_supervisor)
+                nursery.start_soon(self._metrics_loop)
+                nursery.start_soon(self._stats_event_loop)
+                task_status.started(self)
+                log.info("node %s ready: API at %s", self.peer_id, self.api_url)
+                await self._stop.wait()
+                await self._shutdown_crawl()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.data.api_address.unlink(missing_ok=True)
+            if self.crawler is not None:
+                with trio.CancelScope(shield=True):
+                    await self.crawler.aclose()
+            for repo in (self._repo, self._side):
+                if repo is not None:
+                    repo.close()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def _stop_on_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            count = 0
+            async for signum in signals:
+                count += 1
+                if count == 1:
+                    log.info("signal %s: stopping (finishing in-flight pages; again to stop at once)", signum)
+                    self.request_stop()
+                elif self._nursery is not None:
+                    self._nursery.cancel_scope.cancel()
+
+    async def _shutdown_crawl(self) -> None:
+        """Stop the crawler, letting in-flight pages finish within the grace period."""
+        if self.crawler is not None:
+            self.crawler.stop()
+        with trio.move_on_after(self.settings.shutdown_grace):
+            await self._crawl_idle.wait()
+
+    def _write_api_file(self) -> None:
+        payload = json.dumps({"url": self.api_url, "pid": os.getpid()})
+        partial = self.data.api_address.with_suffix(".partial")
+        partial.write_text(payload + "\n")
+        os.replace(partial, self.data.api_address)
+
+    # -- components ---------------------------------------------------------------------------------------
+    def _build_crawler(self) -> Crawler:
+        policy = self._focus_policy()
+        return Crawler(self._repo, self.crawl_settings, policy=policy)  # type: ignore[arg-type]
+
+    def _focus_policy(self) -> Any:
+        """The focus loop's policy when topics are imported and the focus module is installed, else None."""
+        try:
+            from crawler import focus
+            from crawler.taxonomy import load_taxonomy
+        except ImportError:
+            return None
+        builder = getattr(focus, "policy_for_repository", None)
+        if builder is None or load_taxonomy(self._side) is None:  # type: ignore[arg-type]
+            return None
+        return builder(self._side, self.crawl_settings)
+
+    async def _start_network(self, nursery: trio.Nursery) -> None:
+        from node.network import start_network
+
+        self.network = await nursery.start(start_network, self)
+
+    async def _start_cooperation(self, nursery: trio.Nursery) -> None:
+        try:
+            from node.cooperation import Cooperation
+        except ImportError:
+            return
+        if self.network is None:
+            return
+        try:
+            self.cooperation = Cooperation.for_node(self)  # type: ignore[attr-defined]
+        except AttributeError:
+            log.warning("node.cooperation has no Cooperation.for_node: running without cooperation")
+            return
+        await nursery.start(self.cooperation.run)
+
+    async def db(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(side_repository, *args)` in a worker thread, one call at a time."""
+        return await trio.to_thread.run_sync(lambda: fn(self._side, *args), limiter=self._db_limiter)
+
+    # -- crawl control ------------------------------------------------------------------------------------
+    def _wants_crawl(self) -> bool:
+        if self._stop.is_set() or self._holds or self._states.get(ALL_TOPICS, RUNNING) != RUNNING:
+            return False
+        topic_states = [state for key, state in self._states.items() if key != ALL_TOPICS]
+        return not topic_states or RUNNING in topic_states
+
+    def _poke(self) -> None:
+        self._changed.set()
+        if self.crawler is not None and self._crawl_running and not self._wants_crawl():
+            self.crawler.stop()
+
+    async def _crawl_supervisor(self) -> None:
+        """Run the crawler whenever the crawl state wants it; else wait for a change."""
+        assert self.crawler is not None
+        self.crawler.add_listener(self._on_stats)
+        while True:
+            if self._wants_crawl() and len(self.crawler.frontier) > 0 and not self._limit_reached():
+                self._crawl_idle = trio.Event()
+                self._crawl_running = True
+                try:
+                    stats = await self.crawler.run(self.max_pages)
+                finally:
+                    self._crawl_running = False
+                    self._crawl_idle.set()
+                self._last_reason = stats.reason
+                self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
+                if stats.reason in ("exhausted", "blocked", "max_pages"):
+                    await self._wait_for_change(timeout=30.0 if stats.reason == "blocked" else math.inf)
+                continue
+            await self._wait_for_change(timeout=math.inf)
+
+    def _limit_reached(self) -> bool:
+        assert self.crawler is not None
+        return self.max_pages is not None and self.crawler.stats.total_pages >= self.max_pages
+
+    async def _wait_for_change(self, timeout: float) -> None:
+        with trio.move_on_after(timeout):
+            await self._changed.wait()
+        self._changed = trio.Event()
+
+    async def hold_crawl(self) -> _CrawlHold:
+        """Pause the engine (in-flight pages finish) while the node edits its frontier."""
+        return _CrawlHold(self)
+
+    def crawl_state(self, topic: str | None = None) -> str:
+        if topic is None:
+            return self._states.get(ALL_TOPICS, RUNNING)
+        if self._states.get(ALL_TOPICS, RUNNING) != RUNNING:
+            return self._states[ALL_TOPICS]
+        return self._states.get(topic, RUNNING)
+
+    async def set_crawl_state(self, state: str, topic: str | None = None) -> dict[str, Any]:
+        if state not in CRAWL_STATES:
+            raise NodeServiceError("bad_request", f"crawl state must be one of {', '.join(CRAWL_STATES)}")
+        if topic is not None and topic not in await self.topic_keys():
+            raise not_found(
+                f"no topic {topic!r}: list topics with GET /api/topics or `topicswarm topics list`"
+            )
+        now = time.time()
+        if topic is None:
+            for key in [k for k in self._states if k != ALL_TOPICS]:
+                self._states[key] = state
+                await self.db(save_crawl_state, key, state, now)
+        key = ALL_TOPICS if topic is None else topic
+        self._states[key] = state
+        if topic is not None and state == RUNNING and self._states.get(ALL_TOPICS) != RUNNING:
+            self._states[ALL_TOPICS] = RUNNING  # starting one topic starts the crawler
+            await self.db(save_crawl_state, ALL_TOPICS, RUNNING, now)
+        await self.db(save_crawl_state, key, state, now)
+        self._poke()
+        answer = {"state": self.crawl_state(topic)}
+        if topic is not None:
+            answer["topic"] = topic
+        self._publish("log", {"message": f"crawl {state}" + (f" for {topic}" if topic else "")})
+        return answer
+
+    async def add_seeds(self, urls: Sequence[str], topic: str | None = None) -> int:
+        """Queue start URLs (the engine pauses for the edit, so the frontier has one writer)."""
+        assert self.crawler is not None
+        async with await self.hold_crawl():
+            added = self.crawler.add_seeds(urls, topic=topic)
+        return added
+
+    # -- statistics and events ----------------------------------------------------------------------------
+    def _on_stats(self, stats: CrawlStats) -> None:
+        self._last_stats = stats
+        self._stats_dirty = True
+
+    def _publish(self, kind: str, data: dict[str, Any]) -> None:
+        self.events.publish(kind, data)
+
+    def publish(self, kind: str, data: dict[str, Any]) -> None:
+        """For the cooperation layer: page, peer, model, meta and refine events to the UI."""
+        self._publish(kind, data)
+
+    async def _stats_event_loop(self) -> None:
+        """One coalesced `stats` event per interval (only when something changed or someone listens)."""
+        while True:
+            await trio.sleep(self.settings.stats_event_interval)
+            if self.events.subscribers and (self._stats_dirty or self._crawl_running):
+                self._stats_dirty = False
+                self._publish("stats", self._crawl_figures())
+
+    async def _metrics_loop(self) -> None:
+        while True:
+            await self._sample_metrics()
+            await trio.sleep(self.settings.metrics_interval)
+
+    async def _sample_metrics(self) -> None:
+        figures = self._crawl_figures()
+        traffic = self._traffic()
+        sample = MetricsSample(
+            t=time.time(),
+            pages=figures["pages"],
+            pages_per_s=figures["pages_per_s"],
+            frontier_size=figures["frontier_size"],
+            errors=figures["errors_by_kind"],
+            peers_online=self._peers_online(),
+            bytes_in=traffic["in"],
+            bytes_out=traffic["out"],
+            harvest=await self.db(harvest_rates),
+        )
+        await self.db(record_sample, sample, self.settings.metrics_keep)
+
+    def _crawl_figures(self) -> dict[str, Any]:
+        assert self.crawler is not None
+        stats = self.crawler.stats if self._last_stats is None else self._last_stats
+        if self._crawl_running:
+            stats = self.crawler.stats if self.crawler.stats.elapsed >= stats.elapsed else stats
+        return {
+            "state": self.crawl_state(),
+            "active": self._crawl_running,
+            "reason": "" if self._crawl_running else self._last_reason,
+            "pages": stats.total_pages,
+            "pages_per_s": stats.recent_pages_per_s if self._crawl_running else 0.0,
+            "frontier_size": len(self.crawler.frontier),
+            "errors_by_kind": dict(stats.errors_by_kind),
+            "bytes_crawled": stats.bytes,
+            "in_flight": stats.in_flight if self._crawl_running else 0,
+        }
+
+    # -- network figures ----------------------------------------------------------------------------------
+    @property
+    def peer_id(self) -> str | None:
+        return None if self.network is None else str(self.network.peer_id)
+
+    def _addrs(self) -> list[str]:
+        return [] if self.network is None else list(self.network.addrs())
+
+    def _peers_online(self) -> int:
+        return 0 if self.network is None else int(self.network.peers_online())
+
+    def _traffic(self) -> dict[str, int]:
+        if self.network is None:
+            return {"in": 0, "out": 0}
+        return dict(self.network.traffic())
+
+    # -- API: status, metrics, topics ---------------------------------------------------------------------
+    async def status(self) -> dict[str, Any]:
+        figures = self._crawl_figures()
+        counts = await self.db(document_counts)
+        return {
+            "peer_id": self.peer_id,
+            "addrs": self._addrs(),
+            "uptime_s": time.time() - self.started_at,
+            "networked": self.network is not None,
+            "cooperation": self.cooperation is not None,
+            "crawl": figures,
+            "harvest": await self.db(harvest_rates),
+            "peers_online": self._peers_online(),
+            "bytes_exchanged": self._traffic(),
+            "documents": counts,
+            "api": self.api_url,
+            "data_dir": str(self.data.root),
+        }
+
+    async def metrics(self, since: float = 0.0) -> dict[str, Any]:
+        samples = await self.db(samples_since, since)
+        return {"samples": [s.to_dict() for s in samples]}
+
+    async def topic_keys(self) -> list[str]:
+        return await self.db(_topic_keys)
+
+    async def topics(self) -> dict[str, Any]:
+        rows = await self.db(topic_rows)
+        for row in rows:
+            row["crawl"] = self.crawl_state(row["key"])
+        if self.cooperation is not None and hasattr(self.cooperation, "topic_quality"):
+            for row in rows:
+                quality = await self.cooperation.topic_quality(row["key"])
+                row["quality"] = quality.get("quality", row["quality"])
+                row["model_version"] = quality.get("model_version", row["model_version"])
+        return {"topics": rows}
+
+    async def import_topics(
+        self, bookmarks_html: str | None = None, path: str | None = None
+    ) -> dict[str, Any]:
+        """Read a taxonomy, fetch its bookmarked pages, store it, and seed the crawl from its bookmarks."""
+        from crawler.taxonomy import POSITIVE, TaxonomyError, parse_bookmarks, read_taxonomy
+
+        try:
+            if bookmarks_html is not None:
+                taxonomy = parse_bookmarks(bookmarks_html, name="bookmarks_html")
+            elif path is not None:
+                taxonomy = read_taxonomy(Path(path))
+            else:
+                raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
+        except (TaxonomyError, OSError) as exc:
+            raise NodeServiceError("bad_topics", str(exc)) from exc
+        taxonomy = await self._fetch_training_pages(taxonomy)
+        from crawler.taxonomy import store_taxonomy
+
+        await self.db(store_taxonomy, taxonomy)
+        now = time.time()
+        for key in taxonomy.topics:
+            self._states.setdefault(key, RUNNING)
+            await self.db(save_crawl_state, key, self._states[key], now)
+        seeds = 0
+        by_topic: dict[str, list[str]] = {}
+        for doc in taxonomy.documents:
+            if doc.polarity == POSITIVE and doc.url:
+                by_topic.setdefault(doc.topic, []).append(doc.url)
+        for topic, urls in by_topic.items():
+            seeds += await self.add_seeds(urls, topic=topic)
+        await self._refresh_focus()
+        if self.cooperation is not None and hasattr(self.cooperation, "topics_changed"):
+            await self.cooperation.topics_changed(list(taxonomy.topics))
+        self._poke()
+        self._publish("log", {"message": f"imported {len(taxonomy.topics)} topics, {seeds} seeds"})
+        return {"imported": list(taxonomy.topics), "seeds": seeds}
+
+    async def _fetch_training_pages(self, taxonomy: Any) -> Any:
+        from crawler.fetch import Fetcher
+        from crawler.taxonomy import fetch_documents
+
+        fetcher = Fetcher(self.crawl_settings)
+        try:
+            return await fetch_documents(
+                taxonomy, fetcher, concurrency=self.crawl_settings.concurrent_requests
+            )
+        finally:
+            await fetcher.aclose()
+
+    async def _refresh_focus(self) -> None:
+        """After an import: give the crawler the focus loop's policy for the new topics."""
+        assert self.crawler is not None
+        policy = await trio.to_thread.run_sync(self._focus_policy, limiter=self._db_limiter)
+        if policy is not None:
+            async with await self.hold_crawl():
+                self.crawler.policy = policy
+
+    async def set_keywords(self, key: str, keywords: Sequence[str]) -> dict[str, Any]:
+        if key not in await self.topic_keys():
+            raise not_found(f"no topic {key!r}: list topics with GET /api/topics")
+        cleaned = [" ".join(str(k).split()) for k in keywords if str(k).strip()]
+        await self.db(save_keywords, key, cleaned)
+        topics = (await self.topics())["topics"]
+        return next(t for t in topics if t["key"] == key)
+
+    # -- API: search, documents, feedback -----------------------------------------------------------------
+    async def search(self, query: str, **options: Any) -> dict[str, Any]:
+        from crawler.search import SearchError, ranked_search
+
+        def run(repo: Repository) -> dict[str, Any]:
+            return ranked_search(repo, query, **options).to_api()
+
+        try:
+            return await self.db(run)
+        except SearchError as exc:
+            raise NodeServiceError("bad_query", str(exc)) from exc
+
+    async def document(self, doc_id: int) -> dict[str, Any]:
+        found = await self.db(document_details, doc_id)
+        if found is None:
+            raise not_found(f"no document {doc_id}: take doc_id from a search hit")
+        return found
+
+    async def feedback(self, doc_id: int, kind: str, query: str | None = None) -> dict[str, Any]:
+        from crawler.feedback import FeedbackError, record_feedback
+
+        def run(repo: Repository) -> None:
+            record_feedback(repo, doc_id, kind, query=query)
+
+        try:
+            await self.db(run)
+        except FeedbackError as exc:
+            status = 404 if "no document" in str(exc) else 400
+            raise NodeServiceError("not_found" if status == 404 else "bad_request", str(exc), status) from exc
+        return {"ok": True}
+
+    # -- API: peers and cooperation -----------------------------------------------------------------------
+    async def peers(self) -> dict[str, Any]:
+        if self.cooperation is not None and hasattr(self.cooperation, "peers"):
+            return {"peers": await self.cooperation.peers()}
+        if self.network is None:
+            return {"peers": []}
+        return {"peers": self.network.peer_rows()}
+
+    def require_cooperation(self, what: str) -> Any:
+        if self.cooperation is None:
+            if self.network is None:
+                raise unavailable(
+                    f"{what} needs peers: this node runs offline; restart it without --offline "
+                    "(and with --bootstrap MULTIADDR to join a network)"
+                )
+            raise unavailable(f"{what} needs the cooperation layer, which this installation lacks")
+        return self.cooperation
+
+    async def cooperate(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a public method of the cooperation layer, mapping its errors to API errors."""
+        coop = self.require_cooperation(method.replace("_", " "))
+        fn = getattr(coop, method, None)
+        if fn is None:
+            raise unavailable(f"the cooperation layer has no {method!r} yet")
+        try:
+            return await fn(*args, **kwargs)
+        except NodeServiceError:
+            raise
+        except (KeyError, LookupError) as exc:
+            raise not_found(str(exc.args[0]) if exc.args else str(exc)) from exc
+        except ValueError as exc:
+            raise NodeServiceError("bad_request", str(exc)) from exc
+
+
+class _CrawlHold:
+    """`async with await service.hold_crawl():` the engine is idle inside, and resumes after."""
+
+    def __init__(self, service: NodeService) -> None:
+        self.service = service
+
+    async def __aenter__(self) -> None:
+        self.service._holds += 1
+        self.service._poke()
+        await self.service._crawl_idle.wait()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.service._holds -= 1
+        self.service._poke()
+
+
+# -- repository queries (run in the side connection's worker thread) -------------------------------------
+def _table_exists(repo: Repository, name: str) -> bool:
+    return repo.db[name].exists()
+
+
+def _topic_keys(repo: Repository) -> list[str]:
+    if not _table_exists(repo, "topics"):
+        return []
+    return [row[0] for row in repo.db.execute("SELECT key FROM topics ORDER BY key")]
+
+
+def document_counts(repo: Repository) -> dict[str, int]:
+    local, pooled = repo.db.execute(
+        "SELECT coalesce(sum(origin IS NULL), 0), coalesce(sum(origin IS NOT NULL), 0) FROM documents"
+    ).fetchone()
+    return {"local": int(local), "pooled": int(pooled)}
+
+
+def harvest_rates(repo: Repository) -> dict[str, float]:
+    """Per topic: the latest harvest rate the focus loop measured, else accepted share of local documents."""
+    rates: dict[str, float] = {}
+    if _table_exists(repo, "topic_stats"):
+        for topic, rate in repo.db.execute(
+            "SELECT topic, harvest_rate FROM topic_stats t WHERE at = "
+            "(SELECT max(at) FROM topic_stats s WHERE s.topic = t.topic)"
+        ):
+            rates[topic] = float(rate)
+    keys = _topic_keys(repo)
+    missing = [k for k in keys if k not in rates]
+    if missing:
+        total = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
+        for key in missing:
+            accepted = repo.db.execute(
+                "SELECT count(*) FROM documents WHERE origin IS NULL AND accepted = 1 AND "
+                "(topic = ? OR topic LIKE ? ESCAPE '\\')",
+                [key, _like_prefix(key)],
+            ).fetchone()[0]
+            rates[key] = accepted / total if total else 0.0
+    return rates
+
+
+def _like_prefix(key: str) -> str:
+    return key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+
+
+def _keywords_schema_v1(db: Any) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS topic_keywords (topic TEXT PRIMARY KEY, keywords TEXT NOT NULL)")
+
+
+def save_keywords(repo: Repository, key: str, keywords: list[str]) -> None:
+    repo.migrate("node_keywords", [_keywords_schema_v1])
+    with repo.transaction() as db:
+        db.conn.execute(
+            "INSERT INTO topic_keywords (topic, keywords) VALUES (?, ?) "
+            "ON CONFLICT(topic) DO UPDATE SET keywords = excluded.keywords",
+            [key, json.dumps(keywords)],
+        )
+
+
+def topic_rows(repo: Repository) -> list[dict[str, Any]]:
+    """The API's topic list: the taxonomy with local/pooled counts, harvest rate, keywords."""
+    if not _table_exists(repo, "topics"):
+        return []
+    repo.migrate("node_keywords", [_keywords_schema_v1])
+    keywords = {t: json.loads(k) for t, k in repo.db.execute("SELECT topic, keywords FROM topic_keywords")}
+    rates = harvest_rates(repo)
+    rows = []
+    for key, name, parent in repo.db.execute("SELECT key, name, parent FROM topics ORDER BY key").fetchall():
+        local, pooled = repo.db.execute(
+            "SELECT coalesce(sum(origin IS NULL), 0), coalesce(sum(origin IS NOT NULL), 0) FROM documents "
+            "WHERE accepted = 1 AND (topic = ? OR topic LIKE ? ESCAPE '\\')",
+            [key, _like_prefix(key)],
+        ).fetchone()
+        rows.append(
+            {
+                "key": key,
+                "name": name,
+                "parent": parent or None,
+                "local": int(local),
+                "pooled": int(pooled),
+                "harvest_rate": rates.get(key, 0.0),
+                "quality": {"accuracy": None},
+                "keywords": keywords.get(key, []),
+                "crawl": RUNNING,
+                "model_version": None,
+            }
+        )
+    return rows
+
+
+def document_details(repo: Repository, doc_id: int) -> dict[str, Any] | None:
+    doc = repo.document(doc_id)
+    if doc is None:
+        return None
+    links = repo.db.execute("SELECT count(*) FROM links WHERE source_id = ?", [doc_id]).fetchone()[0]
+    text = doc.pop("text", "") or ""
+    details = {
+        key: doc.get(key)
+        for key in (
+            "id",
+            "url",
+            "final_url",
+            "title",
+            "host",
+            "status",
+            "content_type",
+            "lang",
+            "topic",
+            "confidence",
+            "accepted",
+            "verdict",
+            "origin",
+            "origins",
+            "fetched_at",
+            "depth",
+            "bytes",
+            "duplicate_of",
+            "near_duplicate_of",
+        )
+    }
+    details["doc_id"] = details.pop("id")
+    details["origin"] = details["origin"] or "local"
+    details["text_preview"] = text[:2000]
+    details["text_length"] = len(text)
+    details["links"] = int(links)
+    details["feedback"] = _feedback_of(repo, doc_id)
+    return details
+
+
+def _feedback_of(repo: Repository, doc_id: int) -> list[dict[str, Any]]:
+    if not _table_exists(repo, "feedback"):
+        return []
+    return [
+        {"kind": kind, "at": at, "query": query}
+        for kind, at, query in repo.db.execute(
+            "SELECT kind, at, query FROM feedback WHERE doc_id = ? ORDER BY at", [doc_id]
+        )
+    ]
+
+
+def replace_settings(config: Config, **sections: dict[str, Any]) -> Config:
+    """`config` with some settings of some sections replaced (the demo and tests tune nodes this way)."""
+    changed = {
+        name: dataclasses.replace(getattr(config, name), **values) for name, values in sections.items()
+    }
+    return dataclasses.replace(config, **changed)

@@ -1,0 +1,27 @@
+"""The node's own knobs (`[node]` in config.toml): control API, metrics, event stream, crawl limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crawler.settings import doc
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    api_port: int = doc(0, "TCP port of the control API on 127.0.0.1; 0 picks a free port (see api.json).")
+    metrics_interval: float = doc(5.0, "Seconds between two metrics samples kept for the UI's plots.")
+    metrics_keep: int = doc(17_280, "Most metrics samples kept (17,280 at 5 s is one day); oldest go first.")
+    stats_event_interval: float = doc(
+        1.0, "Seconds between two coalesced `stats` events on the event stream (a busy node never floods it)."
+    )
+    event_queue_size: int = doc(
+        256, "Events buffered per event-stream client; a slow client loses the oldest."
+    )
+    max_pages: int = doc(0, "Stop crawling when the repository holds this many documents; 0 means no limit.")
+    networked: bool = doc(
+        True, "Join the peer-to-peer network (off: a private crawler; `node run --offline`)."
+    )
+    shutdown_grace: float = doc(
+        10.0, "Seconds a shutdown waits for in-flight pages before it cancels them (they are fetched again)."
+    )

@@ -1,0 +1,220 @@
+"""The control API against a real node service (offline, no crawl) in the test's trio loop."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import trio
+
+from node.client import AsyncNodeClient, NodeError, NodeUnreachable, Unauthorised
+from node.config import Config
+from node.datadir import DataDir
+from node.service import NodeService, replace_settings
+
+BOOKMARKS = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
+<TITLE>Bookmarks</TITLE>
+<H1>Bookmarks</H1>
+<DL><p>
+    <DT><H3>Databases</H3>
+    <DL><p>
+        <DT><A HREF="http://127.0.0.1:9/none.html">Unreachable page</A>
+    </DL><p>
+</DL><p>
+"""
+
+
+def quiet_config() -> Config:
+    return replace_settings(
+        Config(),
+        node={"metrics_interval": 0.2, "stats_event_interval": 0.1},
+        crawler={"retry_times": 0, "download_timeout": 2.0, "robotstxt_obey": False},
+    )
+
+
+@pytest.fixture
+async def node(tmp_path):
+    data = DataDir(tmp_path / "node")
+    service = NodeService(data, quiet_config(), offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        client = AsyncNodeClient.from_data_dir(data)
+        try:
+            yield service, client
+        finally:
+            await client.aclose()
+            service.request_stop()
+
+
+@pytest.mark.trio
+async def test_requests_without_token_get_401_as_json(node):
+    service, _ = node
+    async with httpx.AsyncClient(base_url=service.api_url) as plain:
+        for path in ("/api/status", "/api/events", "/api/nothing"):
+            response = await plain.get(path)
+            assert response.status_code == 401
+            assert response.json()["error"] == "unauthorised"
+        wrong = await plain.get("/api/status", headers={"Authorization": "Bearer not-the-token"})
+    assert wrong.status_code == 401
+
+
+@pytest.mark.trio
+async def test_wrong_token_raises_unauthorised(node):
+    service, _ = node
+    async with AsyncNodeClient(service.api_url, "wrong") as client:
+        with pytest.raises(Unauthorised):
+            await client.status()
+
+
+@pytest.mark.trio
+async def test_status_has_the_contract_fields(node):
+    _, client = node
+    status = await client.status()
+    assert {
+        "peer_id",
+        "addrs",
+        "uptime_s",
+        "crawl",
+        "harvest",
+        "peers_online",
+        "bytes_exchanged",
+        "documents",
+    } <= set(status)
+    assert status["crawl"]["state"] == "running"
+    assert {"pages", "pages_per_s", "frontier_size", "errors_by_kind", "bytes_crawled"} <= set(
+        status["crawl"]
+    )
+    assert status["documents"] == {"local": 0, "pooled": 0}
+    assert status["bytes_exchanged"] == {"in": 0, "out": 0}
+
+
+@pytest.mark.trio
+async def test_api_file_names_url_and_pid_and_token_is_private(node):
+    service, _ = node
+    info = json.loads(service.data.api_address.read_text())
+    assert info["url"] == service.api_url and info["url"].startswith("http://127.0.0.1:")
+    assert service.data.api_token.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.trio
+async def test_crawl_state_changes_and_unknown_topic_is_404(node):
+    _, client = node
+    assert (await client.crawl("pause"))["state"] == "paused"
+    assert (await client.status())["crawl"]["state"] == "paused"
+    assert (await client.crawl("start"))["state"] == "running"
+    with pytest.raises(NodeError) as caught:
+        await client.crawl("stop", topic="No/Such/Topic")
+    assert caught.value.status == 404 and caught.value.kind == "not_found"
+
+
+@pytest.mark.trio
+async def test_crawl_state_persists_across_restart(tmp_path):
+    data = DataDir(tmp_path / "node")
+    for expected in ("running", "stopped"):
+        service = NodeService(data, quiet_config(), offline=True)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            async with AsyncNodeClient.from_data_dir(data) as client:
+                assert (await client.status())["crawl"]["state"] == expected
+                await client.crawl("stop")
+            service.request_stop()
+    assert not data.api_address.exists()
+    with pytest.raises(NodeUnreachable):
+        AsyncNodeClient.from_data_dir(data)
+
+
+@pytest.mark.trio
+async def test_errors_are_json_with_what_to_do(node):
+    service, client = node
+    with pytest.raises(NodeError) as caught:
+        await client.search("   ")
+    assert caught.value.status == 400 and "q=" in caught.value.detail
+    with pytest.raises(NodeError) as caught:
+        await client.document(12345)
+    assert caught.value.status == 404
+    with pytest.raises(NodeError) as caught:
+        await client._call("GET", "/api/no-such-thing")
+    assert caught.value.kind == "not_found"
+    with pytest.raises(NodeError) as caught:
+        await client._call("POST", "/api/feedback", body={"relevant": True})
+    assert caught.value.kind == "bad_request" and "doc_id" in caught.value.detail
+    async with httpx.AsyncClient(base_url=service.api_url, headers=client._http.headers) as raw:
+        broken = await raw.post("/api/topics/import", content=b"{not json")
+    assert broken.status_code == 400 and broken.json()["error"] == "bad_request"
+
+
+@pytest.mark.trio
+async def test_cooperation_endpoints_say_what_to_do_offline(node):
+    _, client = node
+    for call in (client.models(), client.build_meta("T", 0.2), client.refine("T", 3), client.meta("T")):
+        with pytest.raises(NodeError) as caught:
+            await call
+        assert caught.value.status == 503 and "offline" in caught.value.detail
+
+
+@pytest.mark.trio
+async def test_search_and_metrics_shapes(node):
+    _, client = node
+    found = await client.search("anything")
+    assert found == {"hits": [], "total": 0}
+    with trio.fail_after(10):
+        while not (await client.metrics())["samples"]:
+            await trio.sleep(0.1)
+    sample = (await client.metrics())["samples"][-1]
+    assert {
+        "t",
+        "pages",
+        "pages_per_s",
+        "frontier_size",
+        "errors",
+        "peers_online",
+        "bytes_in",
+        "bytes_out",
+        "harvest",
+    } == set(sample)
+    later = await client.metrics(since=sample["t"] + 1e6)
+    assert later["samples"] == []
+
+
+@pytest.mark.trio
+async def test_import_topics_through_api_lists_topics_and_keywords(node):
+    _, client = node
+    answer = await client.import_topics(bookmarks_html=BOOKMARKS)
+    assert answer["imported"] == ["Databases"]
+    assert answer["seeds"] == 1
+    topics = (await client.topics())["topics"]
+    assert [t["key"] for t in topics] == ["Databases"]
+    assert {
+        "key",
+        "name",
+        "parent",
+        "local",
+        "pooled",
+        "harvest_rate",
+        "quality",
+        "keywords",
+        "crawl",
+    } <= set(topics[0])
+    updated = await client.set_keywords("Databases", ["sql", " index "])
+    assert updated["keywords"] == ["sql", "index"]
+    with pytest.raises(NodeError) as caught:
+        await client.import_topics(bookmarks_html="<html>not bookmarks")
+    assert caught.value.kind == "bad_topics"
+
+
+@pytest.mark.trio
+async def test_event_stream_delivers_stats_and_log_events_until_the_node_stops(node):
+    service, client = node
+    seen: list[str] = []
+    with trio.fail_after(20):
+        with pytest.raises(NodeUnreachable):  # the stream ends when the node goes away
+            async for kind, data in client.events():
+                seen.append(kind)
+                if kind == "stats":
+                    assert "frontier_size" in data
+                    if "log" not in seen:
+                        await client.crawl("pause")
+                if "log" in seen and "stats" in seen:
+                    service.request_stop()
+    assert "stats" in seen and "log" in seen
