@@ -43,8 +43,16 @@ def row_to_record(row: list) -> RequestRecord:
 class SubprocessWeb(WebLayout):
     """A web served by child processes: the layout of `serve_web`'s web plus the children's request log."""
 
-    def __init__(self, corpus: WebCorpus, port: int, faults: FaultPlan, workers: list[subprocess.Popen]):
-        super().__init__(corpus, port)
+    def __init__(
+        self,
+        corpus: WebCorpus,
+        port: int,
+        faults: FaultPlan,
+        workers: list[subprocess.Popen],
+        cross_links: int = 0,
+        seed: int = 0,
+    ):
+        super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
         self._workers = workers
         self._final_log: list[RequestRecord] | None = None
@@ -104,14 +112,26 @@ def start_worker(config: dict) -> tuple[subprocess.Popen, int]:
 
 @contextmanager
 def serve_web_in_subprocess(
-    corpus: str | Path | WebCorpus, faults: FaultPlan | None = None, workers: int = 1, port: int = 0
+    corpus: str | Path | WebCorpus,
+    faults: FaultPlan | None = None,
+    workers: int = 1,
+    port: int = 0,
+    cross_links: int = 0,
+    seed: int = 0,
 ) -> Iterator[SubprocessWeb]:
     """Serve a web (a name or folder, as `load_web` takes, or a loaded corpus) from `workers` processes."""
     faults = faults or FaultPlan()
     # loading here also unpacks or builds a named web once, before the workers start
     loaded = corpus if isinstance(corpus, WebCorpus) else load_web(corpus)
     name = loaded.name if loaded.name in ("fixture", "devweb", "webkb") else str(loaded.root)
-    config = {"web": name, "faults": faults.to_list(), "port": port, "reuse_port": workers > 1}
+    config = {
+        "web": name,
+        "faults": faults.to_list(),
+        "port": port,
+        "reuse_port": workers > 1,
+        "cross_links": cross_links,
+        "seed": seed,
+    }
     started: list[subprocess.Popen] = []
     web = None
     try:
@@ -119,7 +139,7 @@ def serve_web_in_subprocess(
         started.append(first)
         for _ in range(workers - 1):
             started.append(start_worker({**config, "port": chosen})[0])
-        web = SubprocessWeb(loaded, chosen, faults, started)
+        web = SubprocessWeb(loaded, chosen, faults, started, cross_links, seed)
         yield web
     finally:
         if web is not None:

@@ -5,23 +5,28 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from simnet.web.corpus import Site
 
 TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
-def entry_title(site: Site) -> str:
-    """The entry page's <title>, or the site's name when it has none."""
+def page_title(file: Path, default: str) -> str:
+    """A page's <title>, or `default` when it has none."""
     try:
-        head = (site.root / site.entry).read_bytes()[:65536]
+        head = file.read_bytes()[:65536]
     except OSError:
-        return site.name
+        return default
     match = TITLE.search(head)
     if not match:
-        return site.name
+        return default
     title = " ".join(html.unescape(match.group(1).decode("utf-8", "replace")).split())
-    return title or site.name
+    return title or default
+
+
+def entry_title(site: Site) -> str:
+    return page_title(site.root / site.entry, site.name)
 
 
 def hub_page(web_name: str, sites: Sequence[Site], entry_url: Callable[[Site], str]) -> bytes:

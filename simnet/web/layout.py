@@ -8,6 +8,7 @@ from functools import cached_property
 from urllib.parse import unquote, urlsplit
 
 from simnet.web.corpus import Site, WebCorpus
+from simnet.web.crosslinks import plan_cross_links
 from simnet.web.upstream import UpstreamMap
 
 HUB_ADDRESS = "127.0.0.2"
@@ -35,9 +36,10 @@ class RequestRecord:
 class WebLayout:
     """Addresses, URLs, labels and upstream mapping of a web served on one port."""
 
-    def __init__(self, corpus: WebCorpus, port: int):
+    def __init__(self, corpus: WebCorpus, port: int, cross_links: int = 0, seed: int = 0):
         self.corpus = corpus
         self.port = port
+        self.cross_link_plan = plan_cross_links(corpus, cross_links, seed)
         self.addresses = {site.name: site_address(i) for i, site in enumerate(corpus.sites)}
         self._site_by_host = {f"{addr}:{port}": corpus.site(name) for name, addr in self.addresses.items()}
         self.hub_host = f"{HUB_ADDRESS}:{port}"
@@ -86,6 +88,17 @@ class WebLayout:
             path = path if not urlsplit(url).path.endswith("/") or path == "/" else path + "/"
             return labels.get(path) or labels.get(path.rstrip("/") + "/index.html")
         return site.group
+
+    @property
+    def cross_links(self) -> list[tuple[str, str]]:
+        """The injected cross-topic links as (from URL, to URL)."""
+        return [
+            (
+                self.base_url(link.source_site) + link.source_path,
+                self.base_url(link.target_site) + link.target_path,
+            )
+            for link in self.cross_link_plan
+        ]
 
     @cached_property
     def upstream(self) -> UpstreamMap:

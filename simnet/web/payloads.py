@@ -85,6 +85,9 @@ def trap_link(prefix: str) -> bytes:
 
 def with_trap_link(body: bytes, prefix: str) -> bytes:
     """The page with a link into the trap just before its closing body tag."""
-    link = trap_link(prefix)
+    return insert_before_body_end(body, trap_link(prefix))
+
+
+def insert_before_body_end(body: bytes, fragment: bytes) -> bytes:
     index = body.lower().rfind(b"</body")
-    return body + link if index == -1 else body[:index] + link + body[index:]
+    return body + fragment if index == -1 else body[:index] + fragment + body[index:]

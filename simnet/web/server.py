@@ -25,6 +25,7 @@ import h11
 import trio
 
 from simnet.web.corpus import Site, WebCorpus, load_web
+from simnet.web.crosslinks import link_fragments
 from simnet.web.errors import PortError
 from simnet.web.faults import Fault, FaultPlan
 from simnet.web.hub import hub_page
@@ -36,6 +37,7 @@ from simnet.web.payloads import (
     calendar_page,
     gzip_bomb,
     huge_chunks,
+    insert_before_body_end,
     with_trap_link,
 )
 
@@ -99,6 +101,8 @@ class WebServer:
         self._cache: dict[tuple[str, str], tuple[bytes, str]] = {}  # (site, path) -> (body, type)
         self._cached_bytes = 0
         self._hub = hub_page(layout.corpus.name, layout.sites, layout.site_url)
+        base_urls = {site.name: layout.base_url(site) for site in layout.sites}
+        self._cross_links = link_fragments(layout.cross_link_plan, base_urls)
 
     # ---- what to answer
     async def reply(self, site: Site | None, method: str, target: str) -> Reply:
@@ -187,6 +191,10 @@ class WebServer:
         if cached is None:
             return error_reply(404)
         body, content_type = cached
+        fragment = self._cross_links.get((site.name, "/" + file.relative_to(site.root).as_posix()))
+        if fragment is not None and content_type in HTML_TYPES:
+            body = insert_before_body_end(body, fragment)
+            cached = (body, content_type)
         if self._cached_bytes + len(body) <= CACHE_LIMIT:
             self._cache[(site.name, path)] = cached
             self._cached_bytes += len(body)
@@ -350,8 +358,8 @@ def bind_all(
 class ServedWeb(WebLayout):
     """A web being served: its layout (URLs, labels, upstream mapping) plus the server's request log."""
 
-    def __init__(self, corpus: WebCorpus, port: int, faults: FaultPlan):
-        super().__init__(corpus, port)
+    def __init__(self, corpus: WebCorpus, port: int, faults: FaultPlan, cross_links: int = 0, seed: int = 0):
+        super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
         self.server = WebServer(self, faults)
 
@@ -380,15 +388,24 @@ def all_addresses(layout_sites: Iterable[str]) -> list[str]:
 
 @asynccontextmanager
 async def serve_web(
-    corpus: WebCorpus | str | Path, faults: FaultPlan | None = None, port: int = 0, reuse_port: bool = False
+    corpus: WebCorpus | str | Path,
+    faults: FaultPlan | None = None,
+    port: int = 0,
+    reuse_port: bool = False,
+    cross_links: int = 0,
+    seed: int = 0,
 ) -> AsyncIterator[ServedWeb]:
-    """Serve a web in this trio process until the block ends."""
+    """Serve a web in this trio process until the block ends.
+
+    `cross_links` injects that many links between pages of different groups (drawn from `seed`; listed in
+    `web.cross_links`); `reuse_port` lets several processes serve the same port (SO_REUSEPORT).
+    """
     if not isinstance(corpus, WebCorpus):
         corpus = load_web(corpus)
     probe = WebLayout(corpus, 0)
     sockets, chosen = bind_all(all_addresses(probe.addresses.values()), port, reuse_port)
     try:
-        web = ServedWeb(corpus, chosen, faults or FaultPlan())
+        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_listeners, web.server, web, sockets)
             try:

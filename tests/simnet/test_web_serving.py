@@ -119,3 +119,24 @@ def test_fixture_is_small_and_covers_three_groups_with_enough_pages(fixture_web)
             1 for p in pages if re.search(rb'href="(?!https?:)[^"#]+\.html', p.read_bytes(), re.IGNORECASE)
         )
         assert linked >= len(pages) // 2, site.name
+
+
+@pytest.mark.trio
+async def test_cross_topic_links_are_injected_deterministically(fixture_web):
+    async with serve_web(fixture_web, cross_links=12, seed=3) as web, httpx.AsyncClient() as client:
+        assert len(web.cross_links) == 12
+        for source, target in web.cross_links:
+            assert web.label_of(source) != web.label_of(target)
+            page = await client.get(source)
+            assert f'href="{target}"' in page.text
+            assert (await client.get(target)).status_code == 200
+        async with serve_web(fixture_web, cross_links=12, seed=3) as again:
+            same = [
+                (a.replace(str(again.port), "P"), b.replace(str(again.port), "P"))
+                for a, b in again.cross_links
+            ]
+        assert same == [
+            (a.replace(str(web.port), "P"), b.replace(str(web.port), "P")) for a, b in web.cross_links
+        ]
+    async with serve_web(fixture_web) as plain:
+        assert plain.cross_links == []

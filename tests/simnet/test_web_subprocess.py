@@ -31,3 +31,10 @@ def test_subprocess_web_answers_like_the_in_process_one():
         assert hub.status_code == 200 and web.site_url("gnuplot") in hub.text
         assert web.label_of(web.site_url("gnuplot")) == "math"
     assert [r.path for r in web.request_log] == ["/"]
+
+
+def test_parent_and_server_process_agree_on_injected_cross_links():
+    with serve_web_in_subprocess("fixture", cross_links=4, seed=7) as web, httpx.Client() as client:
+        assert len(web.cross_links) == 4
+        for source, target in web.cross_links:
+            assert f'href="{target}"' in client.get(source).text
