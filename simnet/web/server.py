@@ -182,7 +182,11 @@ class WebServer:
         if relative.startswith("..") or "\x00" in relative:
             return error_reply(404)
         file = site.root / relative if relative not in ("", ".") else site.root
-        if file.is_dir():
+        try:
+            is_dir = file.is_dir()
+        except OSError:  # a name too long for the file system, say: no such page
+            return error_reply(404)
+        if is_dir:
             if not raw_path.endswith("/"):
                 location = raw_path + "/" + (f"?{query}" if query else "")
                 return Reply(301, b"", headers=[(b"location", location.encode("latin-1"))])
@@ -203,7 +207,7 @@ class WebServer:
     def _load(self, file: Path) -> tuple[bytes, str] | None:
         try:
             body = file.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        except OSError:
             return None
         content_type = content_type_of(file, body)
         if content_type in HTML_TYPES:
@@ -225,6 +229,8 @@ class WebServer:
                     if isinstance(await self._next_event(conn, stream), h11.ConnectionClosed):
                         return
                 conn.start_next_cycle()
+        except h11.RemoteProtocolError:
+            await answer_bad_request(conn, stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, trio.TooSlowError):
             return
         finally:
@@ -308,6 +314,24 @@ class WebServer:
         finally:
             log()
         return True
+
+
+async def answer_bad_request(conn: h11.Connection, stream: trio.SocketStream) -> None:
+    """A 400 for a request h11 could not read, when the exchange still allows an answer."""
+    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return
+    reply = error_reply(400)
+    headers = [
+        (b"content-type", b"text/html"),
+        (b"content-length", str(len(reply.body)).encode()),
+        (b"connection", b"close"),
+    ]
+    try:
+        data = conn.send(h11.Response(status_code=400, headers=headers, reason=h11_reason(400)))
+        data += conn.send(h11.Data(data=reply.body)) + conn.send(h11.EndOfMessage())
+        await stream.send_all(data)
+    except (h11.LocalProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
+        return
 
 
 def reset(stream: trio.SocketStream) -> None:

@@ -6,6 +6,7 @@ import re
 
 import httpx
 import pytest
+import trio
 
 from simnet.web import load_web, serve_web
 
@@ -140,3 +141,18 @@ async def test_cross_topic_links_are_injected_deterministically(fixture_web):
         ]
     async with serve_web(fixture_web) as plain:
         assert plain.cross_links == []
+
+
+@pytest.mark.trio
+async def test_odd_requests_get_answers_and_the_server_keeps_serving(fixture_web):
+    async with serve_web(fixture_web) as web, httpx.AsyncClient() as client:
+        base = web.base_url("python")
+        assert (await client.get(base + "/" + "x" * 5000 + ".html")).status_code == 404
+        assert (await client.get(base + "/%00.html")).status_code == 404
+        assert (await client.get(base + "/%C3%A9t%C3%A9.html")).status_code == 404
+        assert (await client.post(base + "/about.html", content=b"x" * 10000)).status_code == 405
+        stream = await trio.open_tcp_stream(web.addresses["python"], web.port)
+        async with stream:
+            await stream.send_all(b"NONSENSE\r\n\r\n")
+            assert (await stream.receive_some(100)).startswith(b"HTTP/1.1 400 ")
+        assert (await client.get(web.site_url("python"))).status_code == 200
