@@ -104,6 +104,9 @@ class FocusPolicy(Protocol):
 
     def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None: ...
 
+    # Optional: `link_topic(page, verdict) -> str | None`, the topic queue of the page's links (default:
+    # verdict.topic); a focused crawl tunnels the links of a rejected page in its entry's topic.
+
 
 class BreadthFirst:
     """Accept every page; a link found at depth L gets priority 1/(L+1) (seeds at depth 0 come first)."""
@@ -512,6 +515,8 @@ class Crawler:
             return records
         tunnel = 0 if verdict.accepted else entry.tunnel + 1
         origin = entry.origin or entry.url
+        link_topic = getattr(self.policy, "link_topic", None)  # optional: the queue a page's links join
+        topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
         for link, _, depth in candidates:
             if self.frontier.seen(link.url) or looks_like_trap(link.url, self.settings):
                 continue
@@ -526,7 +531,7 @@ class Crawler:
                     host=host_of(link.url),
                     priority=float(priority),
                     depth=depth,
-                    topic=verdict.topic,
+                    topic=topic,
                     tunnel=tunnel,
                     source=page.url,
                     origin=origin,

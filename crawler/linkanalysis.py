@@ -145,6 +145,7 @@ def select_archetypes(
     n_auth: int,
     n_conf: int,
     n_hub: int,
+    hub_candidates: np.ndarray | None = None,
 ) -> Archetypes:
     """Thesis 1.7's relaxed rule among `candidates` (the topic's accepted pages): of the top n_auth by
     authority keep those whose confidence beats the training documents' mean; of the top n_conf by
@@ -156,7 +157,8 @@ def select_archetypes(
     top_conf = _top(candidates, confidence, n_conf)
     by_auth = tuple(int(i) for i in top_auth if confidence[i] > mean_training_confidence)
     by_conf = tuple(int(i) for i in top_conf if authority[i] > mean_training_authority)
-    hubs = tuple(int(i) for i in _top(candidates, hub, n_hub) if hub[i] > 0)
+    pool = candidates if hub_candidates is None else np.asarray(hub_candidates, dtype=np.int64)
+    hubs = tuple(int(i) for i in _top(pool, hub, n_hub) if hub[i] > 0)
     return Archetypes(by_auth, by_conf, hubs)
 
 

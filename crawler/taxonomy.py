@@ -419,7 +419,11 @@ def _schema_v1(db: Any) -> None:
     )
 
 
-MIGRATIONS = [_schema_v1]
+def _schema_v2(db: Any) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS topic_previews (url TEXT PRIMARY KEY, preview TEXT NOT NULL)")
+
+
+MIGRATIONS = [_schema_v1, _schema_v2]
 _DOC_COLUMNS = ("topic", "polarity", "url", "path", "title", "text", "status", "error", "line", "source")
 
 

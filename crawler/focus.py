@@ -1,0 +1,483 @@
+"""The BINGO! focus loop (thesis 2.3.3, 2.7-2.10): a `FocusPolicy` for `crawler.engine.Crawler`.
+
+Pages are classified top-down by the taxonomy's topic model; a page in a foreign language (stopword check)
+is rejected. Links of an accepted page join its topic's queue with the priority of the chosen strategy;
+links of a rejected page are tunnelled in the queue they came from, with the priority of the last accepted
+page decayed by `tunnel_decay` per hop, up to `tunnel_depth` hops.
+
+Learning phase (the first `learning_pages` pages): sharp focus (a page counts only if it lands in the topic
+of the queue it came from) and only the seeds' hosts; links to other hosts are parked. Harvesting phase:
+soft focus (any topic) and every host, with the parked links released.
+
+Every `retrain_every` pages (and at the phase switch) the re-organisation step runs: per topic, HITS in
+the Bharat-Henzinger form over the topic's pages and their neighbours picks archetypes (thesis 1.7's
+relaxed rule), the topic model is retrained on bookmarks plus archetypes (feature selection included),
+and the outgoing links of the best hubs move to the front of the queue.
+
+Thread use: the engine calls `score_pages` in a worker thread while nothing else touches the repository
+(re-organisation reads and writes it there), and `link_priority` / `link_topic` on the event loop, where
+frontier changes decided by the re-organisation are applied.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from crawler.engine import CrawledPage, PageVerdict
+from crawler.frontier import FrontierEntry
+from crawler.language import LanguageCheck
+from crawler.linkanalysis import LinkGraph, hits, select_archetypes
+from crawler.parse import Link
+from crawler.preview import preview, topic_term_weights
+from crawler.repository import Repository
+from crawler.settings import doc as setting
+from crawler.taxonomy import (
+    ARCHETYPE,
+    FETCHED,
+    POSITIVE,
+    Taxonomy,
+    TrainingDocument,
+    add_training_documents,
+    ensure_schema,
+)
+from crawler.urls import host_of
+from metamodels.features import FeatureConfig, Featurizer
+from metamodels.topic_model import TopicModel, TopicModelSettings, train_topic_model_from_texts
+
+STRATEGIES = ("bfs", "dfs", "classifier", "classifier_bfs", "classifier_dfs", "bookmark")
+LEARNING, HARVESTING = "learning", "harvesting"
+SEED_PRIORITY = 1e9  # bookmarks first
+HUB_PRIORITY = 1e6  # hubs' links to the front, behind the bookmarks
+MIN_PRIORITY = 1e-6
+PARKED_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class FocusSettings:
+    strategy: str = setting(
+        "classifier_bfs", f"Link priority strategy (thesis 2.7): {', '.join(STRATEGIES)}."
+    )
+    tunnel_depth: int = setting(
+        2, "Hops followed through rejected pages before a path is given up (0: none)."
+    )
+    tunnel_decay: float = setting(0.5, "Priority factor per tunnelled hop (exponential decay, thesis 2.8).")
+    learning_pages: int = setting(
+        0, "Pages of the learning phase (sharp focus, seed hosts only) before harvesting; 0: harvest at once."
+    )
+    retrain: bool = setting(True, "Retrain the topic model with archetypes picked by link analysis.")
+    retrain_every: int = setting(500, "Pages between two re-organisations (link analysis, retraining, hubs).")
+    n_auth: int = setting(25, "Top authorities per topic considered as archetypes at each re-organisation.")
+    n_conf: int = setting(25, "Top-confidence pages per topic considered as archetypes.")
+    n_hub: int = setting(5, "Best hubs per topic whose pending links move to the front of the queue.")
+    max_archetypes: int = setting(300, "Most archetypes kept per topic.")
+    threshold: float = setting(0.0, "Normalised confidence a page needs to enter a topic (0: plain SVM).")
+    min_topic_features: int = setting(
+        3, "N_w: features of a node a page must hold to be classified below it."
+    )
+    language: str = setting("english", "The crawl's language for the stopword check; '' turns it off.")
+    min_language_score: int = setting(2, "d_STOP: own-language minus foreign stopwords a page needs.")
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
+        if not 0.0 < self.tunnel_decay <= 1.0 or self.tunnel_depth < 0 or self.retrain_every < 1:
+            raise ValueError("tunnel_decay must be in (0, 1], tunnel_depth >= 0 and retrain_every >= 1")
+
+
+def strategy_priority(
+    strategy: str, depth: int, confidence: float, bookmark_confidence: float = 1.0
+) -> float:
+    """prio(l) of a link found on a page at `depth` (seeds: 0) classified with `confidence` (thesis 2.7)."""
+    level = depth + 1
+    conf = max(confidence, MIN_PRIORITY)
+    if strategy == "bfs":
+        return 1.0 / level
+    if strategy == "dfs":
+        return float(level)
+    if strategy == "classifier":
+        return conf
+    if strategy == "classifier_bfs":
+        return conf / level
+    if strategy == "classifier_dfs":
+        return conf * level
+    if strategy == "bookmark":
+        return max(bookmark_confidence, MIN_PRIORITY) / level
+    raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def related(topic: str | None, other: str | None) -> bool:
+    """Same topic, or one inside the other's subtree."""
+    if topic is None or other is None:
+        return False
+    return topic == other or topic.startswith(other + "/") or other.startswith(topic + "/")
+
+
+def in_subtree(topic: str | None, ancestor: str) -> bool:
+    """`topic` is `ancestor` or one of its descendants."""
+    return topic is not None and (topic == ancestor or topic.startswith(ancestor + "/"))
+
+
+@dataclass
+class TopicCounter:
+    fetched: int = 0
+    accepted: int = 0
+    confidence: float = 0.0
+
+    @property
+    def harvest_rate(self) -> float:
+        return self.accepted / self.fetched if self.fetched else 0.0
+
+    @property
+    def mean_confidence(self) -> float:
+        return self.confidence / self.fetched if self.fetched else 0.0
+
+
+@dataclass
+class _Pending:
+    """Frontier changes decided in the worker thread, applied on the event loop."""
+
+    boost: set[str] = field(default_factory=set)
+    release_parked: bool = False
+
+
+class TopicFocus:
+    """The focus policy. `attach(crawler)` before `crawler.run`; `seeds()` gives the bookmarks per topic."""
+
+    def __init__(
+        self,
+        taxonomy: Taxonomy,
+        settings: FocusSettings | None = None,
+        feature_config: FeatureConfig | None = None,
+        model_settings: TopicModelSettings | None = None,
+    ) -> None:
+        self.settings = settings or FocusSettings()
+        self.taxonomy = taxonomy
+        self.featurizer = Featurizer(feature_config or FeatureConfig())
+        s = self.settings
+        self.model_settings = model_settings or TopicModelSettings(
+            threshold=s.threshold, min_topic_features=s.min_topic_features
+        )
+        self.language = LanguageCheck(s.language, s.min_language_score) if s.language else None
+        self.archetypes: dict[str, dict[str, str]] = {}  # topic -> url -> text
+        self.model = self._train()
+        self.seed_hosts = {host_of(d.url) for d in taxonomy.documents if d.url and d.polarity == POSITIVE}
+        self.phase = LEARNING if s.learning_pages > 0 else HARVESTING
+        self.counters: dict[str | None, TopicCounter] = {}
+        self.recent: dict[str | None, TopicCounter] = {}
+        self.reorganisations = 0
+        self.language_rejections = 0
+        self.previews: dict[str, str] = {}
+        self._scored = 0
+        self._since_reorganisation = 0
+        self._origin_conf: dict[str, float] = {}
+        self._parked: list[FrontierEntry] = []
+        self._pending = _Pending()
+        self.crawler: Any = None
+        self.repo: Repository | None = None
+
+    # -- set-up -------------------------------------------------------------------------------------------
+    def attach(self, crawler: Any) -> None:
+        self.crawler = crawler
+        self.repo = crawler.repo
+        ensure_schema(crawler.repo)
+
+    def seeds(self) -> dict[str, list[str]]:
+        """Topic -> URLs of its bookmarks, the crawl's start points."""
+        result: dict[str, list[str]] = {}
+        for d in self.taxonomy.documents:
+            if d.url and d.polarity == POSITIVE:
+                result.setdefault(d.topic, []).append(d.url)
+        return result
+
+    def _training_texts(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        positives, negatives = self.taxonomy.training_texts()
+        for topic, docs in self.archetypes.items():
+            positives.setdefault(topic, []).extend(docs.values())
+        known = set(positives)
+        negatives = {t: v for t, v in negatives.items() if t == "" or t in known}
+        return positives, negatives
+
+    def _train(self) -> TopicModel:
+        positives, negatives = self._training_texts()
+        if not positives:
+            raise ValueError("no training document has text: fetch the bookmarks first (topics import)")
+        model = train_topic_model_from_texts(
+            self.featurizer, positives, negatives, settings=self.model_settings
+        )
+        self.term_weights = topic_term_weights(self.featurizer.terms, positives, negatives)
+        return model
+
+    # -- the engine's hooks -------------------------------------------------------------------------------
+    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
+        self._maybe_reorganise()
+        texts = [f"{p.parsed.title}\n{p.parsed.text}" for p in pages]
+        verdicts = self.model.classify_texts(texts)
+        result = []
+        for page, text, verdict in zip(pages, texts, verdicts, strict=True):
+            accepted = verdict.accepted
+            if accepted and self.language is not None and not self.language.accepts(text):
+                accepted = False
+                self.language_rejections += 1
+            queue = page.entry.topic
+            if (
+                accepted
+                and self.phase == LEARNING
+                and queue is not None
+                and not related(verdict.topic, queue)
+            ):
+                accepted = False  # sharp focus
+            if page.depth == 0:
+                self._origin_conf[page.entry.url] = max(verdict.confidence, MIN_PRIORITY)
+            for counters in (self.counters, self.recent):
+                c = counters.setdefault(queue, TopicCounter())
+                c.fetched += 1
+                c.accepted += int(accepted and (queue is None or related(verdict.topic, queue)))
+                c.confidence += verdict.confidence if accepted else 0.0
+            if accepted:
+                self.previews[page.url] = preview(
+                    page.parsed.text, self.term_weights.get(verdict.topic, {}), self.featurizer.terms
+                )
+            result.append(PageVerdict(verdict.topic if accepted else None, verdict.confidence, accepted))
+        self._scored += len(pages)
+        self._since_reorganisation += len(pages)
+        return result
+
+    def link_topic(self, page: CrawledPage, verdict: PageVerdict) -> str | None:
+        return verdict.topic if verdict.accepted else page.entry.topic
+
+    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
+        self._apply_pending()
+        entry = page.entry
+        s = self.settings
+        if verdict.accepted:
+            origin = entry.origin or entry.url
+            priority = strategy_priority(
+                s.strategy, entry.depth, verdict.confidence, self._origin_conf.get(origin, 1.0)
+            )
+        else:
+            if entry.tunnel + 1 > s.tunnel_depth:
+                return None
+            inherited = entry.priority if entry.depth > 0 else strategy_priority(s.strategy, 0, 1.0)
+            priority = min(inherited, HUB_PRIORITY) * s.tunnel_decay
+        if self.phase == LEARNING and host_of(link.url) not in self.seed_hosts:
+            if len(self._parked) < PARKED_LIMIT:
+                self._parked.append(
+                    FrontierEntry(
+                        url=link.url,
+                        host=host_of(link.url),
+                        priority=priority,
+                        depth=entry.depth + 1,
+                        topic=self.link_topic(page, verdict),
+                        tunnel=0 if verdict.accepted else entry.tunnel + 1,
+                        source=page.url,
+                        origin=entry.origin or entry.url,
+                    )
+                )
+            return None
+        return priority
+
+    # -- re-organisation ----------------------------------------------------------------------------------
+    def _maybe_reorganise(self) -> None:
+        s = self.settings
+        switch = self.phase == LEARNING and self._scored >= s.learning_pages
+        due = s.retrain and self._since_reorganisation >= s.retrain_every
+        if not (switch or due):
+            return
+        if s.retrain and self.repo is not None:
+            self.reorganise()
+        if switch:
+            self.phase = HARVESTING
+            self._pending.release_parked = True
+        self._since_reorganisation = 0
+
+    def reorganise(self) -> dict[str, int]:
+        """Link analysis, archetypes, retraining, hubs (thesis 2.10); returns archetypes added per topic."""
+        assert self.repo is not None
+        docs, graph = _crawl_graph(self.repo)
+        added: dict[str, int] = {}
+        new_docs: list[TrainingDocument] = []
+        boost: set[str] = set()
+        if docs:
+            index = {doc_id: i for i, doc_id in enumerate(graph.ids)}
+            topic_of = np.array([docs[i]["topic"] or "" for i in graph.ids], dtype=object)
+            accepted = np.array([bool(docs[i]["accepted"]) for i in graph.ids])
+            confidence = np.array([float(docs[i]["confidence"] or 0.0) for i in graph.ids])
+            seeds_by_topic = self.seeds()
+            url_index = {docs[i]["url"]: index[i] for i in graph.ids}
+            for topic in self.model.topics:
+                members = np.flatnonzero(accepted & (topic_of == topic))
+                if members.size == 0:
+                    continue
+                sub = _neighbourhood(graph, members)
+                scores = hits(sub)
+                local = {int(node): k for k, node in enumerate(sub.ids)}
+                authority = np.zeros(graph.size)
+                hub = np.zeros(graph.size)
+                authority[list(local)] = scores.authority
+                hub[list(local)] = scores.hub
+                seeds = [url_index[u] for u in seeds_by_topic.get(topic, []) if u in url_index]
+                mean_conf = float(confidence[seeds].mean()) if seeds else 0.0
+                mean_auth = float(authority[seeds].mean()) if seeds else 0.0
+                chosen = select_archetypes(
+                    authority,
+                    hub,
+                    confidence,
+                    members,
+                    mean_conf,
+                    mean_auth,
+                    self.settings.n_auth,
+                    self.settings.n_conf,
+                    self.settings.n_hub,
+                    hub_candidates=np.array(list(local), dtype=np.int64),
+                )
+                kept = self.archetypes.setdefault(topic, {})
+                for i in chosen.chosen:
+                    doc = docs[graph.ids[i]]
+                    if doc["url"] in kept or len(kept) >= self.settings.max_archetypes or not doc["text"]:
+                        continue
+                    kept[doc["url"]] = f"{doc['title']}\n{doc['text']}"
+                    new_docs.append(
+                        TrainingDocument(
+                            topic,
+                            POSITIVE,
+                            url=doc["url"],
+                            title=doc["title"],
+                            text=doc["text"],
+                            status=FETCHED,
+                            source=ARCHETYPE,
+                        )
+                    )
+                    added[topic] = added.get(topic, 0) + 1
+                hub_ids = [graph.ids[i] for i in chosen.hubs]
+                boost.update(_out_links(self.repo, hub_ids))
+        if new_docs:
+            add_training_documents(self.repo, new_docs)
+            self.model = self._train()
+        self._pending.boost |= boost
+        self.reorganisations += 1
+        self.record_stats()
+        return added
+
+    def _apply_pending(self) -> None:
+        """On the event loop: hub links to the front, parked links released (after the phase switch)."""
+        if self.crawler is None:
+            return
+        pending, self._pending = self._pending, _Pending()
+        frontier = self.crawler.frontier
+        if pending.boost:
+            boost_entries(frontier, pending.boost, HUB_PRIORITY)
+        if pending.release_parked:
+            parked, self._parked = self._parked, []
+            for entry in parked:
+                if not frontier.seen(entry.url):
+                    frontier.add(entry)
+
+    # -- statistics ---------------------------------------------------------------------------------------
+    def record_stats(self) -> None:
+        """Store the harvest rate of each topic queue since the last call (call off concurrent writes)."""
+        if self.repo is None or not self.recent:
+            return
+        now = time.time()
+        rows = [
+            (now, topic or "", c.fetched, c.accepted, c.harvest_rate, c.mean_confidence)
+            for topic, c in sorted(self.recent.items(), key=lambda item: item[0] or "")
+        ]
+        with self.repo.transaction() as db:
+            db.conn.executemany(
+                "INSERT INTO topic_stats (at, topic, fetched, accepted, harvest_rate, mean_confidence) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.conn.executemany(
+                "INSERT INTO topic_previews (url, preview) VALUES (?, ?) "
+                "ON CONFLICT(url) DO UPDATE SET preview = excluded.preview",
+                list(self.previews.items()),
+            )
+        self.recent = {}
+        self.previews = {}
+
+    def progress_text(self) -> str:
+        """Harvest rate per topic queue, for the crawl's progress line."""
+        parts = [
+            f"{topic.rpartition('/')[2]} {c.harvest_rate:.2f} ({c.fetched})"
+            for topic, c in sorted(self.counters.items(), key=lambda item: item[0] or "")
+            if topic is not None
+        ]
+        return f"{self.phase}: harvest " + ", ".join(parts) if parts else self.phase
+
+
+def boost_entries(frontier: Any, urls: set[str], priority: float) -> int:
+    """Raise queued entries of `urls` to `priority`. Reaches into the frontier's per-topic queues (it has
+    no re-prioritising method of its own yet); returns how many entries moved."""
+    moved = 0
+    for queue in frontier._queues.values():
+        items = []
+        changed = False
+        for negprio, seq, entry in queue.entries():
+            if entry.url in urls and entry.priority < priority:
+                entry = replace(entry, priority=priority)
+                negprio = -priority
+                frontier._changes[entry.url] = ("add", entry)
+                changed = True
+                moved += 1
+            items.append((negprio, seq, entry))
+        if changed:
+            queue.rebuild(items)
+    return moved
+
+
+def _crawl_graph(repo: Repository) -> tuple[dict[int, dict[str, Any]], LinkGraph]:
+    """The crawled documents (non-duplicates) and their link graph, from the repository."""
+    rows = repo.db.execute(
+        "SELECT id, url, final_url, host, topic, confidence, accepted, title, text FROM documents "
+        "WHERE duplicate_of IS NULL"
+    ).fetchall()
+    names = ("id", "url", "final_url", "host", "topic", "confidence", "accepted", "title", "text")
+    docs = {row[0]: dict(zip(names, row, strict=True)) for row in rows}
+    by_url: dict[str, int] = {}
+    for doc_id, doc in docs.items():
+        by_url.setdefault(doc["final_url"], doc_id)
+        by_url[doc["url"]] = doc_id
+    edges = [
+        (source, by_url[target])
+        for source, target in repo.db.execute("SELECT source_id, target_url FROM links WHERE kind = 'a'")
+        if target in by_url and source in docs
+    ]
+    graph = LinkGraph.build({doc_id: doc["host"] for doc_id, doc in docs.items()}, edges)
+    return docs, graph
+
+
+def _neighbourhood(graph: LinkGraph, members: np.ndarray) -> LinkGraph:
+    """The base set of thesis 1.5: the topic's pages plus their successors and predecessors."""
+    keep = np.zeros(graph.size, dtype=bool)
+    keep[members] = True
+    inside = keep.copy()
+    keep[graph.targets[inside[graph.sources]]] = True
+    keep[graph.sources[inside[graph.targets]]] = True
+    nodes = np.flatnonzero(keep)
+    hosts = {int(i): graph.hosts[i] for i in nodes}
+    mask = keep[graph.sources] & keep[graph.targets]
+    edges = list(zip(graph.sources[mask].tolist(), graph.targets[mask].tolist(), strict=True))
+    return LinkGraph.build(hosts, edges)  # its node ids are indices into `graph`
+
+
+def _out_links(repo: Repository, doc_ids: list[int]) -> set[str]:
+    if not doc_ids:
+        return set()
+    marks = ", ".join("?" * len(doc_ids))
+    return {
+        row[0]
+        for row in repo.db.execute(
+            f"SELECT target_url FROM links WHERE kind = 'a' AND source_id IN ({marks})", doc_ids
+        )
+    }
+
+
+def focus_progress(policy: Any) -> str:
+    text = getattr(policy, "progress_text", None)
+    return text() if text is not None else ""

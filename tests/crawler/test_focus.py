@@ -1,0 +1,238 @@
+from types import SimpleNamespace
+
+import pytest
+
+from crawler.engine import CrawledPage, PageVerdict
+from crawler.focus import (
+    HARVESTING,
+    HUB_PRIORITY,
+    LEARNING,
+    FocusSettings,
+    TopicFocus,
+    boost_entries,
+    in_subtree,
+    strategy_priority,
+)
+from crawler.frontier import Frontier, FrontierEntry
+from crawler.parse import Link, ParsedPage
+from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
+from crawler.taxonomy import FETCHED, NEGATIVE, POSITIVE, Taxonomy, TrainingDocument
+
+DB = [
+    "SQL query planner uses an index on the table to select rows; the transaction commits rows to the table.",
+    "The database index speeds up a SELECT query; a table holds rows and columns; SQL joins two tables.",
+    "Transactions in the database: commit and rollback; the optimizer picks an index scan on the table.",
+]
+OPS = [
+    "Configure the Apache web server virtual host; restart the daemon and read the server log files.",
+    "The firewall blocks network ports; the system administrator configures the daemon with apt packages.",
+    "Install packages with apt, configure the network interface and the DNS server; restart the daemon.",
+]
+OTHER = [
+    "The football team won the match; the players scored goals in the second half of the game.",
+    "A recipe for tomato soup: onions, garlic, olive oil, and fresh basil cooked slowly in a pot.",
+]
+DB_PAGE = (
+    "The query planner chooses an index for the SQL table; the transaction commits the rows of the table."
+)
+OPS_PAGE = "The administrator restarts the Apache daemon after editing the virtual host of the web server."
+GERMAN_DB_PAGE = (
+    "Der Anfrageplaner wählt einen Index für die SQL Tabelle und die Transaktion schreibt die Zeilen der "
+    "Tabelle, wenn sie über den Index gelesen werden: query index table SQL transaction rows commit."
+)
+
+
+def taxonomy():
+    docs = [
+        TrainingDocument("Databases", POSITIVE, url=f"http://db{i}.test/", text=t, status=FETCHED)
+        for i, t in enumerate(DB)
+    ]
+    docs += [
+        TrainingDocument("Sysadmin", POSITIVE, url=f"http://ops{i}.test/", text=t, status=FETCHED)
+        for i, t in enumerate(OPS)
+    ]
+    docs += [
+        TrainingDocument("", NEGATIVE, url=f"http://other{i}.test/", text=t, status=FETCHED)
+        for i, t in enumerate(OTHER)
+    ]
+    return Taxonomy(("Databases", "Sysadmin"), tuple(docs))
+
+
+def focus(**options):
+    return TopicFocus(taxonomy(), FocusSettings(**options))
+
+
+def page(text, topic=None, depth=1, tunnel=0, priority=0.5, url="http://db0.test/page", origin=None):
+    entry = FrontierEntry(
+        url=url,
+        host=url.split("/")[2],
+        priority=priority,
+        depth=depth,
+        topic=topic,
+        tunnel=tunnel,
+        origin=origin,
+    )
+    parsed = ParsedPage(url=url, base_url=url, title="", text=text)
+    return CrawledPage(entry, url, 200, "text/html", {}, parsed, "f", 0, len(text), 0.0)
+
+
+def link(url):
+    return Link(url, "", "a", 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ("bfs", 1 / 3),
+        ("dfs", 3.0),
+        ("classifier", 0.6),
+        ("classifier_bfs", 0.2),
+        ("classifier_dfs", 1.8),
+        ("bookmark", 0.9 / 3),
+    ],
+)
+def test_the_six_strategies(strategy, expected):
+    assert strategy_priority(strategy, depth=2, confidence=0.6, bookmark_confidence=0.9) == pytest.approx(
+        expected
+    )
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        FocusSettings(strategy="random")
+
+
+def test_pages_are_classified_into_their_topic_and_off_topic_pages_rejected():
+    f = focus()
+    verdicts = f.score_pages(
+        [page(DB_PAGE, "Databases"), page(OPS_PAGE, "Databases", url="http://o.test/"), page(OTHER[0] * 2)]
+    )
+    assert verdicts[0].topic == "Databases" and verdicts[0].accepted
+    assert verdicts[1].topic == "Sysadmin" and verdicts[1].accepted  # soft focus while harvesting
+    assert verdicts[2] == PageVerdict(None, verdicts[2].confidence, False)
+    assert f.counters["Databases"].fetched == 2 and f.counters["Databases"].accepted == 1
+    assert "query planner" in f.previews["http://db0.test/page"]
+
+
+def test_language_check_rejects_a_foreign_page_with_topic_words():
+    assert not focus().score_pages([page(GERMAN_DB_PAGE, "Databases")])[0].accepted
+    assert focus(language="").score_pages([page(GERMAN_DB_PAGE, "Databases")])[0].accepted
+
+
+def test_accepted_page_links_get_the_strategy_priority_and_its_topic_queue():
+    f = focus(strategy="classifier_bfs")
+    p = page(DB_PAGE, "Databases", depth=1)
+    verdict = PageVerdict("Databases", 1.2, True)
+    assert f.link_priority(p, link("http://db0.test/x"), verdict) == pytest.approx(0.6)
+    assert f.link_topic(p, verdict) == "Databases"
+
+
+def test_tunnelling_decays_the_inherited_priority_and_stops_at_the_depth_limit():
+    f = focus(tunnel_depth=2, tunnel_decay=0.5)
+    rejected = PageVerdict(None, -0.3, False)
+    first = page(OTHER[0], "Databases", depth=2, tunnel=0, priority=0.8)
+    assert f.link_priority(first, link("http://db0.test/a"), rejected) == pytest.approx(0.4)
+    assert f.link_topic(first, rejected) == "Databases"  # tunnelled in the queue it came from
+    second = page(OTHER[0], "Databases", depth=3, tunnel=1, priority=0.4)
+    assert f.link_priority(second, link("http://db0.test/b"), rejected) == pytest.approx(0.2)
+    third = page(OTHER[0], "Databases", depth=4, tunnel=2, priority=0.2)
+    assert f.link_priority(third, link("http://db0.test/c"), rejected) is None
+    assert focus(tunnel_depth=0).link_priority(first, link("http://db0.test/a"), rejected) is None
+
+
+def test_learning_phase_is_sharp_and_keeps_to_seed_hosts_until_harvesting():
+    f = focus(learning_pages=2, retrain=False)
+    assert f.phase == LEARNING
+    ops_in_db_queue = f.score_pages([page(OPS_PAGE, "Databases")])[0]
+    assert not ops_in_db_queue.accepted  # sharp focus: another topic than the queue's
+    db = page(DB_PAGE, "Databases", url="http://db0.test/p")
+    verdict = f.score_pages([db])[0]
+    assert verdict.accepted
+    assert f.link_priority(db, link("http://elsewhere.test/x"), verdict) is None  # parked
+    assert f.link_priority(db, link("http://db1.test/y"), verdict) is not None  # a seed host
+    frontier = Frontier()
+    f.crawler = SimpleNamespace(frontier=frontier)
+    f.score_pages([page(OPS_PAGE, "Databases")])  # the third page: the switch
+    assert f.phase == HARVESTING
+    assert f.score_pages([page(OPS_PAGE, "Databases")])[0].accepted  # soft focus now
+    f.link_priority(db, link("http://db0.test/z"), verdict)  # applies pending frontier changes on the loop
+    assert frontier.seen("http://elsewhere.test/x") and len(frontier) == 1
+
+
+def test_boost_moves_queued_links_to_the_front():
+    frontier = Frontier()
+    for i, prio in enumerate([0.9, 0.5, 0.1]):
+        frontier.add(FrontierEntry(url=f"http://h{i}.test/", host=f"h{i}.test", priority=prio, topic="T"))
+    assert boost_entries(frontier, {"http://h2.test/", "http://unknown.test/"}, HUB_PRIORITY) == 1
+    first = frontier.pop(lambda host: 0.0, 0.0)
+    assert first.url == "http://h2.test/" and first.priority == HUB_PRIORITY
+    assert len(frontier) == 2
+
+
+def test_reorganisation_adds_archetypes_retrains_and_boosts_hub_links(tmp_path):
+    f = focus(n_auth=5, n_conf=5, n_hub=2)
+    with Repository(tmp_path / "repo.db") as repo:
+        f.attach(SimpleNamespace(repo=repo, frontier=Frontier()))
+        # a hub on its own host links to three accepted database pages on two hosts, and a queued link
+        pages = [
+            (
+                "http://hub.test/",
+                "hub.test",
+                None,
+                0.0,
+                False,
+                "links",
+                ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://queued.test/"],
+            ),
+            ("http://a.test/1", "a.test", "Databases", 2.0, True, DB[0] + " planner", []),
+            ("http://a.test/2", "a.test", "Databases", 1.5, True, DB[1] + " optimizer", []),
+            ("http://b.test/1", "b.test", "Databases", 0.4, True, DB[2] + " vacuum", ["http://a.test/1"]),
+            ("http://db0.test/", "db0.test", "Databases", 1.0, True, DB[0], ["http://a.test/1"]),
+        ]
+        with repo.transaction():
+            for doc_id, (url, host, topic, conf, accepted, text, links) in enumerate(pages, start=1):
+                record = DocumentRecord(
+                    url,
+                    url,
+                    host,
+                    200,
+                    "text/html",
+                    "t",
+                    text,
+                    f"fp{doc_id}",
+                    0,
+                    0.0,
+                    1,
+                    topic=topic,
+                    confidence=conf,
+                    accepted=accepted,
+                )
+                repo.insert_page(
+                    StoredPage(record, tuple(LinkRecord(u, u.split("/")[2]) for u in links), doc_id=doc_id)
+                )
+        before = f.model
+        added = f.reorganise()
+        stats = repo.db.execute(
+            "SELECT count(*) FROM training_documents WHERE source = 'archetype'"
+        ).fetchone()
+    assert added["Databases"] >= 1
+    assert set(f.archetypes["Databases"]) <= {
+        "http://a.test/1",
+        "http://a.test/2",
+        "http://b.test/1",
+        "http://db0.test/",
+    }
+    assert stats[0] == added["Databases"]
+    assert f.model is not before
+    assert "http://queued.test/" in f._pending.boost
+
+
+def test_progress_shows_harvest_rate_per_topic():
+    f = focus()
+    f.score_pages([page(DB_PAGE, "Databases"), page(OTHER[1], "Databases")])
+    assert f.progress_text() == "harvesting: harvest Databases 0.50 (2)"
+
+
+def test_in_subtree():
+    assert in_subtree("A/B", "A") and in_subtree("A", "A")
+    assert not in_subtree("AB", "A") and not in_subtree(None, "A")
