@@ -1,0 +1,71 @@
+"""`topicswarm tui [--data DIR]`: the terminal UI over the node of DIR (started in the background if none)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from node.cli.common import CliError
+from node.client import node_running
+from node.datadir import DataDir
+
+START_TIMEOUT = 60.0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "tui",
+        help="terminal UI over a node (starts the node in the background when none runs)",
+        description="Attach the terminal UI to the node of a data directory. When no node runs there, "
+        "one is started detached (`topicswarm node run --data DIR`, logging to DIR/node.log) and keeps "
+        "running after the UI quits.",
+    )
+    parser.add_argument(
+        "--data", type=Path, default=Path("topicswarm-data"), help="the node's data directory"
+    )
+    parser.add_argument("--no-start", action="store_true", help="only attach; fail when no node runs")
+    parser.set_defaults(func=run)
+
+
+def ensure_node(data: DataDir, timeout: float = START_TIMEOUT) -> subprocess.Popen[bytes] | None:
+    """Start `topicswarm node run` detached for `data` unless a node serves it; wait until its API answers."""
+    if node_running(data):
+        return None
+    data.root.mkdir(parents=True, exist_ok=True)
+    log_path = data.root / "node.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if node_running(data):
+            return process
+        if process.poll() is not None:
+            raise CliError(f"the node exited with code {process.returncode} while starting: see {log_path}")
+        time.sleep(0.2)
+    raise CliError(f"the node did not start within {timeout:.0f} s: see {log_path}")
+
+
+def run(args: argparse.Namespace) -> int:
+    data = DataDir(args.data.resolve())
+    if args.no_start:
+        if not node_running(data):
+            raise CliError(
+                f"no node is running for {data.root}: start one with `topicswarm node run --data {data.root}`"
+            )
+    else:
+        process = ensure_node(data)
+        if process is not None:
+            print(f"started a node for {data.root} (pid {process.pid}, log {data.root / 'node.log'})")
+    from tui.app import TopicSwarmApp
+
+    TopicSwarmApp(data.root).run()
+    return 0

@@ -1,0 +1,213 @@
+"""The topicswarm terminal UI: a client of one node's control API (Textual under asyncio).
+
+Six screens (one Textual mode each, so each keeps its state): dashboard, topics, results, peers, meta,
+refine. Keys 1-6 switch screens, `?` shows help, ctrl+p the command palette. Live crawl figures arrive
+from the node's event stream as coalescing `StatsUpdated` messages; status and metrics history are polled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from node.client import ClientError, NodeError, NodeUnreachable, Unauthorised
+from tui.link import NodeLink
+from tui.messages import MetricsFetched, NodeEvent, NodeProblem, NodeReachable, StatsUpdated, StatusFetched
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.help import HelpScreen
+from tui.screens.meta import MetaScreen
+from tui.screens.peers import PeersScreen
+from tui.screens.refine import RefineScreen
+from tui.screens.results import ResultsScreen
+from tui.screens.topics import TopicsScreen
+from tui.telemetry import Telemetry
+from tui.widgets.nav import SCREENS
+from tui.widgets.status_bar import StatusBar
+
+STATUS_INTERVAL = 2.0
+METRICS_INTERVAL = 5.0
+RECONNECT_DELAY = 3.0
+
+
+def describe(exc: ClientError) -> str:
+    """One line for the status bar: what went wrong and what to do."""
+    if isinstance(exc, NodeError):
+        return f"{exc.kind}: {exc.detail}"
+    if isinstance(exc, Unauthorised | NodeUnreachable):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class TopicSwarmApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "topicswarm"
+    MODES: ClassVar[dict[str, str | Callable[[], Screen]]] = {
+        "dashboard": DashboardScreen,
+        "topics": TopicsScreen,
+        "results": ResultsScreen,
+        "peers": PeersScreen,
+        "meta": MetaScreen,
+        "refine": RefineScreen,
+    }
+    DEFAULT_MODE = "dashboard"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(
+            Binding(str(n), f"show('{name}')", title, show=False)
+            for n, (name, title) in enumerate(SCREENS, 1)
+        ),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, data_dir: Path, *, link: NodeLink | None = None, live: bool = True) -> None:
+        super().__init__()
+        self.data_dir = Path(data_dir)
+        self.link = link or NodeLink(self.data_dir)
+        self.live = live
+        self.telemetry = Telemetry()
+        self.problem = ""
+        self.reachable = True
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.sub_title = str(self.data_dir)
+        if self.live:
+            self.poll_status()
+            self.poll_metrics()
+            self.stream_events()
+            self.set_interval(STATUS_INTERVAL, self.poll_status)
+            self.set_interval(METRICS_INTERVAL, self.poll_metrics)
+
+    async def on_unmount(self) -> None:
+        self.workers.cancel_all()
+        await self.link.close()
+
+    # -- navigation ------------------------------------------------------------------------------------------
+    def action_show(self, name: str) -> None:
+        if name != self.current_mode:
+            self.switch_mode(name)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for _, (name, title) in enumerate(SCREENS, 1):
+            yield SystemCommand(
+                f"Go to {title}", f"Show the {title.lower()} screen", lambda n=name: self.action_show(n)
+            )
+        for action, what in (("start", "Start"), ("pause", "Pause"), ("stop", "Stop")):
+            yield SystemCommand(
+                f"{what} crawling", f"{what} the crawl of every topic", lambda a=action: self.crawl_all(a)
+            )
+        yield SystemCommand("Help", "Keys of every screen", self.action_help)
+
+    # -- polling and the live stream -------------------------------------------------------------------------
+    @work(exclusive=True, group="status")
+    async def poll_status(self) -> None:
+        try:
+            status = await self.link.status()
+        except ClientError as exc:
+            self.post_message(NodeProblem(describe(exc), connection=not isinstance(exc, NodeError)))
+            return
+        self.post_message(StatusFetched(status))
+
+    @work(exclusive=True, group="metrics")
+    async def poll_metrics(self) -> None:
+        try:
+            samples = await self.link.metrics(self.telemetry.last_sample_t)
+        except ClientError:
+            return  # poll_status reports the problem
+        self.post_message(MetricsFetched(samples))
+
+    @work(exclusive=True, group="events")
+    async def stream_events(self) -> None:
+        while True:
+            try:
+                async for kind, data in self.link.stats_events():
+                    if kind == "stats":
+                        self.post_message(StatsUpdated(data, time.time()))
+                    else:
+                        self.post_message(NodeEvent(kind, data))
+            except ClientError as exc:
+                self.post_message(NodeProblem(describe(exc), connection=True))
+                await self.link.reset()
+            await asyncio.sleep(RECONNECT_DELAY)
+
+    @work(group="crawl")
+    async def crawl_all(self, action: str) -> None:
+        try:
+            state = await self.link.crawl(action)
+        except ClientError as exc:
+            self.report_problem(exc)
+            return
+        self.notify(f"crawl {state}")
+        self.poll_status()
+
+    def on_stats_updated(self, message: StatsUpdated) -> None:
+        self.telemetry.add_live(message.figures, message.at)
+        self.report_reachable()
+        for bar in self.screen.query(StatusBar):
+            bar.show_figures(message.figures)
+        if isinstance(self.screen, DashboardScreen):
+            self.screen.schedule_redraw()
+
+    def on_status_fetched(self, message: StatusFetched) -> None:
+        self.telemetry.set_status(message.status)
+        self.report_reachable()
+        for bar in self.screen.query(StatusBar):
+            bar.show_status(message.status)
+        if isinstance(self.screen, DashboardScreen):
+            self.screen.schedule_redraw()
+
+    def on_metrics_fetched(self, message: MetricsFetched) -> None:
+        self.telemetry.add_samples(message.samples)
+        if isinstance(self.screen, DashboardScreen):
+            self.screen.schedule_redraw()
+
+    def on_node_event(self, message: NodeEvent) -> None:
+        if message.kind in ("model", "refine", "meta") and isinstance(message.data, dict):
+            what = message.data.get("topic") or message.data.get("origin") or ""
+            self.notify(f"{message.kind} event {what}".strip(), timeout=3)
+
+    def on_node_problem(self, message: NodeProblem) -> None:
+        self.show_problem(message.text, connection=message.connection)
+
+    def on_node_reachable(self, message: NodeReachable) -> None:
+        for bar in self.screen.query(StatusBar):
+            bar.clear_problem()
+
+    # -- problems --------------------------------------------------------------------------------------------
+    def report_problem(self, exc: ClientError) -> None:
+        """A failed request: the status bar and a notification say why and what to do."""
+        self.show_problem(describe(exc), connection=not isinstance(exc, NodeError))
+
+    def show_problem(self, text: str, *, connection: bool = False) -> None:
+        changed = text != self.problem
+        self.problem = text
+        self.reachable = self.reachable and not connection
+        for bar in self.screen.query(StatusBar):
+            bar.show_problem(text, connection=connection)
+        if changed:
+            self.notify(text, title="node", severity="error", timeout=6)
+
+    def report_reachable(self) -> None:
+        if not self.reachable:
+            self.reachable, self.problem = True, ""
+            self.post_message(NodeReachable())
+
+    def paint_status_bar(self, bar: StatusBar) -> None:
+        """A screen coming back shows the latest known state at once."""
+        if self.telemetry.status is not None:
+            bar.show_status(self.telemetry.status)
+        if self.problem:
+            bar.show_problem(self.problem, connection=not self.reachable)

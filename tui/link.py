@@ -1,0 +1,128 @@
+"""The UI's link to its node: the project's `AsyncNodeClient` with answers turned into typed records.
+
+Errors stay the client's (`NodeUnreachable`, `Unauthorised`, `NodeError`); screens show them, never raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from node.client import AsyncNodeClient
+from tui.records import (
+    CrawlFigures,
+    Hit,
+    LossSetting,
+    MetaState,
+    MetricSample,
+    Peer,
+    Proposal,
+    ReceivedModel,
+    SearchResults,
+    Status,
+    Topic,
+)
+
+
+class NodeLink:
+    """Typed calls to the node of one data directory; the client is opened lazily and reopened on demand."""
+
+    def __init__(self, data_dir: Path, client: AsyncNodeClient | None = None) -> None:
+        self.data_dir = data_dir
+        self._client = client
+
+    @property
+    def client(self) -> AsyncNodeClient:
+        if self._client is None:
+            self._client = AsyncNodeClient.from_data_dir(self.data_dir)
+        return self._client
+
+    async def reset(self) -> None:
+        """Forget the client (the node restarted on another port, or went away)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def close(self) -> None:
+        await self.reset()
+
+    async def status(self) -> Status:
+        return Status.from_json(await self.client.status())
+
+    async def metrics(self, since: float = 0.0) -> list[MetricSample]:
+        answer = await self.client.metrics(since)
+        return [MetricSample.from_json(s) for s in answer.get("samples", [])]
+
+    async def topics(self) -> list[Topic]:
+        answer = await self.client.topics()
+        return [Topic.from_json(t) for t in answer.get("topics", [])]
+
+    async def import_bookmarks(self, path: str) -> tuple[list[str], int]:
+        answer = await self.client.import_topics(path=path)
+        return [str(k) for k in answer.get("imported", [])], int(answer.get("seeds", 0))
+
+    async def set_keywords(self, topic: str, keywords: list[str]) -> Topic:
+        return Topic.from_json(await self.client.set_keywords(topic, keywords))
+
+    async def crawl(self, action: str, topic: str | None = None) -> str:
+        answer = await self.client.crawl(action, topic)
+        return str(answer.get("state", ""))
+
+    async def search(
+        self,
+        q: str,
+        *,
+        topic: str | None = None,
+        origin: str = "any",
+        verdict: str = "accepted",
+        limit: int = 50,
+    ) -> SearchResults:
+        answer = await self.client.search(q, topic=topic, origin=origin, verdict=verdict, limit=limit)
+        hits = tuple(Hit.from_json(h) for h in answer.get("hits", []))
+        return SearchResults(q, hits, int(answer.get("total", len(hits))))
+
+    async def document(self, doc_id: int) -> dict[str, Any]:
+        return dict(await self.client.document(doc_id))
+
+    async def feedback(
+        self, doc_id: int, *, relevant: bool | None = None, opened: bool = False, query: str = ""
+    ) -> bool:
+        await self.client.feedback(doc_id, relevant=relevant, opened=opened, query=query or None)
+        return True
+
+    async def peers(self) -> list[Peer]:
+        answer = await self.client.peers()
+        return [Peer.from_json(p) for p in answer.get("peers", [])]
+
+    async def models(self, topic: str | None = None) -> list[ReceivedModel]:
+        answer = await self.client.models(topic)
+        return [ReceivedModel.from_json(m) for m in answer.get("models", [])]
+
+    async def meta(self, topic: str) -> MetaState:
+        return MetaState.from_json(await self.client.meta(topic))
+
+    async def build_meta(self, topic: str, loss: float) -> dict[str, Any]:
+        return dict(await self.client.build_meta(topic, loss))
+
+    async def set_loss(self, topic: str, loss: float) -> LossSetting:
+        return LossSetting.from_json(await self.client.set_loss(topic, loss))
+
+    async def refine(self, topic: str, k: int) -> list[Proposal]:
+        answer = await self.client.refine(topic, k)
+        return [Proposal.from_json(p) for p in answer.get("proposals", [])]
+
+    async def proposals(self, topic: str | None = None) -> list[Proposal]:
+        answer = await self.client.proposals(topic)
+        return [Proposal.from_json(p) for p in answer.get("proposals", [])]
+
+    async def accept(self, proposal_id: str, name: str | None = None) -> Proposal:
+        return Proposal.from_json(await self.client.accept_proposal(proposal_id, name))
+
+    async def reject(self, proposal_id: str) -> Proposal:
+        return Proposal.from_json(await self.client.reject_proposal(proposal_id))
+
+    async def stats_events(self) -> AsyncIterator[tuple[str, Any]]:
+        """(kind, payload): `stats` payloads become CrawlFigures, other kinds stay the node's JSON."""
+        async for kind, data in self.client.events():
+            yield kind, CrawlFigures.from_json(data) if kind == "stats" else data

@@ -1,0 +1,319 @@
+"""Typed records of the control API's answers: the UI never passes the node's raw JSON between widgets.
+
+Each record reads its answer leniently (missing fields get neutral defaults) so that a node one version
+ahead or behind still shows what it can instead of crashing the UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _f(value: Any, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _i(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _counts(value: Any) -> dict[str, int]:
+    return {str(k): _i(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _rates(value: Any) -> dict[str, float]:
+    return {str(k): _f(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
+@dataclass(frozen=True)
+class CrawlFigures:
+    """The crawl's live figures (a `stats` event, or `status.crawl`)."""
+
+    state: str = "stopped"
+    active: bool = False
+    pages: int = 0
+    pages_per_s: float = 0.0
+    frontier_size: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    bytes_crawled: int = 0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CrawlFigures:
+        return cls(
+            state=str(data.get("state", "stopped")),
+            active=bool(data.get("active", False)),
+            pages=_i(data.get("pages")),
+            pages_per_s=_f(data.get("pages_per_s")),
+            frontier_size=_i(data.get("frontier_size")),
+            errors_by_kind=_counts(data.get("errors_by_kind")),
+            bytes_crawled=_i(data.get("bytes_crawled")),
+        )
+
+
+@dataclass(frozen=True)
+class Status:
+    peer_id: str | None
+    crawl: CrawlFigures
+    harvest: dict[str, float]
+    peers_online: int
+    bytes_in: int
+    bytes_out: int
+    local_documents: int
+    pooled_documents: int
+    networked: bool
+    cooperation: bool
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Status:
+        traffic = data.get("bytes_exchanged") or {}
+        documents = data.get("documents") or {}
+        return cls(
+            peer_id=data.get("peer_id"),
+            crawl=CrawlFigures.from_json(data.get("crawl") or {}),
+            harvest=_rates(data.get("harvest")),
+            peers_online=_i(data.get("peers_online")),
+            bytes_in=_i(traffic.get("in")),
+            bytes_out=_i(traffic.get("out")),
+            local_documents=_i(documents.get("local")),
+            pooled_documents=_i(documents.get("pooled")),
+            networked=bool(data.get("networked", False)),
+            cooperation=bool(data.get("cooperation", False)),
+        )
+
+
+@dataclass(frozen=True)
+class MetricSample:
+    """One row of the node's metrics history."""
+
+    t: float
+    pages: int
+    pages_per_s: float
+    frontier_size: int
+    errors: dict[str, int]
+    peers_online: int
+    bytes_in: int
+    bytes_out: int
+    harvest: dict[str, float]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MetricSample:
+        return cls(
+            t=_f(data.get("t")),
+            pages=_i(data.get("pages")),
+            pages_per_s=_f(data.get("pages_per_s")),
+            frontier_size=_i(data.get("frontier_size")),
+            errors=_counts(data.get("errors")),
+            peers_online=_i(data.get("peers_online")),
+            bytes_in=_i(data.get("bytes_in")),
+            bytes_out=_i(data.get("bytes_out")),
+            harvest=_rates(data.get("harvest")),
+        )
+
+
+@dataclass(frozen=True)
+class Topic:
+    key: str
+    name: str
+    parent: str | None
+    local: int
+    pooled: int
+    harvest_rate: float
+    accuracy: float | None
+    keywords: tuple[str, ...]
+    crawl: str
+    model_version: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Topic:
+        quality = data.get("quality") or {}
+        accuracy = quality.get("accuracy") if isinstance(quality, dict) else None
+        version = data.get("model_version")
+        return cls(
+            key=str(data.get("key", "")),
+            name=str(data.get("name") or data.get("key", "")),
+            parent=data.get("parent") or None,
+            local=_i(data.get("local")),
+            pooled=_i(data.get("pooled")),
+            harvest_rate=_f(data.get("harvest_rate")),
+            accuracy=None if accuracy is None else _f(accuracy),
+            keywords=_strings(data.get("keywords")),
+            crawl=str(data.get("crawl", "stopped")),
+            model_version=None if version is None else str(version),
+        )
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: int
+    url: str
+    title: str
+    topic: str
+    confidence: float
+    origin: str
+    origins: tuple[str, ...]
+    score: float
+    preview: str
+    verdict: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Hit:
+        return cls(
+            doc_id=_i(data.get("doc_id")),
+            url=str(data.get("url", "")),
+            title=str(data.get("title") or data.get("url", "")),
+            topic=str(data.get("topic") or ""),
+            confidence=_f(data.get("confidence")),
+            origin=str(data.get("origin") or "local"),
+            origins=_strings(data.get("origins")),
+            score=_f(data.get("score")),
+            preview=str(data.get("preview") or ""),
+            verdict=str(data.get("verdict") or ""),
+        )
+
+    @property
+    def is_local(self) -> bool:
+        return self.origin in ("local", "")
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    query: str
+    hits: tuple[Hit, ...]
+    total: int
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Peer:
+    peer_id: str
+    addrs: tuple[str, ...]
+    last_seen: float
+    shared_topics: tuple[str, ...]
+    bytes_in: int
+    bytes_out: int
+    rejected: tuple[Rejection, ...]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Peer:
+        rejected = data.get("rejected") or []
+        return cls(
+            peer_id=str(data.get("peer_id", "")),
+            addrs=_strings(data.get("addrs")),
+            last_seen=_f(data.get("last_seen")),
+            shared_topics=_strings(data.get("shared_topics")),
+            bytes_in=_i(data.get("bytes_in")),
+            bytes_out=_i(data.get("bytes_out")),
+            rejected=tuple(
+                Rejection(str(r.get("reason", "")), _i(r.get("count")))
+                for r in rejected
+                if isinstance(r, dict)
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class ReceivedModel:
+    topic: str
+    origin: str
+    version: str
+    kind: str
+    accuracy_local: float | None
+    weight: float | None
+    received_at: float
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReceivedModel:
+        accuracy, weight = data.get("accuracy_local"), data.get("weight")
+        return cls(
+            topic=str(data.get("topic", "")),
+            origin=str(data.get("origin") or "local"),
+            version=str(data.get("version", "")),
+            kind=str(data.get("kind", "")),
+            accuracy_local=None if accuracy is None else _f(accuracy),
+            weight=None if weight is None else _f(weight),
+            received_at=_f(data.get("received_at")),
+        )
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    loss: float
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class MetaState:
+    """The current meta-classifier of a topic: its loss/accuracy trade-off and the chosen loss."""
+
+    topic: str
+    loss: float
+    curve: tuple[CurvePoint, ...]
+    kept: int
+    abstained: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MetaState:
+        curve = data.get("curve") or []
+        return cls(
+            topic=str(data.get("topic", "")),
+            loss=_f(data.get("loss")),
+            curve=tuple(
+                CurvePoint(_f(p.get("loss")), _f(p.get("accuracy"))) for p in curve if isinstance(p, dict)
+            ),
+            kept=_i(data.get("kept")),
+            abstained=_i(data.get("abstained")),
+        )
+
+
+@dataclass(frozen=True)
+class LossSetting:
+    loss: float
+    kept: int
+    abstained: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LossSetting:
+        return cls(_f(data.get("loss")), _i(data.get("kept")), _i(data.get("abstained")))
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A clustering proposal: a candidate subtopic of `topic`."""
+
+    id: str
+    topic: str
+    label: str
+    top_terms: tuple[str, ...]
+    sample_titles: tuple[str, ...]
+    size: int
+    abstained: int
+    status: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Proposal:
+        return cls(
+            id=str(data.get("id", "")),
+            topic=str(data.get("topic", "")),
+            label=str(data.get("label", "")),
+            top_terms=_strings(data.get("top_terms")),
+            sample_titles=_strings(data.get("sample_titles")),
+            size=_i(data.get("size")),
+            abstained=_i(data.get("abstained")),
+            status=str(data.get("status", "proposed")),
+        )

@@ -1,0 +1,1 @@
+"""The UI's screens, one per view of the node."""

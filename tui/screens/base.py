@@ -1,0 +1,65 @@
+"""What every node screen shares: the nav row, the status bar, the footer, and safe calls to the node."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from node.client import ClientError
+from tui.widgets.nav import NavBar
+from tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from tui.app import TopicSwarmApp
+    from tui.link import NodeLink
+
+T = TypeVar("T")
+
+
+class NodeScreen(Screen[None]):
+    """A screen over one node; subclasses compose `body()` and load their data in `reload()`."""
+
+    NAME = ""
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "reload", "Refresh")]
+
+    @property
+    def swarm(self) -> TopicSwarmApp:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def link(self) -> NodeLink:
+        return self.swarm.link
+
+    def compose(self) -> ComposeResult:
+        yield NavBar(self.NAME)
+        yield from self.body()
+        yield StatusBar()
+        yield Footer()
+
+    def body(self) -> ComposeResult:
+        raise NotImplementedError
+
+    def on_screen_resume(self) -> None:
+        self.swarm.paint_status_bar(self.query_one(StatusBar))
+        self.reload()
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        """Fetch this screen's data (in a worker)."""
+
+    async def ask(self, call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T | None:
+        """Await a node call; on failure show why (status bar and notification) and give None."""
+        try:
+            answer = await call(*args, **kwargs)
+        except ClientError as exc:
+            self.swarm.report_problem(exc)
+            return None
+        self.swarm.report_reachable()
+        return answer

@@ -1,0 +1,74 @@
+"""Live crawl figures as plots: pages/s, frontier, harvest rate per topic, errors, peers, bytes exchanged."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.widgets import Static
+
+from tui.screens.base import NodeScreen
+from tui.widgets.plots import BarPlot, SeriesPlot
+from tui.widgets.status_bar import human_bytes
+
+REDRAW_INTERVAL = 1.0
+
+
+class DashboardScreen(NodeScreen):
+    """Redraws at most once per REDRAW_INTERVAL however fast figures arrive (plots are costly to build)."""
+
+    NAME = "dashboard"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._drawn_version = -1
+        self._redraw_pending = False
+
+    def body(self) -> ComposeResult:
+        yield Static(id="summary")
+        with Grid(id="plots"):
+            yield SeriesPlot("pages per second", id="plot-pages")
+            yield SeriesPlot("harvest rate per topic", id="plot-harvest")
+            yield SeriesPlot("frontier size", id="plot-frontier")
+            yield BarPlot("errors by kind", id="plot-errors")
+            yield SeriesPlot("peers online", id="plot-peers")
+            yield SeriesPlot("bytes exchanged", id="plot-bytes")
+
+    def on_mount(self) -> None:
+        self.set_interval(REDRAW_INTERVAL, self._redraw_if_pending)
+
+    def reload(self) -> None:
+        self._drawn_version = -1
+        self.redraw()
+
+    def schedule_redraw(self) -> None:
+        self._redraw_pending = True
+
+    def _redraw_if_pending(self) -> None:
+        if self._redraw_pending:
+            self.redraw()
+
+    def redraw(self) -> None:
+        self._redraw_pending = False
+        data = self.swarm.telemetry
+        if data.version == self._drawn_version:
+            return
+        self._drawn_version = data.version
+        figures, status = data.latest, data.status
+        summary = (
+            f"crawl [b]{figures.state}[/b] · {figures.pages} pages · {figures.pages_per_s:.1f} pages/s · "
+            f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
+        )
+        if status is not None:
+            summary += (
+                f" · docs {status.local_documents} local, {status.pooled_documents} pooled"
+                f" · {status.peers_online} peers · in {human_bytes(status.bytes_in)}"
+                f" out {human_bytes(status.bytes_out)}"
+            )
+        self.query_one("#summary", Static).update(summary)
+        self.query_one("#plot-pages", SeriesPlot).show({"pages/s": data.pages_per_s})
+        self.query_one("#plot-frontier", SeriesPlot).show({"frontier": data.frontier})
+        harvest = {topic: series for topic, series in sorted(data.harvest.items())[:6]}
+        self.query_one("#plot-harvest", SeriesPlot).show(harvest)
+        self.query_one("#plot-errors", BarPlot).show(data.errors)
+        self.query_one("#plot-peers", SeriesPlot).show({"peers": data.peers_online})
+        self.query_one("#plot-bytes", SeriesPlot).show({"in": data.bytes_in, "out": data.bytes_out})

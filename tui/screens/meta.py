@@ -1,0 +1,148 @@
+"""The meta-classifier's loss/accuracy trade-off with the chosen loss marked, and the control to change it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import Input, Select, Static
+
+from tui.messages import LossChanged, MetaFetched
+from tui.records import MetaState
+from tui.screens.base import NodeScreen
+from tui.widgets.plots import CurvePlot
+
+LOSS_STEP = 0.05
+MAX_LOSS = 0.95
+
+
+def clamp_loss(loss: float) -> float:
+    return round(min(MAX_LOSS, max(0.0, loss)), 4)
+
+
+class MetaScreen(NodeScreen):
+    NAME = "meta"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left_square_bracket", "step(-1)", "Loss -"),
+        Binding("right_square_bracket", "step(1)", "Loss +"),
+        Binding("l", "focus_loss", "Set loss"),
+        Binding("b", "build", "Build"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meta: MetaState | None = None
+
+    def body(self) -> ComposeResult:
+        with Horizontal(id="meta-row"):
+            yield Select([], prompt="topic", id="meta-topic")
+            yield Input(placeholder="loss 0-0.95", id="loss", type="number")
+            yield Static("", id="meta-counts")
+        yield CurvePlot(id="curve")
+
+    def on_mount(self) -> None:
+        self.query_one("#meta-topic", Select).focus()
+        self.query_one(CurvePlot).show((), None)
+
+    def reload(self) -> None:
+        self.fetch_topics()
+
+    def topic(self) -> str | None:
+        value = self.query_one("#meta-topic", Select).value
+        return value if isinstance(value, str) else None
+
+    @work(exclusive=True, group="topics")
+    async def fetch_topics(self) -> None:
+        topics = await self.ask(self.link.topics)
+        if topics is None:
+            return
+        select = self.query_one("#meta-topic", Select)
+        current = self.topic()
+        keys = [t.key for t in topics]
+        select.set_options([(k, k) for k in keys])
+        if keys:
+            select.value = current if current in keys else keys[0]
+            self.fetch_meta(str(select.value))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            self.fetch_meta(event.value)
+
+    @work(exclusive=True, group="meta")
+    async def fetch_meta(self, topic: str) -> None:
+        meta = await self.ask(self.link.meta, topic)
+        if meta is not None:
+            self.post_message(MetaFetched(meta))
+
+    def on_meta_fetched(self, message: MetaFetched) -> None:
+        self.meta = message.meta
+        self.query_one("#loss", Input).value = f"{message.meta.loss:.2f}"
+        self._draw()
+
+    def _draw(self) -> None:
+        meta = self.meta
+        if meta is None:
+            return
+        self.query_one(CurvePlot).show(meta.curve, meta.loss)
+        nearest = min(meta.curve, key=lambda p: abs(p.loss - meta.loss), default=None)
+        accuracy = "" if nearest is None else f" · accuracy ≈ {nearest.accuracy:.3f}"
+        self.query_one("#meta-counts", Static).update(
+            f"loss [b]{meta.loss:.2f}[/b] · kept [b]{meta.kept}[/b] · "
+            f"abstained [b]{meta.abstained}[/b]{accuracy}"
+        )
+
+    def action_step(self, direction: int) -> None:
+        topic = self.topic()
+        if topic is None or self.meta is None:
+            self.notify("no meta-classifier for this topic yet: press b to build one", severity="warning")
+            return
+        self.change_loss(topic, clamp_loss(self.meta.loss + direction * LOSS_STEP))
+
+    def action_focus_loss(self) -> None:
+        self.query_one("#loss", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        topic = self.topic()
+        try:
+            loss = float(event.value)
+        except ValueError:
+            self.notify("the loss is a number between 0 and 0.95", severity="error")
+            return
+        if topic is not None:
+            self.change_loss(topic, clamp_loss(loss))
+
+    @work(exclusive=True, group="loss")
+    async def change_loss(self, topic: str, loss: float) -> None:
+        setting = await self.ask(self.link.set_loss, topic, loss)
+        if setting is not None:
+            self.post_message(LossChanged(topic, setting.loss, setting.kept, setting.abstained))
+
+    def on_loss_changed(self, message: LossChanged) -> None:
+        if self.meta is not None and self.meta.topic == message.topic:
+            self.meta = replace(self.meta, loss=message.loss, kept=message.kept, abstained=message.abstained)
+            self.query_one("#loss", Input).value = f"{message.loss:.2f}"
+            self._draw()
+        else:
+            self.fetch_meta(message.topic)
+
+    def action_build(self) -> None:
+        topic = self.topic()
+        if topic is None:
+            self.notify("no topic to build a meta-classifier for", severity="warning")
+            return
+        self.build(topic, self.meta.loss if self.meta is not None else 0.1)
+
+    @work(exclusive=True, group="meta")
+    async def build(self, topic: str, loss: float) -> None:
+        self.notify(f"building the meta-classifier of {topic} at loss {loss:.2f}…")
+        answer = await self.ask(self.link.build_meta, topic, loss)
+        if answer is not None:
+            measured = (answer.get("measured") or {}).get("accuracy")
+            self.notify(f"built from {answer.get('peers_used', '?')} peers; measured accuracy {measured}")
+            meta = await self.ask(self.link.meta, topic)
+            if meta is not None:
+                self.post_message(MetaFetched(meta))

@@ -1,0 +1,89 @@
+"""Neighbours, the models they sent (accuracy on local data, weight in the meta-model), rejected messages."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.widgets import DataTable
+
+from tui.records import Peer, ReceivedModel
+from tui.screens.base import NodeScreen
+from tui.widgets.status_bar import human_bytes
+
+
+def short(peer_id: str) -> str:
+    return peer_id if len(peer_id) <= 14 else f"{peer_id[:6]}…{peer_id[-6:]}"
+
+
+def _fraction(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+class PeersScreen(NodeScreen):
+    NAME = "peers"
+
+    def body(self) -> ComposeResult:
+        yield DataTable(id="peers", cursor_type="row", zebra_stripes=True)
+        yield DataTable(id="models", cursor_type="row", zebra_stripes=True)
+        yield DataTable(id="rejected", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        peers = self.query_one("#peers", DataTable)
+        peers.border_title = "neighbours"
+        peers.add_columns("peer", "shared topics", "in", "out", "rejected", "address")
+        models = self.query_one("#models", DataTable)
+        models.border_title = "received models"
+        models.add_columns("topic", "from", "kind", "version", "accuracy here", "weight")
+        rejected = self.query_one("#rejected", DataTable)
+        rejected.border_title = "rejected messages"
+        rejected.add_columns("peer", "reason", "count")
+        peers.focus()
+
+    def reload(self) -> None:
+        self.fetch()
+
+    @work(exclusive=True, group="peers")
+    async def fetch(self) -> None:
+        peers = await self.ask(self.link.peers)
+        if peers is not None:
+            self.show_peers(peers)
+        models = await self.ask(self.link.models)
+        if models is not None:
+            self.show_models(models)
+
+    def show_peers(self, peers: list[Peer]) -> None:
+        table = self.query_one("#peers", DataTable)
+        rejected = self.query_one("#rejected", DataTable)
+        table.clear()
+        rejected.clear()
+        for peer in sorted(peers, key=lambda p: p.peer_id):
+            refusals = sum(r.count for r in peer.rejected)
+            table.add_row(
+                short(peer.peer_id),
+                ", ".join(peer.shared_topics) or "–",
+                human_bytes(peer.bytes_in),
+                human_bytes(peer.bytes_out),
+                str(refusals) if refusals else "–",
+                peer.addrs[0] if peer.addrs else "–",
+            )
+            for r in peer.rejected:
+                rejected.add_row(short(peer.peer_id), r.reason, str(r.count))
+        table.border_title = f"neighbours ({len(peers)})"
+        if not peers:
+            table.border_subtitle = "no peers yet (a node run with --bootstrap finds some)"
+        else:
+            table.border_subtitle = ""
+
+    def show_models(self, models: list[ReceivedModel]) -> None:
+        table = self.query_one("#models", DataTable)
+        table.clear()
+        for m in sorted(models, key=lambda m: (m.topic, -(m.weight or 0.0), m.origin)):
+            table.add_row(
+                m.topic,
+                short(m.origin),
+                m.kind,
+                m.version[:10],
+                _fraction(m.accuracy_local),
+                _fraction(m.weight),
+            )
+        table.border_title = f"received models ({len(models)})"

@@ -1,0 +1,194 @@
+"""Search over local and pooled results: a ranked table, a preview pane, feedback and opening in a browser."""
+
+from __future__ import annotations
+
+import webbrowser
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Input, Select, Static
+
+from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
+from tui.records import Hit, SearchResults
+from tui.screens.base import NodeScreen
+
+ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
+VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
+ALL_TOPICS = "*"
+
+
+def origin_label(hit: Hit) -> str:
+    return "this node" if hit.is_local else f"peer {hit.origin[:10]}"
+
+
+def preview(hit: Hit) -> str:
+    return (
+        f"[b]{hit.title}[/b]\n[link={hit.url}]{hit.url}[/link]\n\n"
+        f"topic: {hit.topic or '–'} · confidence {hit.confidence:.2f} · verdict {hit.verdict or '–'}\n"
+        f"origin: {origin_label(hit)}"
+        + (f" (also {', '.join(hit.origins)})" if len(hit.origins) > 1 else "")
+        + f"\n\n{hit.preview}\n\n[dim]+ relevant · - irrelevant · o open in browser[/dim]"
+    )
+
+
+class ResultsScreen(NodeScreen):
+    NAME = "results"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_search", "Search"),
+        Binding("plus,equals_sign", "feedback(True)", "Relevant"),
+        Binding("minus", "feedback(False)", "Irrelevant"),
+        Binding("o", "open", "Open"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results = SearchResults("", (), 0)
+        self.feedback_given: dict[int, bool] = {}
+
+    def body(self) -> ComposeResult:
+        with Horizontal(id="search-row"):
+            yield Input(placeholder="search local and pooled results (Enter)", id="query")
+            yield Select([("all topics", ALL_TOPICS)], value=ALL_TOPICS, allow_blank=False, id="topic-filter")
+            yield Select(ORIGINS, value="any", allow_blank=False, id="origin-filter")
+            yield Select(VERDICTS, value="accepted", allow_blank=False, id="verdict-filter")
+        with Horizontal(id="results-pane"):
+            table: DataTable[str | Text] = DataTable(id="hits", cursor_type="row", zebra_stripes=True)
+            yield table
+            with VerticalScroll(id="preview-pane"):
+                yield Static("search for something: results appear here", id="preview")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#hits", DataTable)
+        table.add_column("title", width=30, key="title")
+        table.add_column("origin", width=10, key="origin")
+        table.add_column("topic", width=11, key="topic")
+        table.add_column("conf", width=4, key="conf")
+        self.query_one("#query", Input).focus()
+
+    def reload(self) -> None:
+        self.fetch_topics()
+        if self.results.query:
+            self.submit()
+
+    @work(exclusive=True, group="topics")
+    async def fetch_topics(self) -> None:
+        topics = await self.ask(self.link.topics)
+        if topics is None:
+            return
+        select = self.query_one("#topic-filter", Select)
+        current = select.value
+        select.set_options([("all topics", ALL_TOPICS), *((t.key, t.key) for t in topics)])
+        keys = {ALL_TOPICS, *(t.key for t in topics)}
+        select.value = current if current in keys else ALL_TOPICS
+
+    def action_focus_search(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "query":
+            self.submit()
+            self.query_one("#hits", DataTable).focus()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if self.results.query or self.query_one("#query", Input).value.strip():
+            self.submit()
+
+    def submit(self) -> None:
+        q = self.query_one("#query", Input).value.strip()
+        if not q:
+            return
+        topic = self.query_one("#topic-filter", Select).value
+        self.post_message(
+            QuerySubmitted(
+                q,
+                None if topic == ALL_TOPICS else str(topic),
+                str(self.query_one("#origin-filter", Select).value),
+                str(self.query_one("#verdict-filter", Select).value),
+            )
+        )
+
+    def on_query_submitted(self, message: QuerySubmitted) -> None:
+        self.search(message)
+
+    @work(exclusive=True, group="search")
+    async def search(self, query: QuerySubmitted) -> None:
+        results = await self.ask(
+            self.link.search, query.query, topic=query.topic, origin=query.origin, verdict=query.verdict
+        )
+        if results is not None:
+            self.post_message(ResultsFetched(results))
+
+    def on_results_fetched(self, message: ResultsFetched) -> None:
+        self.results = message.results
+        table = self.query_one("#hits", DataTable)
+        table.clear()
+        for hit in self.results.hits:
+            table.add_row(*self._cells(hit), key=str(hit.doc_id))
+        shown = len(self.results.hits)
+        table.border_title = f"{shown} of {self.results.total} for “{self.results.query}”"
+        if shown:
+            table.move_cursor(row=0)
+            self._preview(self.results.hits[0])
+        else:
+            self.query_one("#preview", Static).update(f"nothing found for “{self.results.query}”")
+
+    def _cells(self, hit: Hit) -> tuple[str | Text, ...]:
+        mark = {True: "✔ ", False: "✘ "}.get(self.feedback_given.get(hit.doc_id), "")  # type: ignore[call-overload]
+        return (
+            Text(mark + hit.title, no_wrap=True, overflow="ellipsis"),
+            origin_label(hit),
+            hit.topic.rsplit("/", 1)[-1] or "–",
+            f"{hit.confidence:.2f}",
+        )
+
+    def selected(self) -> Hit | None:
+        table = self.query_one("#hits", DataTable)
+        if not self.results.hits or table.cursor_row < 0 or table.cursor_row >= len(self.results.hits):
+            return None
+        return self.results.hits[table.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        hit = self.selected()
+        if hit is not None:
+            self._preview(hit)
+
+    def _preview(self, hit: Hit) -> None:
+        self.query_one("#preview", Static).update(preview(hit))
+
+    def action_feedback(self, relevant: bool) -> None:
+        hit = self.selected()
+        if hit is None:
+            self.notify("select a result first", severity="warning")
+            return
+        self.send_feedback(hit, relevant)
+
+    @work(group="feedback")
+    async def send_feedback(self, hit: Hit, relevant: bool) -> None:
+        ok = await self.ask(self.link.feedback, hit.doc_id, relevant=relevant, query=self.results.query)
+        if ok is None:
+            return
+        self.feedback_given[hit.doc_id] = relevant
+        self.post_message(FeedbackSent(hit.doc_id, relevant))
+
+    def on_feedback_sent(self, message: FeedbackSent) -> None:
+        self.notify(f"marked {'relevant' if message.relevant else 'irrelevant'}: the node retrains with it")
+        table = self.query_one("#hits", DataTable)
+        for hit in self.results.hits:
+            if hit.doc_id == message.doc_id:
+                table.update_cell(str(hit.doc_id), "title", self._cells(hit)[0])
+
+    def action_open(self) -> None:
+        hit = self.selected()
+        if hit is None:
+            return
+        opened = webbrowser.open(hit.url)
+        self.notify(f"opened {hit.url}" if opened else f"no browser found: {hit.url}")
+        self.record_opened(hit)
+
+    @work(group="feedback")
+    async def record_opened(self, hit: Hit) -> None:
+        await self.ask(self.link.feedback, hit.doc_id, opened=True, query=self.results.query)

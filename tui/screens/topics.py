@@ -1,0 +1,159 @@
+"""The taxonomy as a tree with counts, harvest rate and classifier quality per topic; crawl control."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Static, Tree
+
+from tui.messages import TopicsFetched
+from tui.records import Topic
+from tui.screens.base import NodeScreen
+from tui.widgets.prompt import Prompt
+
+CRAWL_MARKS = {"running": ("▶", "green"), "paused": ("⏸", "yellow"), "stopped": ("■", "red")}
+
+
+def topic_label(topic: Topic) -> Text:
+    mark, colour = CRAWL_MARKS.get(topic.crawl, ("?", "white"))
+    accuracy = "–" if topic.accuracy is None else f"{topic.accuracy:.2f}"
+    label = Text(no_wrap=True)
+    label.append(f"{mark} ", style=colour)
+    label.append(topic.name, style="bold")
+    label.append(f"  {topic.local}+{topic.pooled}  h {topic.harvest_rate:.2f}  acc {accuracy}", style="dim")
+    return label
+
+
+def topic_details(topic: Topic) -> str:
+    accuracy = "not measured yet" if topic.accuracy is None else f"{topic.accuracy:.3f}"
+    keywords = ", ".join(topic.keywords) or "(none: press k to add some)"
+    return (
+        f"[b]{topic.name}[/b]  ({topic.key})\n\n"
+        f"crawl: [b]{topic.crawl}[/b]\n"
+        f"documents: {topic.local} local, {topic.pooled} pooled\n"
+        f"harvest rate: {topic.harvest_rate:.3f}\n"
+        f"classifier accuracy: {accuracy}\n"
+        f"model version: {topic.model_version or '–'}\n\n"
+        f"indicator keywords:\n{keywords}\n\n"
+        "[dim]s start · p pause · x stop · k keywords · i import bookmarks[/dim]"
+    )
+
+
+class TopicsScreen(NodeScreen):
+    NAME = "topics"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "crawl('start')", "Start"),
+        Binding("p", "crawl('pause')", "Pause"),
+        Binding("x", "crawl('stop')", "Stop"),
+        Binding("k", "keywords", "Keywords"),
+        Binding("i", "import_bookmarks", "Import"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.topics: dict[str, Topic] = {}
+
+    def body(self) -> ComposeResult:
+        with Horizontal(id="topics-pane"):
+            tree: Tree[str] = Tree("topics", id="topic-tree")
+            tree.show_root = False
+            yield tree
+            with VerticalScroll(id="topic-side"):
+                yield Static("no topic selected", id="topic-details")
+
+    def on_mount(self) -> None:
+        self.query_one(Tree).focus()
+
+    def reload(self) -> None:
+        self.fetch_topics()
+
+    @work(exclusive=True, group="topics")
+    async def fetch_topics(self) -> None:
+        topics = await self.ask(self.link.topics)
+        if topics is not None:
+            self.post_message(TopicsFetched(topics))
+
+    def on_topics_fetched(self, message: TopicsFetched) -> None:
+        tree: Tree[str] = self.query_one(Tree)
+        selected = self.selected_key()
+        self.topics = {t.key: t for t in message.topics}
+        tree.clear()
+        nodes = {}
+        for topic in sorted(message.topics, key=lambda t: t.key):
+            parent = nodes.get(topic.parent) if topic.parent else None
+            node = (parent or tree.root).add(topic_label(topic), data=topic.key, expand=True)
+            nodes[topic.key] = node
+        for node in nodes.values():
+            if not node.children:
+                node.allow_expand = False
+        if not nodes:
+            self.query_one("#topic-details", Static).update("no topics yet: press i to import bookmarks")
+            return
+        target = nodes.get(selected or "") or next(iter(nodes.values()))
+        tree.move_cursor(target)
+        self._show(target.data)
+
+    def selected_key(self) -> str | None:
+        node = self.query_one(Tree).cursor_node
+        return None if node is None else node.data
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        self._show(event.node.data)
+
+    def _show(self, key: str | None) -> None:
+        topic = self.topics.get(key or "")
+        if topic is not None:
+            self.query_one("#topic-details", Static).update(topic_details(topic))
+
+    def action_crawl(self, action: str) -> None:
+        key = self.selected_key()
+        if key is None:
+            self.notify("select a topic first", severity="warning")
+            return
+        self.set_crawl(action, key)
+
+    @work(exclusive=True, group="topic-action")
+    async def set_crawl(self, action: str, key: str) -> None:
+        state = await self.ask(self.link.crawl, action, key)
+        if state is not None:
+            self.notify(f"{key}: crawl {state}")
+            self.fetch_topics()
+
+    def action_keywords(self) -> None:
+        key = self.selected_key()
+        if key is None:
+            return
+        current = ", ".join(self.topics[key].keywords)
+        self.app.push_screen(
+            Prompt(f"Indicator keywords of {key} (comma separated)", current),
+            lambda text: self.save_keywords(key, text) if text is not None else None,
+        )
+
+    @work(exclusive=True, group="topic-action")
+    async def save_keywords(self, key: str, text: str) -> None:
+        words = [w.strip() for w in text.split(",") if w.strip()]
+        topic = await self.ask(self.link.set_keywords, key, words)
+        if topic is not None:
+            self.notify(f"{key}: {len(topic.keywords)} keywords")
+            self.fetch_topics()
+
+    def action_import_bookmarks(self) -> None:
+        self.app.push_screen(
+            Prompt("Import bookmarks: path of an exported bookmarks.html", placeholder="~/bookmarks.html"),
+            lambda path: self.import_bookmarks(path) if path else None,
+        )
+
+    @work(exclusive=True, group="topic-action")
+    async def import_bookmarks(self, path: str) -> None:
+        self.notify(f"importing {path} (the node fetches every bookmarked page)…")
+        answer = await self.ask(self.link.import_bookmarks, str(Path(path).expanduser()))
+        if answer is not None:
+            imported, seeds = answer
+            self.notify(f"imported {len(imported)} topics, {seeds} seeds")
+            self.fetch_topics()
