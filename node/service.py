@@ -711,3 +711,14 @@ def replace_settings(config: Config, **sections: dict[str, Any]) -> Config:
         name: dataclasses.replace(getattr(config, name), **values) for name, values in sections.items()
     }
     return dataclasses.replace(config, **changed)
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost message of nested exception groups and chains (what a user can act on)."""
+    while True:
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            return f"{type(exc).__name__}: {exc}"

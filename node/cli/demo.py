@@ -1,77 +1,345 @@
-"""`topicswarm demo` (`make demo`): crawl the bundled fixture web with one node and show what it found.
+"""`topicswarm demo` (`make demo`): three cooperating nodes on a simulated web, then the UI or a summary.
 
-Serves the committed fixture web (`simnet.web`, real documentation sites on loopback addresses), crawls it
-breadth-first from the generated hub page into a temporary data directory, and prints the crawl summary
-and a few search results. Needs no network and no terminal; finishes in well under a minute.
+Serves the committed fixture web (real documentation sites on loopback addresses) from a child process,
+starts three `topicswarm node run` processes with their own temporary data directories that join one
+network through the first node, imports a different subset of the fixture bookmarks into each (their
+upstream URLs mapped to the simulated web), lets them crawl and cooperate (model exchange, meta-classifier,
+pooled results, when the cooperation layer is installed), and then attaches the terminal UI to the first node
+(on a terminal, when the `tui` package is installed) or prints a summary per node. Every process is stopped
+on exit or Ctrl-C. Needs no network; about a minute without a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import importlib.util
+import json
+import re
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
-import trio
+import tomli_w
 
-from crawler.repository import Repository
-from crawler.search import search
-from crawler.settings import CrawlSettings
-from node.cli.crawl import crawl, summary
+from node.cli.common import CliError
+from node.client import ClientError, NodeClient, NodeError, node_running
 from node.datadir import DataDir
 
-DEMO_QUERIES = ("transaction isolation", "virtual host", "plot style", "sqlite index")
+BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-bookmarks.html"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 15.0
+META_LOSS = 0.2
+_HREF = re.compile(r'HREF="([^"]+)"', re.IGNORECASE)
+_FOLDER = re.compile(r"<H3[^>]*>(.*?)</H3>", re.IGNORECASE)
 
 
-def demo_settings() -> CrawlSettings:
+def demo_crawler_settings() -> dict[str, Any]:
     """Loopback pages cost the server little: a short delay keeps the demo brisk yet spaced per host."""
-    return dataclasses.replace(
-        CrawlSettings(),
-        download_delay=0.0,
-        autothrottle_enabled=False,
-        autothrottle_start_delay=0.0,
-        concurrent_requests=16,
-        concurrent_requests_per_domain=4,
-        allowed_hosts=("127.0.0.0/8",),
-    )
+    return {
+        "download_delay": 0.0,
+        "autothrottle_enabled": False,
+        "autothrottle_start_delay": 0.0,
+        "concurrent_requests": 8,
+        "concurrent_requests_per_domain": 2,
+        "allowed_hosts": ["127.0.0.0/8"],
+        "stats_interval": 1.0,
+    }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("demo", help="crawl the bundled fixture web on loopback and show a summary")
+    parser = sub.add_parser("demo", help="three cooperating nodes on a simulated web: the UI or a summary")
     parser.add_argument("--web", default="fixture", help="the simulated web to crawl (default: fixture)")
-    parser.add_argument("--max-pages", type=int, default=None, metavar="N", help="stop after N documents")
-    parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep the data directory here")
+    parser.add_argument(
+        "--bookmarks", type=Path, default=BOOKMARKS, help="bookmarks.html to split over nodes"
+    )
+    parser.add_argument("--nodes", type=int, default=3, help="how many nodes (default 3)")
+    parser.add_argument("--pages", type=int, default=120, metavar="N", help="pages each node crawls (120)")
+    parser.add_argument("--timeout", type=float, default=45.0, help="seconds of crawling at most (45)")
+    parser.add_argument("--offline", action="store_true", help="nodes crawl alone (no peer-to-peer network)")
+    parser.add_argument(
+        "--keep", type=Path, default=None, metavar="DIR", help="keep the data directories here"
+    )
+    parser.add_argument("--no-ui", action="store_true", help="print the summary even on a terminal")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.keep is not None:
-        return _demo(DataDir(args.keep).ensure(), args)
-    with tempfile.TemporaryDirectory(prefix="topicswarm-demo-") as tmp:
-        return _demo(DataDir(Path(tmp)), args)
+    if args.nodes < 1:
+        raise CliError("--nodes must be at least 1")
+    if not args.bookmarks.exists():
+        raise CliError(f"no bookmarks file at {args.bookmarks}: give one with --bookmarks FILE")
+    with ExitStack() as stack:
+        if args.keep is not None:
+            root = args.keep
+            root.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="topicswarm-demo-")))
+        return _demo(root, args, stack)
+    return 0  # pragma: no cover
 
 
-def _demo(data: DataDir, args: argparse.Namespace) -> int:
-    from simnet.web import load_web, serve_web
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
-    corpus = load_web(args.web)
 
-    async def main():
-        async with serve_web(corpus) as web:
-            print(f"serving the {args.web!r} web: {len(corpus.sites)} sites, hub {web.hub_url}", flush=True)
-            repo = Repository(data.repository)
-            try:
-                return await crawl(repo, demo_settings(), [web.hub_url], args.max_pages, sys.stderr)
-            finally:
-                repo.close()
+def _demo(root: Path, args: argparse.Namespace, stack: ExitStack) -> int:
+    from simnet.web import serve_web_in_subprocess
 
-    stats = trio.run(main)
-    print(summary(stats))
-    with Repository(data.repository) as repo:
-        for query in DEMO_QUERIES:
-            hits = search(repo, query, limit=3, syntax="plain")
-            print(f'\nsearch "{query}": {len(hits)} shown')
-            for hit in hits:
-                print(f"  {hit.title or '(no title)'}\n    {hit.url}\n    {hit.snippet[:160]}")
+    web = stack.enter_context(serve_web_in_subprocess(args.web))
+    say(f"serving the {args.web!r} web: {len(web.corpus.sites)} sites on loopback, hub {web.hub_url}")
+    text = args.bookmarks.read_text(encoding="utf-8")
+    mapped = map_bookmarks(text, web.map_upstream)
+    nodes = stack.enter_context(node_processes(root, args.nodes, args.pages, args.offline))
+    clients = [stack.enter_context(NodeClient(n.url, n.token)) for n in nodes]
+    for i, client in enumerate(clients):
+        subset = bookmark_subset(mapped, i, args.nodes)
+        answer = client.import_topics(bookmarks_html=subset)
+        say(f"node {i + 1}: imported {len(answer['imported'])} topics, {answer['seeds']} seed pages")
+    wait_for_crawl(clients, args.pages, args.timeout)
+    cooperate(clients)
+    summary = [node_summary(client) for client in clients]
+    if sys.stdout.isatty() and not args.no_ui and not args.json and tui_available():
+        say(f"attaching the UI to node 1 ({nodes[0].data.root}); quit it to stop the demo")
+        subprocess.run(
+            [sys.executable, "-m", "node.cli", "tui", "--data", str(nodes[0].data.root)], check=False
+        )
+        return 0
+    if args.json:
+        print(json.dumps({"nodes": summary}))
+    else:
+        print(format_summary(summary))
     return 0
+
+
+# -- bookmarks --------------------------------------------------------------------------------------------
+def map_bookmarks(html: str, mapper: Callable[[str], str | None]) -> str:
+    """The bookmarks file with each upstream URL replaced by its simulated-web URL (unmapped ones kept)."""
+    return _HREF.sub(lambda m: f'HREF="{mapper(m.group(1)) or m.group(1)}"', html)
+
+
+def bookmark_subset(html: str, node: int, nodes: int) -> str:
+    """A different seed subset per node: in each topic folder with several bookmarks, node i leaves out
+    every bookmark j with (i + j) % nodes == 0 (at least one always stays); OTHERS folders stay whole."""
+    lines = html.splitlines(keepends=True)
+    kept: list[str] = []
+    folder, index, others = "", 0, False
+    counts = _bookmarks_per_folder(lines)
+    for line in lines:
+        heading = _FOLDER.search(line)
+        if heading:
+            folder, index = heading.group(1).strip(), 0
+            others = folder.lower() == "others"
+            kept.append(line)
+            continue
+        if _HREF.search(line):
+            j, index = index, index + 1
+            if not others and counts.get(folder, 0) >= 2 and nodes > 1 and (node + j) % nodes == 0:
+                continue
+        kept.append(line)
+    return "".join(kept)
+
+
+def _bookmarks_per_folder(lines: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    folder = ""
+    for line in lines:
+        heading = _FOLDER.search(line)
+        if heading:
+            folder = heading.group(1).strip()
+        elif _HREF.search(line):
+            counts[folder] = counts.get(folder, 0) + 1
+    return counts
+
+
+# -- node processes ---------------------------------------------------------------------------------------
+class NodeProcess:
+    def __init__(self, data: DataDir, process: subprocess.Popen) -> None:
+        self.data = data
+        self.process = process
+        self.url = ""
+        self.token = ""
+        self.addrs: list[str] = []
+
+
+def write_demo_config(data: DataDir, pages: int) -> None:
+    config = {
+        "crawler": demo_crawler_settings(),
+        "node": {"metrics_interval": 1.0, "max_pages": pages},
+    }
+    data.config.write_text(tomli_w.dumps(config), encoding="utf-8")
+
+
+def start_node(data: DataDir, bootstrap: list[str], offline: bool) -> NodeProcess:
+    command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root)]
+    command += ["--offline"] if offline else ["--listen", "/ip4/127.0.0.1/tcp/0"]
+    for addr in bootstrap:
+        command += ["--bootstrap", addr]
+    log = open(data.root / "stdout.log", "wb")  # noqa: SIM115  (the child writes it; closed at exit)
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    return NodeProcess(data, process)
+
+
+def wait_until_ready(node: NodeProcess, timeout: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if node.process.poll() is not None:
+            tail = (node.data.root / "stdout.log").read_text(errors="replace")[-2000:]
+            raise CliError(f"a demo node exited with {node.process.returncode}:\n{tail}")
+        if node_running(node.data):
+            info = json.loads(node.data.api_address.read_text())
+            node.url, node.token = info["url"], node.data.api_token.read_text().strip()
+            try:
+                with NodeClient(node.url, node.token) as client:
+                    node.addrs = client.status()["addrs"]
+                return
+            except ClientError:
+                pass
+        time.sleep(0.2)
+    raise CliError(f"a demo node did not start within {timeout:.0f} s (see {node.data.log})")
+
+
+@contextmanager
+def node_processes(root: Path, count: int, pages: int, offline: bool) -> Iterator[list[NodeProcess]]:
+    """`count` nodes joining through the first; all stopped (SIGTERM, then SIGKILL) at exit."""
+    nodes: list[NodeProcess] = []
+    try:
+        for i in range(count):
+            data = DataDir(root / f"node{i + 1}").ensure()
+            write_demo_config(data, pages)
+            bootstrap = nodes[0].addrs[:1] if nodes and not offline else []
+            nodes.append(start_node(data, bootstrap, offline))
+            wait_until_ready(nodes[-1])
+            say(
+                f"node {i + 1}: up, api {nodes[-1].url}"
+                + (f", peer {nodes[-1].addrs[0]}" if nodes[-1].addrs else "")
+            )
+        yield nodes
+    finally:
+        stop_processes([n.process for n in nodes])
+
+
+def stop_processes(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- the run ----------------------------------------------------------------------------------------------
+def wait_for_crawl(clients: list[NodeClient], pages: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last_line = 0.0
+    while time.monotonic() < deadline:
+        statuses = [c.status() for c in clients]
+        done = [s["crawl"]["pages"] >= pages or not s["crawl"]["active"] for s in statuses]
+        if time.monotonic() - last_line >= 5.0 or all(done):
+            last_line = time.monotonic()
+            say(
+                "crawling: "
+                + "  ".join(
+                    f"node {i + 1} {s['crawl']['pages']} pages, {s['peers_online']} peers"
+                    for i, s in enumerate(statuses)
+                )
+            )
+        if all(done) and time.monotonic() > deadline - timeout + 3.0:
+            return
+        time.sleep(1.0)
+    say(f"crawl time is up ({timeout:.0f} s)")
+
+
+def cooperate(clients: list[NodeClient]) -> None:
+    """With the cooperation layer: each node builds a meta-classifier per topic from its peers' models."""
+    for i, client in enumerate(clients):
+        for topic in [t["key"] for t in client.topics()["topics"]]:
+            try:
+                built = client.build_meta(topic, META_LOSS)
+            except NodeError as exc:
+                if exc.status == 503:
+                    say(f"node {i + 1}: no meta-classifier ({exc.detail})")
+                    return
+                say(f"node {i + 1}: meta-classifier for {topic} failed: {exc.detail}")
+                continue
+            measured = (built.get("measured") or {}).get("accuracy")
+            say(
+                f"node {i + 1}: meta-classifier for {topic} from {built.get('peers_used')} peers, "
+                f"accuracy {measured}"
+            )
+
+
+def node_summary(client: NodeClient) -> dict[str, Any]:
+    status = client.status()
+    topics = client.topics()["topics"]
+    try:
+        models = client.models()["models"]
+    except NodeError:
+        models = []
+    metas = {}
+    for topic in topics:
+        try:
+            meta = client.meta(topic["key"])
+        except NodeError:
+            continue
+        metas[topic["key"]] = {"loss": meta.get("loss"), "accuracy": _accuracy_at(meta)}
+    harvest = status["harvest"]
+    return {
+        "peer_id": status["peer_id"],
+        "pages": status["crawl"]["pages"],
+        "harvest_rate": sum(harvest.values()) / len(harvest) if harvest else 0.0,
+        "harvest": harvest,
+        "peers": status["peers_online"],
+        "models_received": sum(
+            1 for m in models if m.get("origin") not in (None, "local", status["peer_id"])
+        ),
+        "documents": status["documents"],
+        "meta": metas,
+    }
+
+
+def _accuracy_at(meta: dict[str, Any]) -> float | None:
+    curve = meta.get("curve") or []
+    loss = meta.get("loss")
+    if not curve or loss is None:
+        return None
+    return min(curve, key=lambda p: abs(p["loss"] - loss)).get("accuracy")
+
+
+def format_summary(summary: list[dict[str, Any]]) -> str:
+    lines = ["", "demo summary"]
+    for i, node in enumerate(summary, start=1):
+        lines.append(
+            f"node {i} {(node['peer_id'] or 'offline')[:16]}: {node['pages']} pages, harvest rate "
+            f"{node['harvest_rate']:.2f}, {node['peers']} peers, {node['models_received']} models received, "
+            f"{node['documents']['pooled']} pooled results"
+        )
+        for topic, rate in sorted(node["harvest"].items()):
+            meta = node["meta"].get(topic)
+            meta_text = (
+                f"meta loss {_fmt(meta['loss'])} accuracy {_fmt(meta['accuracy'])}"
+                if meta
+                else "no meta-model"
+            )
+            lines.append(f"    {topic:<20} harvest {rate:.2f}  {meta_text}")
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def tui_available() -> bool:
+    return importlib.util.find_spec("tui") is not None and shutil.which(sys.executable) is not None

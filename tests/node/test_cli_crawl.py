@@ -1,4 +1,4 @@
-"""`topicswarm crawl`, `search` and `demo` from the command line, against the fixture web on loopback."""
+"""`topicswarm crawl` and `search` from the command line, against the fixture web on loopback."""
 
 from __future__ import annotations
 
@@ -75,11 +75,3 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     assert len(lines) == 2 and "timeout 2" in lines[0] and lines[1].startswith("pages 3")
     text = summary(CrawlStats(pages=3, errors=2, errors_by_kind={"timeout": 2}, reason="exhausted"))
     assert "frontier exhausted" in text and "timeout" in text
-
-
-@pytest.mark.slow
-def test_demo_crawls_the_fixture_web_and_prints_a_summary(capsys):
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
-    assert "crawl finished: frontier exhausted" in out
-    assert 'search "virtual host"' in out and "http://127.0.0." in out

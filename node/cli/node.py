@@ -1,0 +1,311 @@
+"""Commands of a running node: `init`, `node run`, `status`, `peers`, `meta build|show|loss`, `refine`.
+
+Every command but `init` and `node run` talks to the node of `--data` through its control API
+(`node.client.NodeClient`); `--json` prints the API's answer as one JSON object for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from node.cli.common import CliError, add_data_arg, data_dir
+from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
+from node.config import ConfigError, default_config_toml, load_config
+from node.datadir import DataDir
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    init = sub.add_parser("init", help="create a node's data directory: config.toml, identity, API token")
+    add_data_arg(init)
+    init.set_defaults(func=run_init)
+
+    node = sub.add_parser("node", help="run a node (crawler, peers, control API) in the foreground")
+    commands = node.add_subparsers(dest="node_command", metavar="COMMAND", required=True)
+    runner = commands.add_parser("run", help="run the node until Ctrl-C or SIGTERM (it resumes where it was)")
+    add_data_arg(runner)
+    runner.add_argument(
+        "--bootstrap",
+        action="append",
+        default=[],
+        metavar="MULTIADDR",
+        help="join through this peer",
+    )
+    runner.add_argument(
+        "--listen",
+        action="append",
+        default=[],
+        metavar="MULTIADDR",
+        help="e.g. /ip4/0.0.0.0/tcp/4001",
+    )
+    runner.add_argument("--offline", action="store_true", help="crawl alone: no peer-to-peer network")
+    runner.add_argument("--seed", action="append", default=[], metavar="URL", help="also crawl from this URL")
+    runner.add_argument(
+        "--max-pages", type=int, default=None, metavar="N", help="stop crawling at N documents"
+    )
+    runner.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    runner.set_defaults(func=run_node)
+
+    status = sub.add_parser("status", help="what the running node is doing")
+    _client_args(status)
+    status.set_defaults(func=run_status)
+
+    peers = sub.add_parser("peers", help="the running node's neighbours and what they sent")
+    _client_args(peers)
+    peers.set_defaults(func=run_peers)
+
+    meta = sub.add_parser("meta", help="build and tune the topic's restrictive meta-classifier with peers")
+    meta_commands = meta.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
+    build = meta_commands.add_parser("build", help="build a meta-classifier from peers' models")
+    _client_args(build)
+    build.add_argument("--topic", required=True, help="the topic key, e.g. Databases")
+    build.add_argument("--loss", type=float, required=True, help="fraction of documents it may abstain on")
+    build.add_argument(
+        "--error-goal", type=float, default=None, help="wanted error rate (peer-count estimate)"
+    )
+    build.set_defaults(func=run_meta_build)
+    show = meta_commands.add_parser("show", help="the topic's meta-classifier and its loss/accuracy curve")
+    _client_args(show)
+    show.add_argument("--topic", required=True)
+    show.set_defaults(func=run_meta_show)
+    loss = meta_commands.add_parser("loss", help="filter the repository at another loss")
+    _client_args(loss)
+    loss.add_argument("--topic", required=True)
+    loss.add_argument("--loss", type=float, required=True)
+    loss.set_defaults(func=run_meta_loss)
+
+    refine = sub.add_parser("refine", help="cluster a topic with peers and list subtopic proposals")
+    _client_args(refine)
+    refine.add_argument("topic", help="the topic key to refine")
+    refine.add_argument("--k", type=int, default=4, help="number of clusters (default 4)")
+    refine.set_defaults(func=run_refine)
+
+
+def _client_args(parser: argparse.ArgumentParser) -> None:
+    add_data_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print the node's answer as JSON")
+
+
+@contextmanager
+def connect(args: argparse.Namespace) -> Iterator[NodeClient]:
+    """A client of the node of `--data`; client errors become one-line CLI errors."""
+    try:
+        with NodeClient.from_data_dir(data_dir(args)) as client:
+            yield client
+    except NodeError as exc:
+        raise CliError(f"the node refused: {exc.detail}") from exc
+    except ClientError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def print_json(answer: Any) -> None:
+    print(json.dumps(answer, ensure_ascii=False, indent=None))
+
+
+# -- init and run ---------------------------------------------------------------------------------------
+def run_init(args: argparse.Namespace) -> int:
+    data = data_dir(args).ensure()
+    created = []
+    if not data.config.exists():
+        data.config.write_text(default_config_toml(), encoding="utf-8")
+        created.append("config.toml")
+    if not data.identity.exists():
+        from p2p.identity import load_or_create_identity, peer_id_of
+
+        peer = peer_id_of(load_or_create_identity(data.identity))
+        created.append(f"identity (peer id {peer})")
+    if not data.api_token.exists():
+        data.read_or_create_token()
+        created.append("api.token")
+    print(f"data directory {data.root}: " + (", ".join(f"created {c}" for c in created) or "already set up"))
+    print(
+        f"next: topicswarm topics import --data {data.root} bookmarks.html; "
+        f"topicswarm node run --data {data.root}"
+    )
+    return 0
+
+
+def setup_logging(data: DataDir, level: str) -> None:
+    handlers: list[logging.Handler] = [logging.FileHandler(data.log, encoding="utf-8")]
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.WARNING if level == "INFO" else level)
+    handlers.append(console)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True
+    )
+    for noisy in ("hypercorn.error", "hypercorn.access", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run_node(args: argparse.Namespace) -> int:
+    import trio
+
+    from node.service import NodeService, NodeServiceError
+
+    data = data_dir(args).ensure()
+    if node_running(data):
+        raise CliError(f"a node already runs for {data.root}: stop it first, or use another --data directory")
+    try:
+        config = load_config(data.config)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    if args.max_pages is not None and args.max_pages < 0:
+        raise CliError("--max-pages must be 0 or more")
+    setup_logging(data, args.log_level)
+    service = NodeService(
+        data,
+        config,
+        bootstrap=args.bootstrap,
+        listen=args.listen,
+        offline=True if args.offline else None,
+        max_pages=args.max_pages,
+        handle_signals=True,
+    )
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            if args.seed:
+                await service.add_seeds(args.seed)
+            print(ready_line(service), flush=True)
+
+    try:
+        trio.run(main)
+    except NodeServiceError as exc:
+        raise CliError(exc.detail) from exc
+    except Exception as exc:
+        from node.service import root_cause
+
+        logging.getLogger("node").exception("the node failed")
+        raise CliError(f"the node failed: {root_cause(exc)} (details in {data.log})") from exc
+    print("node stopped: frontier and state saved", file=sys.stderr)
+    return 0
+
+
+def ready_line(service: Any) -> str:
+    addrs = " ".join(service._addrs()) or "(offline)"
+    return f"node ready: api {service.api_url} peer {service.peer_id or '-'} addrs {addrs}"
+
+
+# -- status and peers -----------------------------------------------------------------------------------
+def run_status(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        status = client.status()
+    if args.json:
+        print_json(status)
+        return 0
+    crawl = status["crawl"]
+    errors = ", ".join(f"{k} {v}" for k, v in crawl["errors_by_kind"].items()) or "none"
+    idle = "" if crawl.get("active") else f" (idle: {crawl.get('reason') or 'waiting'})"
+    lines = [
+        f"peer       {status['peer_id'] or '(offline)'}",
+        f"api        {status.get('api', '')}   up {status['uptime_s']:.0f} s",
+        f"crawl      {crawl['state']}{idle}"
+        f"  {crawl['pages']} pages  {crawl['pages_per_s']:.1f} pages/s  frontier {crawl['frontier_size']}",
+        f"errors     {errors}",
+        f"documents  {status['documents']['local']} local, {status['documents']['pooled']} pooled",
+        f"peers      {status['peers_online']} online; exchanged {status['bytes_exchanged']['in']} B in, "
+        f"{status['bytes_exchanged']['out']} B out",
+    ]
+    lines += [f"harvest    {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
+    print("\n".join(lines))
+    return 0
+
+
+def run_peers(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        peers = client.peers()
+    if args.json:
+        print_json(peers)
+        return 0
+    if not peers["peers"]:
+        print("no peers: join a network with `topicswarm node run --bootstrap MULTIADDR`")
+        return 0
+    for peer in peers["peers"]:
+        topics = ", ".join(peer.get("shared_topics") or []) or "-"
+        rejected = ", ".join(f"{r['reason']} x{r['count']}" for r in peer.get("rejected") or []) or "none"
+        print(
+            f"{peer['peer_id']}\n  topics {topics}\n  bytes in {peer.get('bytes_in', 0)} out "
+            f"{peer.get('bytes_out', 0)}\n  rejected {rejected}"
+        )
+    return 0
+
+
+# -- cooperation ----------------------------------------------------------------------------------------
+def run_meta_build(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        answer = client.build_meta(args.topic, args.loss, args.error_goal)
+    if args.json:
+        print_json(answer)
+        return 0
+    predicted, measured = answer.get("predicted") or {}, answer.get("measured") or {}
+    print(
+        f"meta-classifier for {answer['topic']}: {answer.get('peers_used')} peers used "
+        f"({answer.get('peers_needed')} needed); predicted accuracy {_fmt(predicted.get('accuracy'))} "
+        f"at loss "
+        f"{_fmt(predicted.get('loss'))}; measured accuracy {_fmt(measured.get('accuracy'))}"
+    )
+    return 0
+
+
+def run_meta_show(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        answer = client.meta(args.topic)
+    if args.json:
+        print_json(answer)
+        return 0
+    print(
+        f"{answer['topic']}: loss {_fmt(answer.get('loss'))}, kept {answer.get('kept')}, "
+        f"abstained {answer.get('abstained')}"
+    )
+    for point in answer.get("curve") or []:
+        print(f"  loss {_fmt(point['loss'])}  accuracy {_fmt(point['accuracy'])}")
+    return 0
+
+
+def run_meta_loss(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        answer = client.set_loss(args.topic, args.loss)
+    if args.json:
+        print_json(answer)
+        return 0
+    print(f"loss {_fmt(answer.get('loss'))}: kept {answer.get('kept')}, abstained {answer.get('abstained')}")
+    return 0
+
+
+def run_refine(args: argparse.Namespace) -> int:
+    if args.k < 2:
+        raise CliError("--k must be at least 2")
+    with connect(args) as client:
+        answer = client.refine(args.topic, args.k)
+    if args.json:
+        print_json(answer)
+        return 0
+    for p in answer["proposals"]:
+        terms = ", ".join(p.get("top_terms") or [])
+        print(
+            f"[{p['id']}] {p.get('label')}  ({p.get('size')} documents, "
+            f"{p.get('abstained')} abstained)  {terms}"
+        )
+    if not answer["proposals"]:
+        print("no proposals: the topic has too few documents yet")
+    return 0
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def node_client_or_none(data: DataDir) -> NodeClient | None:
+    """A client when a node runs for `data` (commands then go through the API), else None (direct access)."""
+    if not node_running(data):
+        return None
+    try:
+        return NodeClient.from_data_dir(data)
+    except NodeUnreachable:
+        return None
