@@ -15,6 +15,7 @@ per topic, the topic-specific prestige of 4.2) into the `link_scores` table that
 from __future__ import annotations
 
 import re
+import weakref
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -126,8 +127,14 @@ def _ranking_schema_v1(db) -> None:
 MIGRATIONS = [_ranking_schema_v1]
 
 
+_READY: weakref.WeakSet[Repository] = weakref.WeakSet()
+
+
 def ensure_schema(repo: Repository) -> None:
-    repo.migrate("ranking", MIGRATIONS)
+    """Create the link_scores table once per open repository (search calls this on every query)."""
+    if repo not in _READY:
+        repo.migrate("ranking", MIGRATIONS)
+        _READY.add(repo)
 
 
 def shortest_distances(adjacency: Sequence[Sequence[int]], start: int, limit: int) -> dict[int, int]:

@@ -127,6 +127,7 @@ NEAR_DUPLICATE_BITS = 3  # SimHash Hamming distance within which two results sho
 VERDICTS = ("accepted", "abstained", "any")
 ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
+PREVIEW_WINDOW = 1500  # characters of a long page a preview considers (stemming whole pages is too slow)
 HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
 
@@ -402,10 +403,27 @@ def query_preview(repo: Repository, text: str, topic: str | None, query: str) ->
     """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that prefers
     sentences with query terms, with the query terms highlighted."""
     terms = query_terms(query)
+    text = preview_window(text, terms)
     weights = dict(topic_weights(repo).get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
     return highlight(preview(text, weights, _TERMS.terms), terms)
+
+
+def preview_window(text: str, terms: set[str], size: int = PREVIEW_WINDOW) -> str:
+    """The part of a long text the preview looks at: its start, or, when no query term shows there, the
+    stretch around the first place one does (stems are word prefixes in the common case)."""
+    if len(text) <= size:
+        return text
+    lowered = text.lower()
+    head = lowered[:size]
+    if not terms or any(term in head for term in terms):
+        return text[:size]
+    found = [i for i in (lowered.find(term) for term in terms) if i >= 0]
+    if not found:
+        return text[:size]
+    start = max(min(found) - size // 2, 0)
+    return text[start : start + size]
 
 
 def highlight(text: str, terms: set[str], marks: tuple[str, str] = HIGHLIGHT) -> str:

@@ -1,49 +1,111 @@
-"""`topicswarm search`: full-text search over the data directory's repository."""
+"""`topicswarm search`: ranked search over the data directory's repository (thesis chapter 4)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+import re
+import sys
 
+from crawler.feedback import DEFAULT_USER, personal_weights
+from crawler.ranking import SIGNALS, RankingError, RankingWeights
 from crawler.repository import Repository, RepositoryError
-from crawler.search import SearchError, search
+from crawler.search import HIGHLIGHT, ORIGINS, VERDICTS, SearchError, SearchResults, ranked_search
 from node.cli.common import CliError, add_data_arg, data_dir
+
+_MARKED = re.compile(re.escape(HIGHLIGHT[0]) + r"(.*?)" + re.escape(HIGHLIGHT[1]))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("search", help="search the crawled pages (BM25 over title and text)")
+    parser = sub.add_parser(
+        "search",
+        help="search the crawled pages (BM25, confidence and link authority, personalised by feedback)",
+    )
     add_data_arg(parser)
     parser.add_argument("query", help="words to look for (with --fts: SQLite FTS5 query syntax)")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="most hits shown (default 10)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per hit")
+    parser.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N hits (paging)")
+    parser.add_argument(
+        "--topic", metavar="KEY", help='only this topic and its subtopics, e.g. "Science/Math"'
+    )
+    parser.add_argument("--exact-topic", action="store_true", help="with --topic: leave its subtopics out")
+    parser.add_argument(
+        "--verdict",
+        choices=VERDICTS,
+        default="accepted",
+        help="restrictive verdict (default: accepted or unjudged)",
+    )
+    parser.add_argument(
+        "--origin", choices=ORIGINS, default="any", help="own crawl, pooled from peers, or both"
+    )
+    parser.add_argument(
+        "--weights",
+        metavar="SIGNAL=W,...",
+        help=f"ranking weights of {', '.join(SIGNALS)} (default: fitted to your feedback, else all 1)",
+    )
+    parser.add_argument("--user", default=DEFAULT_USER, help="whose feedback personalises the ranking")
+    parser.add_argument("--json", action="store_true", help="one JSON object per hit (the API's hit shape)")
     parser.add_argument(
         "--fts", action="store_true", help='the query is FTS5 syntax (AND, OR, NOT, "phrases", prefix*)'
     )
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def open_repository(args: argparse.Namespace) -> Repository:
     data = data_dir(args)
     if not data.repository.exists():
         raise CliError(f"no repository at {data.repository}: crawl first with `topicswarm crawl --seed URL`")
     try:
-        repo = Repository(data.repository)
+        return Repository(data.repository)
     except RepositoryError as exc:
         raise CliError(str(exc)) from exc
+
+
+def search_from_args(repo: Repository, args: argparse.Namespace, previews: bool = True) -> SearchResults:
+    """The ranked search the command-line options describe (shared with `topicswarm export --query`)."""
     try:
-        hits = search(repo, args.query, args.limit, syntax="fts5" if args.fts else "plain")
-    except SearchError as exc:
+        weights = RankingWeights.parse(args.weights) if args.weights else personal_weights(repo, args.user)
+        return ranked_search(
+            repo,
+            args.query,
+            topic=args.topic,
+            include_descendants=not args.exact_topic,
+            verdict=args.verdict,
+            origin=args.origin,
+            weights=weights,
+            limit=args.limit,
+            offset=args.offset,
+            syntax="fts5" if args.fts else "plain",
+            previews=previews,
+        )
+    except (SearchError, RankingError) as exc:
         raise CliError(str(exc)) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    repo = open_repository(args)
+    try:
+        results = search_from_args(repo, args)
     finally:
         repo.close()
     if args.json:
-        for hit in hits:
-            print(json.dumps(dataclasses.asdict(hit), ensure_ascii=False))
+        for hit in results.hits:
+            print(json.dumps(hit.to_api(), ensure_ascii=False))
         return 0
-    if not hits:
+    if not results.hits:
         print("no hits")
         return 0
-    for rank, hit in enumerate(hits, start=1):
-        print(f"{rank:>2}. {hit.title or '(no title)'}\n    {hit.url}\n    {hit.snippet}")
+    bold = sys.stdout.isatty()
+    for rank, hit in enumerate(results.hits, start=1 + args.offset):
+        about = f"{hit.topic or '-'}  conf {hit.confidence if hit.confidence is not None else '-'}"
+        origins = ", ".join(hit.origins)
+        print(f"{rank:>2}. {hit.title or '(no title)'}  [{hit.score:.3f}]\n    {hit.url}")
+        print(f"    {about}  from {origins}")
+        print(f"    {render(hit.preview, bold)}")
+    print(f"{len(results.hits)} of {results.total} results")
     return 0
+
+
+def render(preview: str, bold: bool) -> str:
+    """Highlighted query terms: bold on a terminal, kept as [[term]] markers otherwise."""
+    return _MARKED.sub(lambda m: f"\033[1m{m.group(1)}\033[0m", preview) if bold else preview

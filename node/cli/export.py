@@ -1,0 +1,42 @@
+"""`topicswarm export`: documents or search results as JSON lines or CSV, crawled pages as WARC."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from crawler.export import FORMATS, ExportError, export
+from crawler.feedback import DEFAULT_USER
+from node.cli.common import CliError, add_data_arg
+from node.cli.search import open_repository, search_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("export", help="export documents or search results (jsonl, csv) or pages (warc)")
+    add_data_arg(parser)
+    parser.add_argument(
+        "--format", choices=FORMATS, required=True, help="jsonl, csv or warc (.warc.gz: gzipped)"
+    )
+    parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file to write")
+    parser.add_argument("--topic", metavar="KEY", help="only this topic and its subtopics")
+    parser.add_argument("--query", help="export this search's results instead of every document")
+    parser.add_argument("--limit", type=int, default=1000, metavar="N", help="with --query: most results")
+    parser.set_defaults(func=run, offset=0, exact_topic=False, verdict="accepted", origin="any", weights=None)
+    parser.set_defaults(user=DEFAULT_USER, fts=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    repo = open_repository(args)
+    try:
+        rows = ids = None
+        if args.query:
+            results = search_from_args(repo, args, previews=args.format != "warc")
+            rows = [hit.to_api() for hit in results.hits]
+            ids = [hit.doc_id for hit in results.hits]
+        count = export(repo, args.out, args.format, topic=args.topic, ids=ids, rows=rows)
+    except ExportError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        repo.close()
+    print(f"wrote {count} {'pages' if args.format == 'warc' else 'rows'} to {args.out}")
+    return 0
