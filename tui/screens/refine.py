@@ -8,6 +8,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
 from textual.widgets import DataTable, Input, Select, Static
 
 from tui.messages import ProposalDecided, ProposalsFetched
@@ -19,11 +20,11 @@ DEFAULT_K = 3
 
 
 def proposal_details(p: Proposal) -> str:
-    titles = "\n".join(f"• {t}" for t in p.sample_titles[:8]) or "–"
+    titles = "\n".join(f"• {escape(t)}" for t in p.sample_titles[:8]) or "–"
     return (
-        f"[b]{p.label}[/b]  ({p.status})\n"
-        f"subtopic of {p.topic} · {p.size} documents · {p.abstained} abstained\n\n"
-        f"top terms: {', '.join(p.top_terms) or '–'}\n\nsample titles:\n{titles}\n\n"
+        f"[b]{escape(p.label)}[/b]  ({escape(p.status)})\n"
+        f"subtopic of {escape(p.topic)} · {p.size} documents · {p.abstained} abstained\n\n"
+        f"top terms: {escape(', '.join(p.top_terms)) or '–'}\n\nsample titles:\n{titles}\n\n"
         "[dim]a accept · n accept under a new name · x reject[/dim]"
     )
 

@@ -10,6 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
 from textual.widgets import DataTable, Input, Select, Static
 
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
@@ -26,12 +27,13 @@ def origin_label(hit: Hit) -> str:
 
 
 def preview(hit: Hit) -> str:
+    also = f" (also {', '.join(hit.origins)})" if len(hit.origins) > 1 else ""
     return (
-        f"[b]{hit.title}[/b]\n[link={hit.url}]{hit.url}[/link]\n\n"
-        f"topic: {hit.topic or '–'} · confidence {hit.confidence:.2f} · verdict {hit.verdict or '–'}\n"
-        f"origin: {origin_label(hit)}"
-        + (f" (also {', '.join(hit.origins)})" if len(hit.origins) > 1 else "")
-        + f"\n\n{hit.preview}\n\n[dim]+ relevant · - irrelevant · o open in browser[/dim]"
+        f"[b]{escape(hit.title)}[/b]\n{escape(hit.url)}\n\n"
+        f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}"
+        f" · verdict {escape(hit.verdict or '–')}\n"
+        f"origin: {escape(origin_label(hit) + also)}\n\n{escape(hit.preview)}\n\n"
+        "[dim]+ relevant · - irrelevant · o open in browser[/dim]"
     )
 
 

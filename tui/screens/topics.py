@@ -10,6 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
 from textual.widgets import Static, Tree
 
 from tui.messages import TopicsFetched
@@ -32,9 +33,9 @@ def topic_label(topic: Topic) -> Text:
 
 def topic_details(topic: Topic) -> str:
     accuracy = "not measured yet" if topic.accuracy is None else f"{topic.accuracy:.3f}"
-    keywords = ", ".join(topic.keywords) or "(none: press k to add some)"
+    keywords = escape(", ".join(topic.keywords)) or "(none: press k to add some)"
     return (
-        f"[b]{topic.name}[/b]  ({topic.key})\n\n"
+        f"[b]{escape(topic.name)}[/b]  ({escape(topic.key)})\n\n"
         f"crawl: [b]{topic.crawl}[/b]\n"
         f"documents: {topic.local} local, {topic.pooled} pooled\n"
         f"harvest rate: {topic.harvest_rate:.3f}\n"

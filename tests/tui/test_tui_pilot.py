@@ -1,0 +1,183 @@
+"""The UI driven with Pilot against a real node (tests/tui/conftest.py): every screen, by keyboard alone."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable, Input, Tree
+
+from node.client import NodeClient, NodeError
+from tui.app import TopicSwarmApp
+from tui.messages import FeedbackSent, ResultsFetched
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.help import HelpScreen
+from tui.screens.meta import MetaScreen
+from tui.screens.peers import PeersScreen
+from tui.screens.refine import RefineScreen
+from tui.screens.results import ResultsScreen
+from tui.screens.topics import TopicsScreen
+from tui.widgets.status_bar import StatusBar
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+SIZE = (100, 30)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def settle(pilot, predicate, timeout: float = 20.0) -> None:
+    """Let the app work until `predicate()` holds (a hang guard, not a timing assertion)."""
+    waited = 0.0
+    while not predicate():
+        if waited > timeout:
+            raise AssertionError(f"the UI did not get there within {timeout:.0f} s")
+        await pilot.pause(0.1)
+        waited += 0.1
+
+
+def recorder(messages: list):
+    return lambda message: messages.append(message)
+
+
+async def search(pilot, app, words: str) -> None:
+    await pilot.press("3")
+    await settle(pilot, lambda: isinstance(app.screen, ResultsScreen))
+    await pilot.press("slash", *words, "enter")
+
+
+async def test_every_screen_is_reachable_by_keys(node_data):
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        expected = [DashboardScreen, TopicsScreen, ResultsScreen, PeersScreen, MetaScreen, RefineScreen]
+        for key, screen in zip("123456", expected, strict=True):
+            if isinstance(app.screen, ResultsScreen):
+                await pilot.press("escape", "tab")  # leave the search box, whose keys are text
+                app.screen.query_one(DataTable).focus()
+            await pilot.press(key)
+            await settle(pilot, lambda screen=screen: isinstance(app.screen, screen))
+        await pilot.press("question_mark")
+        await settle(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await settle(pilot, lambda: isinstance(app.screen, RefineScreen))
+        await pilot.press("1")
+        await settle(pilot, lambda: app.telemetry.status is not None)
+        assert app.telemetry.status.local_documents >= 1
+
+
+async def test_search_finds_a_known_page(node_data, fixture_web):
+    messages: list = []
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
+        await search(pilot, app, "postgresql documentation")
+        await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
+        results = next(m for m in messages if isinstance(m, ResultsFetched)).results
+        sites = {getattr(fixture_web.site_of_url(hit.url), "name", None) for hit in results.hits}
+        assert "postgresql" in sites
+        assert app.screen.query_one(DataTable).row_count == len(results.hits) > 0
+
+
+async def test_marking_a_result_reaches_the_node(node_data):
+    messages: list = []
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
+        await search(pilot, app, "postgresql")
+        await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
+        hit = next(m for m in messages if isinstance(m, ResultsFetched)).results.hits[0]
+        await pilot.press("minus")
+        await settle(pilot, lambda: any(isinstance(m, FeedbackSent) for m in messages))
+    with NodeClient.from_data_dir(node_data) as client:
+        feedback = client.document(hit.doc_id)["feedback"]
+    assert "irrelevant" in [f["kind"] for f in feedback]
+
+
+async def test_pausing_a_topic_and_editing_keywords_reach_the_node(node_data):
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        screen = app.screen
+        await settle(pilot, lambda: bool(screen.topics))
+        key = screen.query_one(Tree).cursor_node.data
+        await pilot.press("p")
+        await settle(pilot, lambda: screen.topics[key].crawl == "paused")
+        await pilot.press("k")
+        await settle(pilot, lambda: isinstance(app.focused, Input))
+        app.focused.value = ""
+        await pilot.press(*"query, index", "enter")
+        await settle(pilot, lambda: screen.topics[key].keywords == ("query", "index"))
+        await pilot.press("s")
+        await settle(pilot, lambda: screen.topics[key].crawl == "running")
+    with NodeClient.from_data_dir(node_data) as client:
+        topic = next(t for t in client.topics()["topics"] if t["key"] == key)
+    assert topic["keywords"] == ["query", "index"] and topic["crawl"] == "running"
+
+
+async def test_node_errors_show_in_the_status_bar_not_as_tracebacks(tmp_path):
+    app = TopicSwarmApp(tmp_path / "no-node-here")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: bool(app.problem))
+        bar = app.screen.query_one(StatusBar)
+        assert not bar.connected and "no node is running" in bar.problem
+        await pilot.press("3")
+        await pilot.press("slash", *"anything", "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ResultsScreen)  # still running, nothing raised
+
+
+def cooperating(node_data, what: str):
+    """Meta and refine need the cooperation layer; skip (saying why) on a node that answers without it."""
+    with NodeClient.from_data_dir(node_data) as client:
+        try:
+            topic = client.topics()["topics"][0]["key"]
+            client.meta(topic) if what == "meta" else client.proposals(topic)
+        except NodeError as exc:
+            pytest.skip(f"the fixture node has no {what}: {exc.detail}")
+    return topic
+
+
+async def test_meta_screen_shows_the_nodes_refusal_when_it_cannot_build(node_data):
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await pilot.press("b")
+        with NodeClient.from_data_dir(node_data) as client:
+            topic = client.topics()["topics"][0]["key"]
+            try:
+                client.meta(topic)
+            except NodeError as refusal:
+                kind = refusal.kind
+                await settle(pilot, lambda: kind in app.problem)
+                return
+        await settle(pilot, lambda: app.screen.meta is not None)
+
+
+async def test_changing_the_loss_changes_the_kept_count(node_data):
+    topic = cooperating(node_data, "meta")
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        screen = app.screen
+        await settle(pilot, lambda: screen.meta is not None and screen.meta.topic == topic)
+        before = screen.meta.kept
+        await pilot.press("l", "ctrl+a", "ctrl+k", *"0.5", "enter")
+        await settle(pilot, lambda: screen.meta.loss == 0.5)
+        assert screen.meta.kept < before
+
+
+async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
+    topic = cooperating(node_data, "refine")
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        screen = app.screen
+        await pilot.press("g")
+        await settle(pilot, lambda: any(p.status == "proposed" for p in screen.proposals), timeout=120)
+        screen.query_one(DataTable).focus()
+        await pilot.press("n")
+        await settle(pilot, lambda: isinstance(app.focused, Input))
+        app.focused.value = ""
+        await pilot.press(*"tuisubtopic", "enter")
+        await settle(pilot, lambda: any(p.status == "accepted" for p in screen.proposals))
+    with NodeClient.from_data_dir(node_data) as client:
+        keys = [t["key"] for t in client.topics()["topics"]]
+    assert f"{topic}/tuisubtopic" in keys
