@@ -161,6 +161,15 @@ def error_of(truth: np.ndarray, labels: np.ndarray) -> float:
     return 1.0 - clustering_accuracy(truth, labels)
 
 
+def zero_loss_labels(X: sp.csr_matrix, meta: np.ndarray, k: int) -> np.ndarray:
+    """3.1.6: an SVM trained on the meta clusters labels the dismissed documents; when the meta result kept
+    a single cluster, no classifier can split, so every document goes to it (all-dismissed stays so)."""
+    kept = np.unique(meta[meta >= 0])
+    if kept.size >= 2:
+        return classify_dismissed(X, meta, k)
+    return np.full(meta.size, kept[0] if kept.size else -1)
+
+
 def run_tuple(
     X: sp.csr_matrix, truth: np.ndarray, k: int, config: FeatureConfig, seed: int, strategy: str
 ) -> dict:
@@ -191,7 +200,7 @@ def run_tuple(
             "restrictive": {name: error_of(truth, restrict(c, loss).labels) for name, c in bases.items()},
         }
         if function == "unanimous":
-            entry["zero_loss_svm"] = error_of(truth, classify_dismissed(X, meta, k)) if loss < 1 else math.nan
+            entry["zero_loss_svm"] = error_of(truth, zero_loss_labels(X, meta, k))
         out["meta"][function] = entry
     return out
 
