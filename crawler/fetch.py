@@ -20,7 +20,7 @@ import httpx
 import trio
 
 from crawler.errors import HostBadError
-from crawler.politeness import HOST_FAILURE_KINDS, HostState, Politeness
+from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
 from crawler.robots import RobotsCache, RobotsResponse
 from crawler.settings import CrawlSettings
 from crawler.urls import host_of, normalize_url
@@ -135,10 +135,9 @@ class Fetcher:
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(settings.download_timeout),
-            limits=httpx.Limits(
-                max_connections=settings.concurrent_requests,
-                max_keepalive_connections=settings.concurrent_requests,
-            ),
+            # No pool cap: the limiter bounds requests, and a request waiting for a pooled connection
+            # after its politeness slot was granted would leave late and bunch up with the next one.
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=settings.concurrent_requests),
             follow_redirects=False,
             trust_env=False,
         )
@@ -249,21 +248,21 @@ class Fetcher:
 
     async def _request(self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool) -> _Answer:
         host = host_of(url)
-        async with self._limiter, self.politeness.slot(host):
+        async with self._limiter, self.politeness.slot(host) as grant:
             started = self._clock()
-            answer = await self._exchange(url, maxsize, check_mime, truncate_ok, started)
+            answer = await self._exchange(url, maxsize, check_mime, truncate_ok, started, grant)
         host_failed = answer.error in HOST_FAILURE_KINDS
         self.politeness.record(host, answer.latency, not host_failed, answer.error, answer.status)
         return answer
 
     async def _exchange(
-        self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool, started: float
+        self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool, started: float, grant: Grant
     ) -> _Answer:
         response: httpx.Response | None = None
         latency = -1.0
         try:
             with trio.fail_after(self.settings.download_timeout):
-                trace = partial(self._trace, host_of(url))
+                trace = partial(self._trace, host_of(url), grant)
                 request = self._client.build_request(
                     "GET", url, headers=self._headers, extensions={"trace": trace}
                 )
@@ -290,10 +289,10 @@ class Fetcher:
         status = response.status_code if response is not None else 0
         return _Answer(status=status, error=kind, latency=latency)
 
-    async def _trace(self, host: str, event: str, info: dict) -> None:
+    async def _trace(self, host: str, grant: Grant, event: str, info: dict) -> None:
         """httpcore's trace hook: space the host's next request from when this one really went out."""
         if event == "http11.send_request_headers.complete":
-            self.politeness.mark_sent(host)
+            self.politeness.mark_sent(host, grant)
 
     async def _read(
         self, response: httpx.Response, maxsize: int, check_mime: bool, truncate_ok: bool, latency: float

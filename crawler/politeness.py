@@ -42,11 +42,19 @@ class _Host:
     next_start: float = -math.inf
     backoff_until: float = -math.inf
     in_flight: int = 0  # requests holding a slot, ghosts included
+    unsent: int = 0  # granted requests not yet on the wire: the next grant waits for them
     ghosts: list[float] = field(default_factory=list)  # release times of slots kept after timeouts
     last_start: float = -math.inf
     failures: int = 0
     state: HostState = HostState.OK
     lot: trio.lowlevel.ParkingLot = field(default_factory=trio.lowlevel.ParkingLot)
+
+
+@dataclass
+class Grant:
+    """One granted slot; `Politeness.mark_sent(host, grant)` says when its request really left."""
+
+    pending: bool = True
 
 
 class Politeness:
@@ -95,7 +103,7 @@ class Politeness:
         h.next_start = max(h.next_start, h.last_start + h.crawl_delay)
 
     @asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[None]:
+    async def slot(self, host: str) -> AsyncIterator[Grant]:
         """Wait until a request to `host` is allowed, and hold one of its concurrency places.
 
         Raises HostBadError when the host is (or becomes, while waiting) bad.
@@ -105,6 +113,9 @@ class Politeness:
             if h.state is HostState.BAD:
                 raise HostBadError(host)
             self._release_ghosts(h)
+            if h.unsent:  # spacing counts from the previous request's real send: wait for it
+                await h.lot.park()
+                continue
             if h.in_flight >= self._settings.concurrent_requests_per_domain:
                 with trio.move_on_at(min(h.ghosts, default=math.inf)):
                     await h.lot.park()
@@ -115,18 +126,27 @@ class Politeness:
                 continue
             break
         h.in_flight += 1
+        h.unsent += 1
         h.last_start = self._clock()
         h.next_start = h.last_start + self.gap(host)
+        grant = Grant()
         try:
-            yield
+            yield grant
         finally:
+            if grant.pending:
+                grant.pending = False
+                h.unsent -= 1
             h.in_flight -= 1
-            h.lot.unpark()
+            h.lot.unpark_all()
 
-    def mark_sent(self, host: str) -> None:
-        """The request really left now (later than its slot was granted, when the loop was busy or a
-        connection had to be opened): count the spacing to the next request from here."""
+    def mark_sent(self, host: str, grant: Grant | None = None) -> None:
+        """The request really left now (later than its slot was granted, when the loop was busy or it
+        waited for a connection): count the spacing to the next request from here."""
         h = self._host(host)
+        if grant is not None and grant.pending:
+            grant.pending = False
+            h.unsent -= 1
+            h.lot.unpark_all()
         now = self._clock()
         h.last_start = max(h.last_start, now)
         h.next_start = max(h.next_start, now + self.gap(host))

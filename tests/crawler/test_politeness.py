@@ -91,7 +91,8 @@ async def test_slots_space_starts_and_cap_concurrency(autojump_clock):
 
     async def request() -> None:
         nonlocal in_flight, peak
-        async with p.slot("h:80"):
+        async with p.slot("h:80") as grant:
+            p.mark_sent("h:80", grant)
             starts.append(trio.current_time())
             in_flight += 1
             peak = max(peak, in_flight)
@@ -150,3 +151,22 @@ def test_late_send_pushes_the_next_start():
     clock.now = 200.0
     p.mark_sent("h:80")  # the request left long after its slot was granted
     assert p.ready_at("h:80") == 200.5
+
+
+@pytest.mark.trio
+async def test_next_grant_waits_until_the_previous_request_is_sent(autojump_clock):
+    p = Politeness(CrawlSettings(download_delay=1.0, autothrottle_enabled=False))
+    sent_at = []
+
+    async def request(send_after: float) -> None:
+        async with p.slot("h:80") as grant:
+            await trio.sleep(send_after)  # e.g. waiting for a connection
+            p.mark_sent("h:80", grant)
+            sent_at.append(trio.current_time())
+            await trio.sleep(0.1)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(request, 5.0)
+        await trio.sleep(0.01)
+        nursery.start_soon(request, 0.0)
+    assert sent_at[1] - sent_at[0] >= 1.0
