@@ -198,11 +198,14 @@ def fit_weights(
     sample_weight: np.ndarray | None = None,
     prior: RankingWeights | None = None,
     strength: float = PRIOR_STRENGTH,
+    intercept: bool = True,
 ) -> RankingWeights:
     """Least squares (eq. 4.8) min sum_i s_i (y_i - w.x_i)^2 + strength |w - w0|^2, clipped to [-1, 1].
 
     w0 is the prior scaled so that a document at the top of every signal scores 1 (the targets' scale);
-    `strength=0` is the thesis's plain least squares (minimum-norm solution when rank deficient)."""
+    `strength=0, intercept=False` is the thesis's plain least squares (minimum-norm solution when rank
+    deficient). The intercept (fitted, then dropped: a constant does not change a ranking) lets the weights
+    explain the difference between relevant and irrelevant marks rather than the level of the targets."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     s = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
@@ -210,10 +213,13 @@ def fit_weights(
     total = float(np.abs(w0).sum())
     w0 = w0 / total if total > 0 else w0
     root = np.sqrt(s)[:, None]
-    A = np.vstack([X * root, np.sqrt(strength) * np.eye(len(SIGNALS))])
+    n = len(SIGNALS)
+    design = np.hstack([X, np.ones((len(y), 1))]) if intercept else X
+    penalty = np.sqrt(strength) * np.eye(n, design.shape[1])  # the intercept is not pulled anywhere
+    A = np.vstack([design * root, penalty])
     b = np.concatenate([y * root[:, 0], np.sqrt(strength) * w0])
     w, *_ = np.linalg.lstsq(A, b, rcond=None)
-    return RankingWeights.from_array(np.clip(w, -1.0, 1.0))
+    return RankingWeights.from_array(np.clip(w[:n], -1.0, 1.0))
 
 
 def personal_weights(

@@ -239,12 +239,15 @@ def ranked_search(
     syntax: str = "plain",
     collapse: bool = True,
     previews: bool = True,
+    context: str | None = None,
 ) -> SearchResults:
     """The query's results ranked by the linear combination of normalised signals (thesis eq. 4.1).
 
     BM25 picks the best `CANDIDATES` matching documents under the filters (topic or its subtree,
     restrictive verdict: default accepted-or-unjudged, local/pooled origin); the combination re-ranks them;
     near duplicates and copies of one page from several peers show once with their origins merged.
+    `context` (default: the filter topic) is the topic whose view ranks without filtering: only documents
+    accepted into its subtree keep their confidence, and its topic-specific link scores are used.
     """
     weights = weights or RankingWeights()
     match = plain_query(query) if syntax == "plain" else query.strip()
@@ -255,22 +258,27 @@ def ranked_search(
     ensure_schema(repo)
     where, params = _filters(topic, include_descendants, verdict, origin)
     depth = max(CANDIDATES, 3 * (offset + limit))
+    context = context if context is not None else topic
+    confidence_sql, confidence_params = "d.confidence", []
+    if context is not None:
+        clause, confidence_params = topic_clause("d.topic", context, descendants=True)
+        confidence_sql = f"CASE WHEN d.accepted = 1 AND {clause} THEN d.confidence ELSE 0 END"
     sql = (
         "SELECT d.id, d.url, COALESCE(d.canonical, d.final_url), d.title, d.topic, d.confidence, d.verdict, "
         "d.origin, d.origins, d.simhash, documents_fts.rank, "
-        "COALESCE(lt.authority, lg.authority), COALESCE(lt.pagerank, lg.pagerank) "
+        f"COALESCE(lt.authority, lg.authority), COALESCE(lt.pagerank, lg.pagerank), {confidence_sql} "
         "FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
         "LEFT JOIN link_scores lt ON lt.topic = ? AND lt.doc_id = d.id "
         "LEFT JOIN link_scores lg ON lg.topic = ? AND lg.doc_id = d.id "
         f"WHERE documents_fts MATCH ? AND {' AND '.join(where)} ORDER BY documents_fts.rank LIMIT ?"
     )
-    scope = topic if topic is not None else GLOBAL_SCOPE
-    rows = _run(repo, sql, [scope, GLOBAL_SCOPE, match, *params, depth], query)
+    scope = context if context is not None else GLOBAL_SCOPE
+    rows = _run(repo, sql, [*confidence_params, scope, GLOBAL_SCOPE, match, *params, depth], query)
     candidates = [_candidate(row) for row in rows]
     signals = signal_matrix(
         {
             "text": [-float(row[10]) for row in rows],
-            "confidence": [row[5] for row in rows],
+            "confidence": [row[13] for row in rows],
             "authority": [row[11] for row in rows],
             "pagerank": [row[12] for row in rows],
         }

@@ -23,24 +23,33 @@ from crawler.taxonomy import POSITIVE
 def test_plain_least_squares_recovers_the_exact_weights():
     X = np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0], [1.0, 1.0, 0, 0]])
     true = np.array([0.5, -0.25, 0.0, 1.0])
-    fitted = fit_weights(X, X @ true, strength=0.0)
+    fitted = fit_weights(X, X @ true, strength=0.0, intercept=False)
     assert np.allclose(fitted.as_array(), true)
 
 
 def test_rank_deficient_fit_takes_the_minimum_norm_solution():
-    fitted = fit_weights(np.array([[1.0, 1.0, 0, 0]]), np.array([1.0]), strength=0.0)
+    fitted = fit_weights(np.array([[1.0, 1.0, 0, 0]]), np.array([1.0]), strength=0.0, intercept=False)
     assert np.allclose(fitted.as_array(), [0.5, 0.5, 0.0, 0.0])
 
 
 def test_prior_pulls_unmarked_signals_toward_the_default_share():
     # one mark on the text signal only: the ridge normal equations give w = (X'y + s w0) / (X'X + s)
-    fitted = fit_weights(np.array([[1.0, 0, 0, 0]]), np.array([1.0]), strength=1.0)
+    fitted = fit_weights(np.array([[1.0, 0, 0, 0]]), np.array([1.0]), strength=1.0, intercept=False)
     assert np.allclose(fitted.as_array(), [(1 + 0.25) / 2, 0.25, 0.25, 0.25])
 
 
 def test_fitted_weights_are_clipped_to_the_unit_interval():
-    fitted = fit_weights(np.array([[0.1, 0, 0, 0]]), np.array([1.0]), strength=0.0)
+    fitted = fit_weights(np.array([[0.1, 0, 0, 0]]), np.array([1.0]), strength=0.0, intercept=False)
     assert fitted.text == 1.0
+
+
+def test_intercept_absorbs_the_level_so_weights_follow_the_contrast():
+    # every mark scores high on text; only confidence separates relevant from irrelevant
+    X = np.array([[1.0, 0.9, 0, 0], [0.9, 0.8, 0, 0], [1.0, 0.1, 0, 0], [0.9, 0.2, 0, 0]])
+    y = np.array([1.0, 1.0, 0.0, 0.0])
+    with_intercept = fit_weights(X, y, strength=0.1)
+    assert with_intercept.confidence > with_intercept.text
+    assert with_intercept.confidence > 0.5
 
 
 def test_explicit_mark_outranks_an_implicit_one_for_the_same_result():

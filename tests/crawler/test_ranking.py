@@ -167,3 +167,12 @@ def test_paging_returns_disjoint_pages_and_a_total(repo):
     assert first.total == second.total == 7
     assert len(first.hits) == 4 and len(second.hits) == 3
     assert not set(urls(first)) & set(urls(second))
+
+
+def test_topic_context_counts_only_confidence_within_the_topic(repo):
+    add(repo, "http://a/math", topic="Math", confidence=0.5)
+    add(repo, "http://b/movies", topic="Movies", confidence=0.9)
+    assert urls(ranked_search(repo, "vacuum", weights=TEXT_AND_CONFIDENCE))[0] == "http://b/movies"
+    in_math = ranked_search(repo, "vacuum", weights=TEXT_AND_CONFIDENCE, context="Math")
+    assert urls(in_math)[0] == "http://a/math"
+    assert in_math.hits[1].signals["confidence"] == 0.0
