@@ -1,0 +1,188 @@
+"""Snapshots of every screen at 100x30 over fixed node answers (a stand-in link: no clock, no network).
+
+The Pilot tests drive a real node; these pin the layout, so the figures must not move between runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from tui.app import TopicSwarmApp
+from tui.link import NodeLink
+from tui.records import (
+    CrawlFigures,
+    CurvePoint,
+    Hit,
+    LossSetting,
+    MetaState,
+    MetricSample,
+    Peer,
+    Proposal,
+    ReceivedModel,
+    Rejection,
+    SearchResults,
+    Status,
+    Topic,
+)
+
+SIZE = (100, 30)
+T0 = 1_700_000_000.0
+TOPICS = [
+    Topic("Databases", "Databases", None, 41, 12, 0.62, 0.91, ("sql", "index"), "running", "3"),
+    Topic("Databases/Postgres", "Postgres", "Databases", 17, 5, 0.55, 0.88, (), "paused", "1"),
+    Topic("Sysadmin", "Sysadmin", None, 23, 4, 0.40, None, (), "stopped", None),
+]
+FIGURES = CrawlFigures("running", True, 120, 3.5, 840, {"http_4xx": 7, "timeout": 2}, 2_400_000)
+
+
+def samples() -> list[MetricSample]:
+    return [
+        MetricSample(
+            T0 + 5 * i,
+            4 * i,
+            2 + (i % 5),
+            300 + 20 * i,
+            {"http_4xx": i // 5},
+            min(i // 4, 3),
+            1000 * i,
+            700 * i,
+            {"Databases": 0.3 + 0.02 * i, "Sysadmin": 0.5 - 0.01 * i},
+        )
+        for i in range(30)
+    ]
+
+
+class FixedLink(NodeLink):
+    """Answers as a node would, always the same."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("/nonexistent"))
+
+    async def status(self) -> Status:
+        return Status("12D3KooWFixed", FIGURES, {"Databases": 0.62}, 3, 29_000, 20_300, 64, 21, True, True)
+
+    async def metrics(self, since: float = 0.0) -> list[MetricSample]:
+        return [s for s in samples() if s.t > since]
+
+    async def topics(self) -> list[Topic]:
+        return TOPICS
+
+    async def search(self, q: str, **options) -> SearchResults:
+        hits = (
+            Hit(
+                8,
+                "http://127.0.0.11/intro.html",
+                "What Is PostgreSQL?",
+                "Databases/Postgres",
+                0.93,
+                "local",
+                ("local",),
+                3.2,
+                "PostgreSQL is an object-relational database system.",
+                "accepted",
+            ),
+            Hit(
+                12,
+                "http://127.0.0.12/ddl.html",
+                "Data Definition",
+                "Databases",
+                0.81,
+                "12D3KooWPeerA",
+                ("12D3KooWPeerA",),
+                2.7,
+                "This chapter covers how one creates the database structures.",
+                "accepted",
+            ),
+        )
+        return SearchResults(q, hits, 2)
+
+    async def peers(self) -> list[Peer]:
+        return [
+            Peer("12D3KooWPeerA", ("/ip4/127.0.0.1/tcp/4001",), T0, ("Databases",), 18_000, 9_000, ()),
+            Peer(
+                "12D3KooWPeerB",
+                ("/ip4/127.0.0.1/tcp/4002",),
+                T0,
+                ("Sysadmin",),
+                4_000,
+                2_000,
+                (Rejection("bad signature", 3),),
+            ),
+        ]
+
+    async def models(self, topic: str | None = None) -> list[ReceivedModel]:
+        return [
+            ReceivedModel("Databases", "12D3KooWPeerA", "4", "svm", 0.87, 0.61, T0),
+            ReceivedModel("Databases", "12D3KooWPeerB", "2", "svm", 0.52, 0.0, T0),
+        ]
+
+    async def meta(self, topic: str) -> MetaState:
+        curve = tuple(CurvePoint(x / 20, 0.8 + 0.18 * (x / 19) ** 0.5) for x in range(20))
+        return MetaState(topic, 0.2, curve, 51, 13)
+
+    async def set_loss(self, topic: str, loss: float) -> LossSetting:
+        return LossSetting(loss, 40, 24)
+
+    async def proposals(self, topic: str | None = None) -> list[Proposal]:
+        return [
+            Proposal(
+                "p1",
+                "Databases",
+                "indexes",
+                ("index", "btree", "scan"),
+                ("Index Types", "Multicolumn"),
+                14,
+                2,
+                "proposed",
+            ),
+            Proposal(
+                "p2",
+                "Databases",
+                "transactions",
+                ("commit", "lock"),
+                ("Transaction Isolation",),
+                9,
+                1,
+                "proposed",
+            ),
+        ]
+
+    async def stats_events(self):
+        await asyncio.Event().wait()
+        yield "stats", FIGURES
+
+
+def app() -> TopicSwarmApp:
+    return TopicSwarmApp(Path("/nonexistent"), link=FixedLink())
+
+
+def navigate(keys: list[str]):
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.5)
+        await pilot.press(*keys)
+        await pilot.pause(0.5)
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False
+        await pilot.pause(1.2)  # one dashboard redraw interval
+
+    return run_before
+
+
+@pytest.mark.parametrize(
+    ("screen", "keys"),
+    [
+        ("dashboard", []),
+        ("topics", ["2"]),
+        ("results", ["3", "slash", *"postgres", "enter"]),
+        ("peers", ["4"]),
+        ("meta", ["5"]),
+        ("refine", ["6"]),
+        ("help", ["question_mark"]),
+    ],
+)
+def test_screen_snapshot(snap_compare, screen, keys):
+    assert snap_compare(app(), terminal_size=SIZE, run_before=navigate(keys))
