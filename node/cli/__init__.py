@@ -13,7 +13,7 @@ import sys
 from node.cli.common import CliError
 
 # Modules of this package that add commands, in the order `--help` lists them.
-COMMAND_MODULES = ["config", "node", "simweb", "topics", "crawl", "search", "export", "demo"]
+COMMAND_MODULES = ["config", "node", "simweb", "topics", "crawl", "search", "export", "demo", "tui"]
 
 
 def build_parser() -> argparse.ArgumentParser:
