@@ -257,7 +257,8 @@ def print_tables(corpus: str, k: int, summary: dict, n_tuples: int) -> None:
         )
     else:
         print(
-            f"{'thesis':28}  (no Table 3.1 row for {row}, k = {k}: lost in the thesis text for k = 5, never printed for k = 2)"
+            f"{'thesis':28}  (no Table 3.1 row for {row}, k = {k}:"
+            " lost in the thesis text for k = 5, never printed for k = 2)"
         )
     for function in META_FUNCTIONS:
         meta = summary["meta"][function]
