@@ -277,7 +277,11 @@ class Repository:
     def insert_page(self, page: StoredPage) -> int:
         """Store a document and its links (call inside `transaction`); returns the document id."""
         doc = page.document
-        values = [page.doc_id, *(getattr(doc, name) for name in _DOCUMENT_COLUMNS)]
+        doc_id = page.doc_id
+        taken = "SELECT 1 FROM documents WHERE id = ?"
+        if doc_id is not None and self.db.conn.execute(taken, [doc_id]).fetchone():
+            doc_id = None  # another writer (pooled results from peers) took the id the crawler chose
+        values = [doc_id, *(getattr(doc, name) for name in _DOCUMENT_COLUMNS)]
         values[1 + _DOCUMENT_COLUMNS.index("simhash")] = _to_signed64(doc.simhash)
         values[1 + _DOCUMENT_COLUMNS.index("accepted")] = int(doc.accepted)
         values[1 + _DOCUMENT_COLUMNS.index("redirects")] = json.dumps(list(doc.redirects))

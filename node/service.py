@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import trio
 
 from crawler.engine import Crawler, CrawlStats
+from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config
@@ -138,6 +139,7 @@ class NodeService:
                 await self._start_cooperation(nursery)
                 from node.api import serve_api
 
+                await self._refresh_focus()
                 self.api_url = await nursery.start(serve_api, self)
                 self._write_api_file()
                 nursery.start_soon(self._crawl_supervisor)
@@ -186,20 +188,21 @@ class NodeService:
 
     # -- components ---------------------------------------------------------------------------------------
     def _build_crawler(self) -> Crawler:
-        policy = self._focus_policy()
-        return Crawler(self._repo, self.crawl_settings, policy=policy)  # type: ignore[arg-type]
+        return Crawler(self._repo, self.crawl_settings)  # type: ignore[arg-type]
 
     def _focus_policy(self) -> Any:
-        """The focus loop's policy when topics are imported and the focus module is installed, else None."""
+        """The focus loop (`crawler.focus.TopicFocus`) trained on the imported taxonomy; None without one."""
+        from crawler.focus import TopicFocus
+        from crawler.taxonomy import load_taxonomy
+
+        taxonomy = load_taxonomy(self._side)  # type: ignore[arg-type]
+        if taxonomy is None:
+            return None
         try:
-            from crawler import focus
-            from crawler.taxonomy import load_taxonomy
-        except ImportError:
+            return TopicFocus(taxonomy)
+        except ValueError as exc:  # no bookmark could be fetched: nothing to train on
+            log.warning("crawling without focus: %s", exc)
             return None
-        builder = getattr(focus, "policy_for_repository", None)
-        if builder is None or load_taxonomy(self._side) is None:  # type: ignore[arg-type]
-            return None
-        return builder(self._side, self.crawl_settings)
 
     async def _start_network(self, nursery: trio.Nursery) -> None:
         from node.network import start_network
@@ -214,11 +217,35 @@ class NodeService:
         if self.network is None:
             return
         try:
-            self.cooperation = Cooperation.for_node(self)  # type: ignore[attr-defined]
-        except AttributeError:
-            log.warning("node.cooperation has no Cooperation.for_node: running without cooperation")
+            cooperation = Cooperation.for_node(self)  # type: ignore[attr-defined]
+        except Exception as exc:
+            self._cooperation_failed(exc)
             return
-        await nursery.start(self.cooperation.run)
+        self.cooperation = await nursery.start(self._run_cooperation, cooperation)
+
+    async def _run_cooperation(
+        self, cooperation: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The cooperation layer's loops; if they fail, the node logs why and crawls on alone."""
+        started = False
+
+        def on_started(value: Any = None) -> None:
+            nonlocal started
+            started = True
+            task_status.started(cooperation)
+
+        status = _StartedHook(on_started)
+        try:
+            await cooperation.run(task_status=status)
+        except Exception as exc:
+            self._cooperation_failed(exc)
+            self.cooperation = None
+            if not started:
+                task_status.started(None)
+
+    def _cooperation_failed(self, exc: BaseException) -> None:
+        log.error("cooperation failed, the node goes on without it: %s", root_cause(exc), exc_info=exc)
+        self._publish("log", {"message": f"cooperation failed: {root_cause(exc)}; crawling on alone"})
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(side_repository, *args)` in a worker thread, one call at a time."""
@@ -250,6 +277,7 @@ class NodeService:
                     self._crawl_running = False
                     self._crawl_idle.set()
                 self._last_reason = stats.reason
+                await self._record_focus_stats()
                 self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
                 if stats.reason in ("exhausted", "blocked", "max_pages"):
                     await self._wait_for_change(timeout=30.0 if stats.reason == "blocked" else math.inf)
@@ -301,11 +329,11 @@ class NodeService:
         self._publish("log", {"message": f"crawl {state}" + (f" for {topic}" if topic else "")})
         return answer
 
-    async def add_seeds(self, urls: Sequence[str], topic: str | None = None) -> int:
+    async def add_seeds(self, urls: Sequence[str], topic: str | None = None, priority: float = 1.0) -> int:
         """Queue start URLs (the engine pauses for the edit, so the frontier has one writer)."""
         assert self.crawler is not None
         async with await self.hold_crawl():
-            added = self.crawler.add_seeds(urls, topic=topic)
+            added = self.crawler.add_seeds(urls, topic=topic, priority=priority)
         return added
 
     # -- statistics and events ----------------------------------------------------------------------------
@@ -447,9 +475,9 @@ class NodeService:
         for doc in taxonomy.documents:
             if doc.polarity == POSITIVE and doc.url:
                 by_topic.setdefault(doc.topic, []).append(doc.url)
-        for topic, urls in by_topic.items():
-            seeds += await self.add_seeds(urls, topic=topic)
         await self._refresh_focus()
+        for topic, urls in by_topic.items():
+            seeds += await self.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
         if self.cooperation is not None and hasattr(self.cooperation, "topics_changed"):
             await self.cooperation.topics_changed(list(taxonomy.topics))
         self._poke()
@@ -469,12 +497,20 @@ class NodeService:
             await fetcher.aclose()
 
     async def _refresh_focus(self) -> None:
-        """After an import: give the crawler the focus loop's policy for the new topics."""
+        """At start and after an import: the crawler focuses on the stored topics (trained off the loop)."""
         assert self.crawler is not None
         policy = await trio.to_thread.run_sync(self._focus_policy, limiter=self._db_limiter)
         if policy is not None:
             async with await self.hold_crawl():
+                policy.attach(self.crawler)
                 self.crawler.policy = policy
+
+    async def _record_focus_stats(self) -> None:
+        """Harvest rates of the focus loop into topic_stats (the engine is idle: its connection is free)."""
+        assert self.crawler is not None
+        record = getattr(self.crawler.policy, "record_stats", None)
+        if record is not None:
+            await trio.to_thread.run_sync(record)
 
     async def set_keywords(self, key: str, keywords: Sequence[str]) -> dict[str, Any]:
         if key not in await self.topic_keys():
@@ -549,6 +585,13 @@ class NodeService:
             raise NodeServiceError("bad_request", str(exc)) from exc
 
 
+class _StartedHook:
+    """A task_status that calls back when the task reports it has started."""
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self.started = callback
+
+
 class _CrawlHold:
     """`async with await service.hold_crawl():` the engine is idle inside, and resumes after."""
 
@@ -584,14 +627,14 @@ def document_counts(repo: Repository) -> dict[str, int]:
 
 
 def harvest_rates(repo: Repository) -> dict[str, float]:
-    """Per topic: the latest harvest rate the focus loop measured, else accepted share of local documents."""
+    """Per topic: accepted / fetched over everything its queue fetched (the focus loop's topic_stats), else
+    the accepted share of local documents."""
     rates: dict[str, float] = {}
     if _table_exists(repo, "topic_stats"):
-        for topic, rate in repo.db.execute(
-            "SELECT topic, harvest_rate FROM topic_stats t WHERE at = "
-            "(SELECT max(at) FROM topic_stats s WHERE s.topic = t.topic)"
+        for topic, accepted, fetched in repo.db.execute(
+            "SELECT topic, sum(accepted), sum(fetched) FROM topic_stats WHERE topic != '' GROUP BY topic"
         ):
-            rates[topic] = float(rate)
+            rates[topic] = float(accepted) / fetched if fetched else 0.0
     keys = _topic_keys(repo)
     missing = [k for k in keys if k not in rates]
     if missing:

@@ -309,3 +309,14 @@ def node_client_or_none(data: DataDir) -> NodeClient | None:
         return NodeClient.from_data_dir(data)
     except NodeUnreachable:
         return None
+
+
+def control_crawl(args: argparse.Namespace) -> int:
+    """`topicswarm crawl start|pause|stop [--topic T]` (registered by `node.cli.crawl`)."""
+    with connect(args) as client:
+        answer = client.crawl(args.action, args.topic)
+    if args.json:
+        print_json(answer)
+    else:
+        print(f"crawl {answer['state']}" + (f" for {args.topic}" if args.topic else ""))
+    return 0
