@@ -1,0 +1,298 @@
+"""The semantic layer's learning on one node's own data (thesis 3.3.2-3.3.4), without any network.
+
+A topic's exchangeable model is its one-vs-rest linear SVM over the node's training documents of the topic
+(bookmarks and the archetypes the focus loop adds): positives are the training documents of the topic's
+subtree, negatives every other training document (other topics and OTHERS folders). A document's ID is its
+URL (or file path), the same on every peer, so cross-validation can exclude shared training documents.
+
+Received models are weighed by their accuracy measured on the node's labelled documents they were not
+trained on (`metamodels.robust`), and put on one scale by Platt scaling fitted on those same documents: a
+label-flipped model scores below chance and gets weight 0, an inflated one is calibrated back. The meta
+confidence of a document is the weighted trimmed mean of the calibrated confidences. Functions here read
+the repository and are meant to run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from crawler.repository import Repository
+from metamodels.calibration import PlattScaler, fit_platt
+from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
+from metamodels.errors import MetamodelError
+from metamodels.estimators import held_out_accuracy
+from metamodels.features import Featurizer
+from metamodels.linear import LinearModel, train_linear_svm
+from metamodels.meta_classifier import MetaClassifier
+from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
+from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT
+from metamodels.restrictive import loss_targeted_decisions
+from metamodels.robust import RobustSettings, accuracy_weight, robust_combine
+
+CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+VERDICTS = {ACCEPT: "accepted", ABSTAIN: "abstained", -1: "rejected"}
+ROBUST = RobustSettings()
+
+
+def in_subtree(topic: str | None, ancestor: str) -> bool:
+    return topic is not None and (topic == ancestor or topic.startswith(ancestor + "/"))
+
+
+@dataclass(frozen=True)
+class LabelledData:
+    """The node's labelled documents for one topic: 1 inside the topic's subtree, 0 elsewhere."""
+
+    ids: tuple[str, ...]
+    X: sp.csr_matrix
+    labels: np.ndarray
+
+    @property
+    def positives(self) -> int:
+        return int(self.labels.sum())
+
+    @property
+    def negatives(self) -> int:
+        return int(self.labels.size - self.labels.sum())
+
+
+def training_rows(repo: Repository) -> list[tuple[str, str, int, str]]:
+    """(id, topic, polarity, text) of every training document with text, each ID once."""
+    if not repo.db["training_documents"].exists():
+        return []
+    seen: set[str] = set()
+    rows = []
+    for row_id, topic, polarity, url, path, title, text in repo.db.execute(
+        "SELECT id, topic, polarity, url, path, title, text FROM training_documents "
+        "WHERE text != '' ORDER BY id"
+    ):
+        doc_id = url or path or f"training:{row_id}"
+        if doc_id in seen:
+            continue
+        seen.add(doc_id)
+        rows.append((doc_id, topic, int(polarity), f"{title}\n{text}"))
+    return rows
+
+
+def training_fingerprint(repo: Repository) -> str:
+    """Changes whenever training documents are added or replaced (an import, archetypes of a retraining)."""
+    if not repo.db["training_documents"].exists():
+        return ""
+    count, last = repo.db.execute("SELECT count(*), coalesce(max(id), 0) FROM training_documents").fetchone()
+    return f"{count}:{last}"
+
+
+def labelled_data(
+    rows: Sequence[tuple[str, str, int, str]], topic: str, featurizer: Featurizer
+) -> LabelledData:
+    labels = np.array(
+        [int(polarity == 1 and in_subtree(t, topic)) for _, t, polarity, _ in rows], dtype=np.int8
+    )
+    X = (
+        featurizer.transform([text for *_, text in rows])
+        if rows
+        else sp.csr_matrix((0, featurizer.config.n_features))
+    )
+    return LabelledData(tuple(r[0] for r in rows), sp.csr_matrix(X), labels)
+
+
+def train_local(data: LabelledData, min_positives: int = 1, C: float = 1.0) -> LinearModel | None:
+    """The topic's local model, or None while it lacks positives or negatives."""
+    if data.positives < min_positives or data.negatives < 1:
+        return None
+    return train_linear_svm(data.X, data.labels, C, training_ids=data.ids)
+
+
+def cross_validated(data: LabelledData, folds: int = 5, C: float = 1.0) -> tuple[int, int]:
+    """(correct, evaluated) of the local training procedure by k-fold cross-validation on the node's data,
+    the local model's own accuracy estimate (it cannot be tested on documents it was trained on)."""
+    n = data.labels.size
+    if data.positives < 2 or data.negatives < 2:
+        return 0, 0
+    order = np.random.default_rng(0).permutation(n)
+    correct = evaluated = 0
+    for fold in range(min(folds, n)):
+        test = order[fold::folds]
+        train = np.setdiff1d(order, test)
+        y = data.labels[train]
+        if y.min() == y.max():
+            continue
+        model = train_linear_svm(data.X[train], y, C)
+        predicted = (model.decision_function(data.X[test]) > 0).astype(np.int8)
+        correct += int(np.sum(predicted == data.labels[test]))
+        evaluated += test.size
+    return correct, evaluated
+
+
+@dataclass(frozen=True)
+class Member:
+    """A base classifier of a meta-classifier with what this node measured of it."""
+
+    origin: str
+    version: int
+    model: LinearModel
+    correct: int
+    evaluated: int
+    weight: float
+    scaler: PlattScaler | None
+    local: bool = False
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.evaluated if self.evaluated else None
+
+
+def measure(
+    model: LinearModel, data: LabelledData, exclude: Sequence[str] = ()
+) -> tuple[int, int, np.ndarray]:
+    """(correct, evaluated, held-out mask) of a model on the labelled documents it was not trained on."""
+    excluded = set(model.training_ids) | set(exclude)
+    mask = np.array([i not in excluded for i in data.ids], dtype=bool)
+    if data.labels.size == 0:
+        return 0, 0, mask
+    predicted = (model.decision_function(data.X) > 0).astype(np.int8)
+    correct, evaluated = held_out_accuracy(predicted, data.labels, data.ids, excluded)
+    return correct, evaluated, mask
+
+
+def _scaler(scores: np.ndarray, labels: np.ndarray) -> PlattScaler | None:
+    if scores.size < ROBUST.min_evaluated or labels.min() == labels.max():
+        return None
+    try:
+        return fit_platt(scores, labels)
+    except MetamodelError:
+        return None
+
+
+def received_member(origin: str, version: int, model: LinearModel, data: LabelledData) -> Member:
+    correct, evaluated, mask = measure(model, data)
+    scaler = _scaler(model.confidence(data.X[mask]), data.labels[mask]) if evaluated else None
+    weight = accuracy_weight(correct / evaluated, evaluated, ROBUST) if evaluated and scaler else 0.0
+    return Member(origin, version, model, correct, evaluated, weight, scaler)
+
+
+def local_member(origin: str, version: int, model: LinearModel, data: LabelledData) -> Member:
+    correct, evaluated = cross_validated(data)
+    scaler = _scaler(model.confidence(data.X), data.labels)
+    weight = accuracy_weight(correct / evaluated, evaluated, ROBUST) if evaluated else 0.0
+    return Member(origin, version, model, correct, evaluated, weight, scaler, local=True)
+
+
+def meta_classifier(members: Sequence[Member]) -> MetaClassifier:
+    """Eq. 3.13/3.14 over the members with their measured weights and scalers. When nothing could be
+    measured the local model decides alone (weight 1), as a node without peers would."""
+    weights = [m.weight for m in members]
+    if not any(w > 0 for w in weights):
+        weights = [1.0 if m.local else 0.0 for m in members]
+        if not any(weights):
+            weights = [1.0] * len(members)
+    return MetaClassifier(
+        models=tuple(m.model for m in members),
+        weights=tuple(weights),
+        scalers=tuple(m.scaler for m in members),
+    )
+
+
+def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:
+    """Signed meta confidence per document: weighted trimmed mean of the calibrated confidences."""
+    if X.shape[0] == 0:
+        return np.zeros(0)
+    return robust_combine(meta.responses(X), meta.weights, ROBUST)
+
+
+def decision_accuracy(scores: np.ndarray, labels: np.ndarray, loss: float) -> float | None:
+    """Accuracy of loss-targeted decisions against 1/0 labels; None when nothing is decided."""
+    if scores.size == 0:
+        return None
+    decisions = loss_targeted_decisions(scores, loss)
+    decided = decisions != ABSTAIN
+    if not decided.any():
+        return None
+    truth = np.where(labels > 0, ACCEPT, -1)
+    return float(np.mean(decisions[decided] == truth[decided]))
+
+
+def loss_curve(scores: np.ndarray, labels: np.ndarray) -> list[dict[str, float | None]]:
+    return [{"loss": loss, "accuracy": decision_accuracy(scores, labels, loss)} for loss in CURVE_LOSSES]
+
+
+# -- the repository's documents of a topic ---------------------------------------------------------------
+@dataclass(frozen=True)
+class TopicDocuments:
+    doc_ids: np.ndarray
+    titles: tuple[str, ...]
+    texts: tuple[str, ...]
+
+
+def topic_documents(repo: Repository, topic: str, *, include_pooled: bool = True) -> TopicDocuments:
+    """Documents the crawler (or a peer) filed in the topic's subtree, duplicates left out."""
+    pooled = "" if include_pooled else " AND origin IS NULL"
+    rows = repo.db.execute(
+        "SELECT id, title, text FROM documents WHERE duplicate_of IS NULL AND accepted = 1 "
+        f"AND (topic = ? OR substr(topic, 1, ?) = ?){pooled} ORDER BY id",
+        [topic, len(topic) + 1, topic + "/"],
+    ).fetchall()
+    return TopicDocuments(
+        np.array([r[0] for r in rows], dtype=np.int64),
+        tuple(r[1] or "" for r in rows),
+        tuple(f"{r[1]}\n{r[2]}" for r in rows),
+    )
+
+
+def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> tuple[int, int]:
+    """Store each document's restrictive verdict; (kept, abstained)."""
+    with repo.transaction() as db:
+        db.conn.executemany(
+            "UPDATE documents SET verdict = ? WHERE id = ?",
+            [(VERDICTS[int(d)], int(i)) for i, d in zip(doc_ids, decisions, strict=True)],
+        )
+    return int(np.sum(decisions == ACCEPT)), int(np.sum(decisions == ABSTAIN))
+
+
+# -- collaborative clustering (3.3.3) ---------------------------------------------------------------------
+def local_centroids(X: sp.csr_matrix, k: int, featurizer: Featurizer, seed: int = 0) -> ClusteringModel:
+    return kmeans(X, k, featurizer.config, seed=seed).model
+
+
+def cluster_proposals(
+    docs: TopicDocuments,
+    X: sp.csr_matrix,
+    models: Sequence[ClusteringModel],
+    k: int,
+    loss: float,
+    featurizer: Featurizer,
+) -> list[dict[str, object]]:
+    """Meta clusters of the node's own documents from its own and its peers' centroid models: labels mapped
+    by purity, combined by a confidence vote, the least confident `loss` share left unassigned."""
+    usable = [m for m in models if m.k == k]
+    labels, confidences = apply_models(usable, X)
+    mapping = meta_mapping(labels, k)
+    voted = confidence_vote(mapping.apply(labels), confidences, k)
+    kept = restrict(voted, loss)
+    terms = top_terms([featurizer.terms(t) for t in docs.texts], kept.labels, k, 10)
+    proposals = []
+    for cluster in range(k):
+        members = np.flatnonzero(kept.labels == cluster)
+        if members.size == 0:
+            continue
+        best = members[np.argsort(-voted.confidence[members], kind="stable")]
+        abstained = int(np.sum((voted.labels == cluster) & (kept.labels == ABSTAIN_LABEL)))
+        proposals.append(
+            {
+                "label": ", ".join(terms[cluster][:3]) or f"cluster {cluster + 1}",
+                "top_terms": list(terms[cluster]),
+                "sample_titles": [docs.titles[i] for i in best[:5]],
+                "size": int(members.size),
+                "abstained": abstained,
+                "doc_ids": [int(docs.doc_ids[i]) for i in members],
+            }
+        )
+    return proposals
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)

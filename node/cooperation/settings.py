@@ -1,0 +1,37 @@
+"""Every knob of the cooperation layer (thesis 3.3) and its default, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crawler.settings import doc
+
+
+@dataclass(frozen=True)
+class CooperationSettings:
+    sync_interval: float = doc(
+        10.0, "Seconds between two cooperation rounds (announce, fetch new models, sync results)."
+    )
+    request_timeout: float = doc(20.0, "Seconds one request to a peer may take before it is abandoned.")
+    default_loss: float = doc(0.2, "Loss of restrictive filtering until the user sets one (thesis 3.2.1).")
+    error_goal: float = doc(
+        0.0, "Default error goal of a meta build (0: none; the peer count then follows the loss alone)."
+    )
+    max_meta_peers: int = doc(16, "Most peers whose classifiers one meta-classifier combines.")
+    min_training_docs: int = doc(
+        2, "Positive training documents a topic needs before its local model is trained and offered."
+    )
+    results_per_sync: int = doc(200, "Most crawl results asked from one peer per topic and round.")
+    share_results: int = doc(2000, "Most of a topic's own accepted results offered to peers (best first).")
+    hub_seeds: int = doc(5, "Pooled URLs of peers' most confident pages queued as local seeds per round.")
+    cluster_k: int = doc(3, "Default number of subtopics a refinement proposes.")
+    cluster_loss: float = doc(0.3, "Share of a topic's documents the meta clustering may leave unassigned.")
+    hostile: bool = doc(
+        False, "Testing only: offer label-flipped models (shows that hostile models end up with no say)."
+    )
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.default_loss < 1.0 or not 0.0 <= self.cluster_loss < 1.0:
+            raise ValueError("default_loss and cluster_loss must lie in [0, 1)")
+        if self.sync_interval <= 0 or self.request_timeout <= 0 or self.cluster_k < 2:
+            raise ValueError("sync_interval and request_timeout must be > 0, cluster_k >= 2")

@@ -1,0 +1,351 @@
+"""The cooperation layer's tables in the node's repository, and pooled crawl results in `documents`.
+
+Tables (component "cooperation", versioned by `Repository.migrate`):
+- `coop_models`: the newest model per (topic, origin, kind) with its role (local, received, meta), version,
+  the signed wire form (msgpack), its accuracy measured on this node's labelled documents and its weight;
+- `coop_meta`: per topic the meta-classifier (plain data), the user's loss, its members, the loss/accuracy
+  curve and the last figures of a build;
+- `coop_proposals`: clustering proposals (label, top terms, sample titles, size, abstained, status);
+- `coop_cursors`: how far the results of each peer and topic have been synced.
+Pooled documents go into `documents` with `origin` (the first peer) and `origins` (every peer, merged).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crawler.repository import Repository
+from crawler.urls import host_of
+from p2p.codec import pack, unpack
+from p2p.schemas import CrawlResult, ModelResponse, SignedModel
+
+COMPONENT = "cooperation"
+LOCAL, RECEIVED, META = "local", "received", "meta"
+
+
+def _schema_v1(db: Any) -> None:
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS coop_models (
+            topic TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            role TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL DEFAULT '',
+            wire BLOB NOT NULL,
+            accuracy_local REAL,
+            evaluated INTEGER NOT NULL DEFAULT 0,
+            weight REAL,
+            received_at REAL NOT NULL,
+            PRIMARY KEY (topic, origin, kind)
+        );
+        CREATE TABLE IF NOT EXISTS coop_meta (
+            topic TEXT PRIMARY KEY,
+            loss REAL NOT NULL,
+            model BLOB,
+            members TEXT NOT NULL DEFAULT '[]',
+            curve TEXT NOT NULL DEFAULT '[]',
+            kept INTEGER NOT NULL DEFAULT 0,
+            abstained INTEGER NOT NULL DEFAULT 0,
+            build TEXT NOT NULL DEFAULT '{}',
+            built_at REAL NOT NULL DEFAULT 0
+        );
+        CREATE TABLE IF NOT EXISTS coop_proposals (
+            id INTEGER PRIMARY KEY,
+            topic TEXT NOT NULL,
+            label TEXT NOT NULL,
+            top_terms TEXT NOT NULL,
+            sample_titles TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            abstained INTEGER NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open',
+            doc_ids TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS coop_cursors (
+            peer TEXT NOT NULL,
+            topic TEXT NOT NULL,
+            cursor INTEGER NOT NULL,
+            PRIMARY KEY (peer, topic)
+        );
+        """
+    )
+
+
+MIGRATIONS = [_schema_v1]
+
+
+def ensure_schema(repo: Repository) -> None:
+    repo.migrate(COMPONENT, MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    topic: str
+    origin: str
+    kind: str
+    role: str
+    version: int
+    fingerprint: str
+    model: SignedModel
+    accuracy_local: float | None
+    evaluated: int
+    weight: float | None
+    received_at: float
+
+
+def save_model(
+    repo: Repository,
+    model: SignedModel,
+    role: str,
+    *,
+    fingerprint: str = "",
+    accuracy: float | None = None,
+    evaluated: int = 0,
+    weight: float | None = None,
+) -> None:
+    p = model.payload
+    with repo.transaction() as db:
+        db.conn.execute(
+            "INSERT INTO coop_models (topic, origin, kind, role, version, fingerprint, wire, accuracy_local, "
+            "evaluated, weight, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(topic, origin, kind) DO UPDATE SET role = excluded.role, "
+            "version = excluded.version, fingerprint = excluded.fingerprint, wire = excluded.wire, "
+            "accuracy_local = excluded.accuracy_local, "
+            "evaluated = excluded.evaluated, weight = excluded.weight, received_at = excluded.received_at",
+            [
+                p.topic,
+                p.origin,
+                p.kind,
+                role,
+                p.version,
+                fingerprint,
+                pack(ModelResponse(p.topic, model).to_wire()),
+                accuracy,
+                evaluated,
+                weight,
+                time.time(),
+            ],
+        )
+
+
+def set_model_quality(
+    repo: Repository,
+    topic: str,
+    origin: str,
+    kind: str,
+    accuracy: float | None,
+    evaluated: int,
+    weight: float,
+) -> None:
+    with repo.transaction() as db:
+        db.conn.execute(
+            "UPDATE coop_models SET accuracy_local = ?, evaluated = ?, weight = ? "
+            "WHERE topic = ? AND origin = ? AND kind = ?",
+            [accuracy, evaluated, weight, topic, origin, kind],
+        )
+
+
+def _row_to_model(row: Sequence[Any]) -> StoredModel:
+    topic, origin, kind, role, version, fingerprint, wire, accuracy, evaluated, weight, at = row
+    signed = ModelResponse.from_wire(unpack(wire, ModelResponse.MAX_FRAME)).model
+    assert signed is not None
+    return StoredModel(
+        topic, origin, kind, role, version, fingerprint, signed, accuracy, evaluated, weight, at
+    )
+
+
+_MODEL_COLUMNS = (
+    "topic, origin, kind, role, version, fingerprint, wire, accuracy_local, evaluated, weight, received_at"
+)
+
+
+def load_models(
+    repo: Repository, topic: str | None = None, kind: str | None = None, role: str | None = None
+) -> list[StoredModel]:
+    clauses, params = [], []
+    for column, value in (("topic", topic), ("kind", kind), ("role", role)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = repo.db.execute(
+        f"SELECT {_MODEL_COLUMNS} FROM coop_models{where} ORDER BY topic, role, origin", params
+    ).fetchall()
+    return [_row_to_model(row) for row in rows]
+
+
+def model_rows(repo: Repository, topic: str | None = None) -> list[dict[str, Any]]:
+    """The API's model list (without the weights themselves)."""
+    where, params = ("WHERE topic = ?", [topic]) if topic else ("", [])
+    rows = repo.db.execute(
+        f"SELECT topic, origin, version, kind, role, accuracy_local, evaluated, weight, received_at "
+        f"FROM coop_models {where} ORDER BY topic, role, origin",
+        params,
+    ).fetchall()
+    keys = (
+        "topic",
+        "origin",
+        "version",
+        "kind",
+        "role",
+        "accuracy_local",
+        "evaluated",
+        "weight",
+        "received_at",
+    )
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def count_received(repo: Repository) -> int:
+    return int(repo.db.execute("SELECT count(*) FROM coop_models WHERE role = ?", [RECEIVED]).fetchone()[0])
+
+
+# -- meta ---------------------------------------------------------------------------------------------------
+def save_meta(repo: Repository, topic: str, **values: Any) -> None:
+    """Insert or update a topic's meta row; JSON columns are encoded here."""
+    encoded = {k: json.dumps(v) if k in ("members", "curve", "build") else v for k, v in values.items()}
+    if "model" in encoded and encoded["model"] is not None:
+        encoded["model"] = pack(encoded["model"])
+    with repo.transaction() as db:
+        db.conn.execute(
+            "INSERT INTO coop_meta (topic, loss) VALUES (?, ?) ON CONFLICT(topic) DO NOTHING",
+            [topic, values.get("loss", 0.2)],
+        )
+        if encoded:
+            assignments = ", ".join(f"{k} = ?" for k in encoded)
+            db.conn.execute(f"UPDATE coop_meta SET {assignments} WHERE topic = ?", [*encoded.values(), topic])
+
+
+def load_meta(repo: Repository, topic: str) -> dict[str, Any] | None:
+    rows = list(repo.db.query("SELECT * FROM coop_meta WHERE topic = ?", [topic]))
+    if not rows:
+        return None
+    row = rows[0]
+    for key in ("members", "curve", "build"):
+        row[key] = json.loads(row[key])
+    row["model"] = None if row["model"] is None else unpack(row["model"], 256 * 1024 * 1024)
+    return row
+
+
+# -- proposals ----------------------------------------------------------------------------------------------
+def save_proposals(repo: Repository, topic: str, proposals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Replace the topic's open proposals; returns them with their ids."""
+    now = time.time()
+    with repo.transaction() as db:
+        db.conn.execute("DELETE FROM coop_proposals WHERE topic = ? AND status = 'open'", [topic])
+        for p in proposals:
+            db.conn.execute(
+                "INSERT INTO coop_proposals (topic, label, top_terms, sample_titles, size, abstained, "
+                "doc_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    topic,
+                    p["label"],
+                    json.dumps(p["top_terms"]),
+                    json.dumps(p["sample_titles"]),
+                    p["size"],
+                    p["abstained"],
+                    json.dumps(p["doc_ids"]),
+                    now,
+                ],
+            )
+    return load_proposals(repo, topic)
+
+
+def load_proposals(
+    repo: Repository, topic: str | None = None, proposal_id: int | None = None
+) -> list[dict[str, Any]]:
+    clauses, params = [], []
+    if topic is not None:
+        clauses.append("topic = ?")
+        params.append(topic)
+    if proposal_id is not None:
+        clauses.append("id = ?")
+        params.append(proposal_id)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    result = []
+    for row in repo.db.query(f"SELECT * FROM coop_proposals{where} ORDER BY id", params):
+        row["top_terms"] = json.loads(row["top_terms"])
+        row["sample_titles"] = json.loads(row["sample_titles"])
+        row["doc_ids"] = json.loads(row["doc_ids"])
+        result.append(row)
+    return result
+
+
+def set_proposal_status(repo: Repository, proposal_id: int, status: str, label: str | None = None) -> None:
+    with repo.transaction() as db:
+        db.conn.execute(
+            "UPDATE coop_proposals SET status = ?, label = coalesce(?, label) WHERE id = ?",
+            [status, label, proposal_id],
+        )
+
+
+# -- pooled results -----------------------------------------------------------------------------------------
+def cursor_of(repo: Repository, peer: str, topic: str) -> int:
+    row = repo.db.execute(
+        "SELECT cursor FROM coop_cursors WHERE peer = ? AND topic = ?", [peer, topic]
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[CrawlResult], cursor: int) -> int:
+    """Store a peer's results (new URLs as pooled documents, known ones get the peer added to their
+    origins) and advance the cursor, in one transaction; returns how many documents are new."""
+    added = 0
+    with repo.transaction() as db:
+        for r in results:
+            row = db.conn.execute("SELECT id, origins FROM documents WHERE url = ?", [r.url]).fetchone()
+            if row is not None:
+                origins = json.loads(row[1] or "[]")
+                if r.origin not in origins:
+                    origins.append(r.origin)
+                    db.conn.execute(
+                        "UPDATE documents SET origins = ? WHERE id = ?", [json.dumps(origins), row[0]]
+                    )
+                continue
+            db.conn.execute(
+                "INSERT INTO documents (url, final_url, host, status, content_type, title, text, "
+                "fingerprint, fetched_at, topic, confidence, accepted, origin, origins) "
+                "VALUES (?, ?, ?, 200, 'text/html', ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                [
+                    r.url,
+                    r.url,
+                    host_of(r.url),
+                    r.title,
+                    r.preview,
+                    r.fingerprint,
+                    r.fetched_at,
+                    r.topic,
+                    r.confidence,
+                    r.origin,
+                    json.dumps([r.origin]),
+                ],
+            )
+            added += 1
+        db.conn.execute(
+            "INSERT INTO coop_cursors (peer, topic, cursor) VALUES (?, ?, ?) "
+            "ON CONFLICT(peer, topic) DO UPDATE SET cursor = excluded.cursor",
+            [peer, topic, cursor],
+        )
+    return added
+
+
+def own_results(repo: Repository, topic: str, cursor: int, limit: int) -> list[tuple[int, dict[str, Any]]]:
+    """(doc id, row) of the node's own accepted documents of a topic's subtree after `cursor`."""
+    rows = repo.db.execute(
+        "SELECT id, url, title, text, topic, confidence, fingerprint, fetched_at FROM documents "
+        "WHERE id > ? AND origin IS NULL AND accepted = 1 AND duplicate_of IS NULL "
+        "AND (topic = ? OR substr(topic, 1, ?) = ?) ORDER BY id LIMIT ?",
+        [cursor, topic, len(topic) + 1, topic + "/", limit],
+    ).fetchall()
+    keys = ("url", "title", "text", "topic", "confidence", "fingerprint", "fetched_at")
+    return [(int(row[0]), dict(zip(keys, row[1:], strict=True))) for row in rows]
+
+
+def count_pooled(repo: Repository) -> int:
+    return int(repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NOT NULL").fetchone()[0])

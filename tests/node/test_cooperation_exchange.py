@@ -1,0 +1,120 @@
+"""Cooperation over real libp2p hosts on loopback, in one process, with small synthetic repositories."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from crawler.repository import Repository
+from node.cooperation import store
+from node.cooperation.testing import running_nodes
+
+# py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+
+async def wait_for(condition, timeout: float = 30.0) -> None:
+    with trio.fail_after(timeout):
+        while not await condition():
+            await trio.sleep(0.1)
+
+
+@pytest.mark.trio
+async def test_peers_sharing_topics_find_each_other_and_exchange_signed_models(tmp_path):
+    async with running_nodes(tmp_path, 2) as (a, b):
+
+        async def received() -> bool:
+            return len(await a.models()) >= 4 and len(await b.models()) >= 4
+
+        await wait_for(received)
+        rows = await a.models("Databases")
+        by_origin = {r["origin"]: r for r in rows}
+        assert set(by_origin) == {"local", b.peer_id}
+        assert by_origin[b.peer_id]["role"] == "received"
+        assert by_origin[b.peer_id]["accuracy_local"] > 0.7
+        assert by_origin[b.peer_id]["weight"] > 0
+        assert a.community("Databases") == [b.peer_id]
+        peers = await a.peers()
+        assert peers[0]["shared_topics"] == ["Databases", "Mathematics"]
+        assert peers[0]["bytes_in"] > 0 and peers[0]["rejected"] == []
+
+
+@pytest.mark.trio
+async def test_hostile_peer_sending_label_flipped_models_gets_weight_zero(tmp_path):
+    async with running_nodes(tmp_path, 3, hostile=[2]) as (a, b, bad):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        result = await a.build_meta("Databases", loss=0.2)
+        received = {r["origin"]: r for r in await a.models("Databases")}
+        assert received[bad.peer_id]["accuracy_local"] < 0.5
+        assert received[bad.peer_id]["weight"] == 0.0
+        members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
+        assert members.get(bad.peer_id, 0.0) == 0.0
+        assert members[b.peer_id] > 0.0
+        assert result["measured"]["accuracy"] > 0.8
+
+
+@pytest.mark.trio
+async def test_meta_build_filters_the_repository_at_the_chosen_loss(tmp_path):
+    async with running_nodes(tmp_path, 3) as (a, _b, _c):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Mathematics") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        built = await a.build_meta("Mathematics", loss=0.3)
+        assert built["peers_used"] >= 1 and built["peers_needed"] >= 1
+        answer = await a.set_loss("Mathematics", 0.5)
+        total = answer["kept"] + answer["abstained"]
+        assert answer["abstained"] >= 0.4 * total
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+            verdicts = {
+                row[0] for row in repo.db.execute("SELECT verdict FROM documents WHERE topic = 'Mathematics'")
+            }
+        assert verdicts <= {"accepted", "abstained", "rejected"} and "abstained" in verdicts
+
+
+@pytest.mark.trio
+async def test_results_of_community_peers_are_pooled_with_their_origin(tmp_path):
+    async with running_nodes(tmp_path, 2) as (a, b):
+
+        async def pooled() -> bool:
+            return (await a.stats())["results_pooled"] > 0
+
+        await wait_for(pooled)
+        await trio.sleep(1.5)
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+            origins = {r[0] for r in repo.db.execute("SELECT origin FROM documents WHERE origin IS NOT NULL")}
+            count = store.count_pooled(repo)
+        with Repository(tmp_path / "node1" / "repository.sqlite") as repo:
+            shared = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
+        assert origins == {b.peer_id}
+        assert count == shared  # every crawled document of b is filed in one of the shared topics
+
+
+@pytest.mark.trio
+async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
+    async with running_nodes(tmp_path, 2, crawled=30) as (a, b):
+
+        async def community() -> bool:
+            return a.community("Databases") == [b.peer_id]
+
+        await wait_for(community)
+        proposals = await a.refine("Databases", 2)
+        assert proposals and all(p["status"] == "open" for p in proposals)
+        assert sum(p["size"] for p in proposals) > 0
+        accepted = await a.accept_proposal(proposals[0]["id"], name="Indexes")
+        assert accepted["status"] == "accepted"
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+            assert repo.db.execute("SELECT parent FROM topics WHERE key = 'Databases/Indexes'").fetchone()[
+                0
+            ] == ("Databases")
+            moved = repo.db.execute(
+                "SELECT count(*) FROM documents WHERE topic = 'Databases/Indexes'"
+            ).fetchone()[0]
+        assert moved == proposals[0]["size"]
