@@ -13,11 +13,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 import trio
 
 from crawler.engine import Crawler, CrawlStats
+from crawler.focus import SEED_PRIORITY, STRATEGIES
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
 from node.cli.common import CliError, add_data_arg, data_dir
@@ -39,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="follow links only to this host, '.domain' or network such as 127.0.0.0/8 (repeatable)",
     )
     parser.add_argument("--quiet", action="store_true", help="no live progress, only the summary")
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=None,
+        help="focused link priority (thesis 2.7) when topics are imported (default classifier_bfs)",
+    )
+    parser.add_argument("--unfocused", action="store_true", help="ignore the imported topics: breadth-first")
     parser.add_argument(
         "action",
         nargs="?",
@@ -76,7 +84,13 @@ def run(args: argparse.Namespace) -> int:
     except RepositoryError as exc:
         raise CliError(str(exc)) from exc
     try:
-        stats = trio.run(crawl, repo, settings, args.seed, args.max_pages, None if args.quiet else sys.stderr)
+        policy = None if args.unfocused else focus_policy(repo, settings, args.strategy)
+        if policy is None and args.strategy is not None:
+            raise CliError(
+                "--strategy needs topics: import them with `topicswarm topics import bookmarks.html`"
+            )
+        progress = None if args.quiet else sys.stderr
+        stats = trio.run(crawl, repo, settings, args.seed, args.max_pages, progress, None, policy)
     finally:
         repo.close()
     print(summary(stats))
@@ -90,23 +104,31 @@ async def crawl(
     max_pages: int | None,
     progress: TextIO | None,
     on_crawler: Callable[[Crawler], None] | None = None,
+    policy: Any = None,
 ) -> CrawlStats:
-    """Crawl under trio with SIGINT/SIGTERM as a graceful stop (a second signal stops at once)."""
-    crawler = Crawler(repo, settings)
+    """Crawl under trio with SIGINT/SIGTERM as a graceful stop (a second signal stops at once). With a
+    focus `policy` (crawler.focus.TopicFocus) its bookmarks are seeds of their topics."""
+    crawler = Crawler(repo, settings, policy=policy)
     try:
+        if policy is not None:
+            policy.attach(crawler)
+            for topic, urls in policy.seeds().items():
+                crawler.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
         if seeds:
-            crawler.add_seeds(seeds)
+            crawler.add_seeds(seeds, priority=SEED_PRIORITY if policy is not None else 1.0)
         if len(crawler.frontier) == 0:
             detail = "the seeds were crawled before" if seeds else "give a start URL with --seed URL"
             raise CliError(f"nothing to crawl: the frontier is empty ({detail})")
         if progress is not None:
-            crawler.add_listener(ProgressPrinter(progress))
+            crawler.add_listener(ProgressPrinter(progress, extra=getattr(policy, "progress_text", None)))
         if on_crawler is not None:
             on_crawler(crawler)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signals, crawler, nursery.cancel_scope)
             stats = await crawler.run(max_pages)
             nursery.cancel_scope.cancel()
+        if policy is not None:
+            policy.record_stats()  # the crawl's writes are over: store the last harvest rates
         return stats
     finally:
         await crawler.aclose()
@@ -124,6 +146,25 @@ async def _stop_on_signals(crawler: Crawler, scope: trio.CancelScope) -> None:
                 scope.cancel()
 
 
+def focus_policy(repo: Repository, settings: CrawlSettings, strategy: str | None) -> Any:
+    """The focus policy of the imported topics (bookmarks fetched first if they were not), or None."""
+    from crawler.focus import FocusSettings, TopicFocus
+    from crawler.taxonomy import PENDING, load_taxonomy, store_taxonomy
+    from node.cli.topics import fetch_training_pages
+
+    taxonomy = load_taxonomy(repo)
+    if taxonomy is None:
+        return None
+    if any(d.status == PENDING for d in taxonomy.documents):
+        taxonomy = trio.run(fetch_training_pages, taxonomy, settings)
+        store_taxonomy(repo, taxonomy)
+    focus = FocusSettings(strategy=strategy) if strategy else FocusSettings()
+    try:
+        return TopicFocus(taxonomy, focus)
+    except ValueError as exc:
+        raise CliError(f"cannot train the topic model: {exc}") from exc
+
+
 def progress_line(stats: CrawlStats) -> str:
     errors = ", ".join(f"{kind} {n}" for kind, n in stats.errors_by_kind.items()) or "none"
     return (
@@ -135,14 +176,19 @@ def progress_line(stats: CrawlStats) -> str:
 class ProgressPrinter:
     """Prints crawl statistics: rewrites one line on a terminal, prints a line now and then otherwise."""
 
-    def __init__(self, stream: TextIO, every: float = PROGRESS_EVERY) -> None:
+    def __init__(
+        self, stream: TextIO, every: float = PROGRESS_EVERY, extra: Callable[[], str] | None = None
+    ) -> None:
         self.stream = stream
+        self.extra = extra  # more to show, e.g. the focus policy's harvest rate per topic
         self.tty = stream.isatty()
         self.every = every
         self._last = -float("inf")
 
     def __call__(self, stats: CrawlStats) -> None:
         line = progress_line(stats)
+        if self.extra is not None and self.extra():
+            line = f"{line}  {self.extra()}"
         if self.tty:
             end = "\n" if stats.finished else ""
             self.stream.write("\r\x1b[2K" + line + end)
