@@ -75,6 +75,15 @@ class FocusSettings:
     n_conf: int = setting(25, "Top-confidence pages per topic considered as archetypes.")
     n_hub: int = setting(5, "Best hubs per topic whose pending links move to the front of the queue.")
     max_archetypes: int = setting(300, "Most archetypes kept per topic.")
+    reconsider: bool = setting(
+        True,
+        "After retraining, classify the rejected pages again and follow the links of those accepted now.",
+    )
+    sparse_seeds: int = setting(
+        5,
+        "A topic with at most this many bookmarks takes every page accepted in the learning phase as an "
+        "archetype at the phase switch (the thesis's rule for 2-3 seeds, 2.10); 0: never.",
+    )
     threshold: float = setting(0.0, "Normalised confidence a page needs to enter a topic (0: plain SVM).")
     min_topic_features: int = setting(
         3, "N_w: features of a node a page must hold to be classified below it."
@@ -143,6 +152,7 @@ class _Pending:
 
     boost: set[str] = field(default_factory=set)
     release_parked: bool = False
+    requeue: list[FrontierEntry] = field(default_factory=list)
 
 
 class TopicFocus:
@@ -289,13 +299,13 @@ class TopicFocus:
         if not (switch or due):
             return
         if s.retrain and self.repo is not None:
-            self.reorganise()
+            self.reorganise(learning_done=switch)
         if switch:
             self.phase = HARVESTING
             self._pending.release_parked = True
         self._since_reorganisation = 0
 
-    def reorganise(self) -> dict[str, int]:
+    def reorganise(self, learning_done: bool = False) -> dict[str, int]:
         """Link analysis, archetypes, retraining, hubs (thesis 2.10); returns archetypes added per topic."""
         assert self.repo is not None
         docs, graph = _crawl_graph(self.repo)
@@ -335,8 +345,11 @@ class TopicFocus:
                     self.settings.n_hub,
                     hub_candidates=np.array(list(local), dtype=np.int64),
                 )
+                picked = list(chosen.chosen)
+                if learning_done and len(seeds_by_topic.get(topic, [])) <= self.settings.sparse_seeds:
+                    picked = members[np.argsort(-confidence[members], kind="stable")].tolist()
                 kept = self.archetypes.setdefault(topic, {})
-                for i in chosen.chosen:
+                for i in picked:
                     doc = docs[graph.ids[i]]
                     if doc["url"] in kept or len(kept) >= self.settings.max_archetypes or not doc["text"]:
                         continue
@@ -358,10 +371,52 @@ class TopicFocus:
         if new_docs:
             add_training_documents(self.repo, new_docs)
             self.model = self._train()
+            if self.settings.reconsider:
+                self._pending.requeue.extend(self.reconsider(docs))
         self._pending.boost |= boost
         self.reorganisations += 1
         self.record_stats()
         return added
+
+    def reconsider(self, docs: dict[int, dict[str, Any]]) -> list[FrontierEntry]:
+        """Classify the rejected pages again with the retrained model (thesis 1.7: documents "can optionally
+        be reconsidered"); store the new verdicts and return the out-links of the pages now accepted."""
+        assert self.repo is not None
+        rejected = [d for d in docs.values() if not d["accepted"] and d["text"]]
+        if not rejected:
+            return []
+        verdicts = self.model.classify_texts([f"{d['title']}\n{d['text']}" for d in rejected])
+        if self.language is not None:
+            verdicts = [
+                v if self.language.accepts(d["text"]) else None
+                for d, v in zip(rejected, verdicts, strict=True)
+            ]
+        now_accepted = [
+            (d, v) for d, v in zip(rejected, verdicts, strict=True) if v is not None and v.accepted
+        ]
+        if not now_accepted:
+            return []
+        with self.repo.transaction() as db:
+            db.conn.executemany(
+                "UPDATE documents SET topic = ?, confidence = ?, accepted = 1 WHERE id = ?",
+                [(v.topic, v.confidence, d["id"]) for d, v in now_accepted],
+            )
+        entries = []
+        for d, v in now_accepted:
+            priority = strategy_priority(self.settings.strategy, d["depth"], v.confidence)
+            for url in _out_links(self.repo, [d["id"]]):
+                entries.append(
+                    FrontierEntry(
+                        url=url,
+                        host=host_of(url),
+                        priority=priority,
+                        depth=d["depth"] + 1,
+                        topic=v.topic,
+                        source=d["final_url"],
+                        origin=d["url"],
+                    )
+                )
+        return entries
 
     def _apply_pending(self) -> None:
         """On the event loop: hub links to the front, parked links released (after the phase switch)."""
@@ -376,6 +431,12 @@ class TopicFocus:
             for entry in parked:
                 if not frontier.seen(entry.url):
                     frontier.add(entry)
+        allowed = getattr(self.crawler, "_allowed", None)
+        for entry in pending.requeue:
+            if self.phase == LEARNING and entry.host not in self.seed_hosts:
+                continue
+            if not frontier.seen(entry.url) and (allowed is None or allowed(entry.url)):
+                frontier.add(entry)
 
     # -- statistics ---------------------------------------------------------------------------------------
     def record_stats(self) -> None:
@@ -434,10 +495,10 @@ def boost_entries(frontier: Any, urls: set[str], priority: float) -> int:
 def _crawl_graph(repo: Repository) -> tuple[dict[int, dict[str, Any]], LinkGraph]:
     """The crawled documents (non-duplicates) and their link graph, from the repository."""
     rows = repo.db.execute(
-        "SELECT id, url, final_url, host, topic, confidence, accepted, title, text FROM documents "
+        "SELECT id, url, final_url, host, topic, confidence, accepted, title, text, depth FROM documents "
         "WHERE duplicate_of IS NULL"
     ).fetchall()
-    names = ("id", "url", "final_url", "host", "topic", "confidence", "accepted", "title", "text")
+    names = ("id", "url", "final_url", "host", "topic", "confidence", "accepted", "title", "text", "depth")
     docs = {row[0]: dict(zip(names, row, strict=True)) for row in rows}
     by_url: dict[str, int] = {}
     for doc_id, doc in docs.items():

@@ -169,51 +169,59 @@ def test_boost_moves_queued_links_to_the_front():
     assert len(frontier) == 2
 
 
+def store_small_crawl(f, repo):
+    f.attach(SimpleNamespace(repo=repo, frontier=Frontier()))
+    # a hub on its own host links to three accepted database pages on two hosts, and a queued link
+    pages = [
+        (
+            "http://hub.test/",
+            "hub.test",
+            None,
+            0.0,
+            False,
+            "links",
+            ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://queued.test/"],
+        ),
+        ("http://a.test/1", "a.test", "Databases", 2.0, True, DB[0] + " planner", []),
+        ("http://a.test/2", "a.test", "Databases", 1.5, True, DB[1] + " optimizer", []),
+        ("http://b.test/1", "b.test", "Databases", 0.4, True, DB[2] + " vacuum", ["http://a.test/1"]),
+        ("http://db0.test/", "db0.test", "Databases", 1.0, True, DB[0], ["http://a.test/1"]),
+        ("http://c.test/1", "c.test", None, -0.2, False, DB_PAGE, ["http://c.test/next"]),  # wrongly rejected
+    ]
+    with repo.transaction():
+        for doc_id, (url, host, topic, conf, accepted, text, links) in enumerate(pages, start=1):
+            record = DocumentRecord(
+                url,
+                url,
+                host,
+                200,
+                "text/html",
+                "t",
+                text,
+                f"fp{doc_id}",
+                0,
+                0.0,
+                1,
+                topic=topic,
+                confidence=conf,
+                accepted=accepted,
+            )
+            repo.insert_page(
+                StoredPage(record, tuple(LinkRecord(u, u.split("/")[2]) for u in links), doc_id=doc_id)
+            )
+
+
 def test_reorganisation_adds_archetypes_retrains_and_boosts_hub_links(tmp_path):
     f = focus(n_auth=5, n_conf=5, n_hub=2)
     with Repository(tmp_path / "repo.db") as repo:
-        f.attach(SimpleNamespace(repo=repo, frontier=Frontier()))
-        # a hub on its own host links to three accepted database pages on two hosts, and a queued link
-        pages = [
-            (
-                "http://hub.test/",
-                "hub.test",
-                None,
-                0.0,
-                False,
-                "links",
-                ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://queued.test/"],
-            ),
-            ("http://a.test/1", "a.test", "Databases", 2.0, True, DB[0] + " planner", []),
-            ("http://a.test/2", "a.test", "Databases", 1.5, True, DB[1] + " optimizer", []),
-            ("http://b.test/1", "b.test", "Databases", 0.4, True, DB[2] + " vacuum", ["http://a.test/1"]),
-            ("http://db0.test/", "db0.test", "Databases", 1.0, True, DB[0], ["http://a.test/1"]),
-        ]
-        with repo.transaction():
-            for doc_id, (url, host, topic, conf, accepted, text, links) in enumerate(pages, start=1):
-                record = DocumentRecord(
-                    url,
-                    url,
-                    host,
-                    200,
-                    "text/html",
-                    "t",
-                    text,
-                    f"fp{doc_id}",
-                    0,
-                    0.0,
-                    1,
-                    topic=topic,
-                    confidence=conf,
-                    accepted=accepted,
-                )
-                repo.insert_page(
-                    StoredPage(record, tuple(LinkRecord(u, u.split("/")[2]) for u in links), doc_id=doc_id)
-                )
+        store_small_crawl(f, repo)
         before = f.model
         added = f.reorganise()
         stats = repo.db.execute(
             "SELECT count(*) FROM training_documents WHERE source = 'archetype'"
+        ).fetchone()
+        reconsidered = repo.db.execute(
+            "SELECT accepted, topic FROM documents WHERE url = 'http://c.test/1'"
         ).fetchone()
     assert added["Databases"] >= 1
     assert set(f.archetypes["Databases"]) <= {
@@ -225,6 +233,9 @@ def test_reorganisation_adds_archetypes_retrains_and_boosts_hub_links(tmp_path):
     assert stats[0] == added["Databases"]
     assert f.model is not before
     assert "http://queued.test/" in f._pending.boost
+    requeued = {e.url: e.topic for e in f._pending.requeue}
+    assert requeued.get("http://c.test/next") == "Databases"  # reconsidered with the retrained model
+    assert reconsidered == (1, "Databases")
 
 
 def test_progress_shows_harvest_rate_per_topic():
@@ -236,3 +247,15 @@ def test_progress_shows_harvest_rate_per_topic():
 def test_in_subtree():
     assert in_subtree("A/B", "A") and in_subtree("A", "A")
     assert not in_subtree("AB", "A") and not in_subtree(None, "A")
+
+
+@pytest.mark.parametrize(("sparse_seeds", "expected"), [(3, 4), (0, None)])
+def test_sparse_bookmarks_take_every_learning_page_as_archetype(tmp_path, sparse_seeds, expected):
+    f = focus(n_auth=1, n_conf=1, sparse_seeds=sparse_seeds)
+    with Repository(tmp_path / "repo.db") as repo:
+        store_small_crawl(f, repo)
+        added = f.reorganise(learning_done=True)
+    if expected is None:
+        assert added.get("Databases", 0) <= 2  # the relaxed rule: at most n_auth + n_conf
+    else:
+        assert added["Databases"] == expected
