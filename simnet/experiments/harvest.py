@@ -38,15 +38,23 @@ from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
 from crawler.taxonomy import POSITIVE, Taxonomy, fetch_documents, read_taxonomy
-from node.cli.demo import demo_settings
 from simnet.web import load_web, serve_web_in_subprocess
 
 VARIANTS = ("bfs", "focused", "focused_retrain")
 
 
 def crawl_settings() -> CrawlSettings:
-    """The demo's loopback settings (no delay, a few requests per host, loopback hosts only)."""
-    return dataclasses.replace(demo_settings(), stats_interval=5.0)
+    """Loopback pages are cheap: no delay, a few requests per host, loopback hosts only."""
+    return dataclasses.replace(
+        CrawlSettings(),
+        download_delay=0.0,
+        autothrottle_enabled=False,
+        autothrottle_start_delay=0.0,
+        concurrent_requests=16,
+        concurrent_requests_per_domain=4,
+        allowed_hosts=("127.0.0.0/8",),
+        stats_interval=5.0,
+    )
 
 
 def target_groups(taxonomy: Taxonomy, label_of: Any) -> dict[str, str]:
