@@ -38,6 +38,7 @@ from metamodels.linear import LinearModel
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning, store
+from node.cooperation.focus import MetaFocus
 from node.cooperation.links import (
     CENTROIDS,
     HELLO,
@@ -177,7 +178,18 @@ class Cooperation:
         await self.announce()
         await self.fetch_models()
         await self.sync_results()
+        await self.install_focus()
         self.rounds += 1
+
+    async def install_focus(self) -> bool:
+        """Let the node's focus loop classify with the meta-classifiers (and prioritise links by them)."""
+        crawler = getattr(self.service, "crawler", None)
+        policy = getattr(crawler, "policy", None)
+        if policy is None or isinstance(policy, MetaFocus) or not hasattr(policy, "taxonomy"):
+            return False
+        async with await self.service.hold_crawl():
+            crawler.policy = MetaFocus(policy, self.meta_confidence)
+        return True
 
     # -- local models -------------------------------------------------------------------------------------
     async def topics(self) -> list[str]:

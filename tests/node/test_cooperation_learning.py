@@ -1,0 +1,58 @@
+"""The cooperation layer's local steps: model wire form, weights on local data, the meta focus wrapper."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from crawler.engine import PageVerdict
+from crawler.repository import Repository
+from metamodels.features import FeatureConfig, Featurizer
+from node.cooperation import learning
+from node.cooperation.focus import MetaFocus
+from node.cooperation.testing import make_repository
+from node.cooperation.wiremodels import flipped, linear_from_payload, linear_payload
+from p2p.signing import LocalEd25519Key, sign_model, verify_model
+
+
+def labelled(tmp_path, node: int, topic: str = "Databases") -> learning.LabelledData:
+    path = tmp_path / f"n{node}.sqlite"
+    make_repository(path, node)
+    with Repository(path) as repo:
+        rows = learning.training_rows(repo)
+    return learning.labelled_data(rows, topic, Featurizer(FeatureConfig()))
+
+
+def test_linear_model_survives_the_signed_wire_form(tmp_path):
+    data = labelled(tmp_path, 0)
+    model = learning.train_local(data)
+    key = LocalEd25519Key(b"k" * 32)
+    signed = sign_model(key, linear_payload(model, "Databases", 3, key.peer_id))
+    back = linear_from_payload(verify_model(signed))
+    assert np.allclose(back.confidence(data.X), model.confidence(data.X), atol=1e-5)
+    assert back.training_ids == model.training_ids
+
+
+def test_flipped_model_measured_on_other_data_gets_weight_zero(tmp_path):
+    own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
+    honest = learning.train_local(other)
+    good = learning.received_member("peer", 1, honest, own)
+    bad = learning.received_member("bad", 1, flipped(honest), own)
+    assert good.accuracy > 0.8 and good.weight > 0
+    assert bad.accuracy < 0.2 and bad.weight == 0.0
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    meta = learning.meta_classifier([local, good, bad])
+    assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
+
+
+def test_meta_focus_rejects_pages_the_meta_classifier_rejects():
+    page = SimpleNamespace(parsed=SimpleNamespace(title="t", text="x"))
+    policy = SimpleNamespace(
+        taxonomy=None, score_pages=lambda pages: [PageVerdict("Databases", 0.4, True) for _ in pages]
+    )
+    focus = MetaFocus(policy, lambda topic, texts: np.array([0.7, -0.3]))
+    first, second = focus.score_pages([page, page])
+    assert first == PageVerdict("Databases", 0.7, True)
+    assert second.accepted is False and second.topic is None
+    assert focus.taxonomy is None  # everything else is the wrapped policy's
