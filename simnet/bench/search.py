@@ -27,6 +27,7 @@ from pathlib import Path
 from crawler.ranking import update_link_scores
 from crawler.repository import LinkRecord, Repository, StoredPage
 from crawler.search import ranked_search, text_document
+from metamodels.features import stopwords
 from simnet.corpora import Document, load_corpus
 
 CORPORA = ("20ng", "reuters", "webkb")
@@ -97,9 +98,10 @@ def query_mix(repo: Repository, seed: int = 0) -> list[tuple[str, str | None]]:
         row[0]
         for row in repo.db.execute("SELECT text FROM documents WHERE id % 97 = 0 ORDER BY id LIMIT 600")
     ]
-    df = Counter(w for text in sample for w in set(_WORD.findall(text.lower())))
+    skip = stopwords("english")  # nobody searches for "its" alone; stopwords would only time FTS5 scans
+    df = Counter(w for text in sample for w in set(_WORD.findall(text.lower())) if w not in skip)
     ranked = [w for w, _ in df.most_common()]
-    common = ranked[20:120]  # frequent but past the stopword-like head
+    common = ranked[:100]
     rare = [w for w, c in df.items() if c == 2]
     topics = [row[0] for row in repo.db.execute("SELECT DISTINCT topic FROM documents ORDER BY topic")]
     phrases = []
