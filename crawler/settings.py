@@ -70,6 +70,11 @@ class CrawlSettings:
     write_batch_size: int = doc(64, "Most fetched pages parsed and committed together in one transaction.")
     parse_in_thread: bool = doc(True, "Parse and classify batches in a worker thread, off the event loop.")
     stats_interval: float = doc(1.0, "Seconds between two crawl statistics events (and progress lines).")
+    apprentice_enabled: bool = doc(
+        False,
+        "Learn link priorities online from the DOM around each link (crawler.apprentice, seed 002) in "
+        "focused crawls.",
+    )
     allowed_hosts: tuple[str, ...] = doc(
         (),
         "Follow links only to these hosts: a name, '.example.org' for subdomains, or a network such as "

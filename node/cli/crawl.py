@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--unfocused", action="store_true", help="ignore the imported topics: breadth-first")
     parser.add_argument(
+        "--apprentice",
+        action="store_true",
+        help="focused crawls learn link priorities from the DOM around each link (apprentice_enabled)",
+    )
+    parser.add_argument(
         "action",
         nargs="?",
         choices=["start", "pause", "stop"],
@@ -85,6 +90,14 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     try:
         policy = None if args.unfocused else focus_policy(repo, settings, args.strategy)
+        if policy is not None and (args.apprentice or settings.apprentice_enabled):
+            from crawler.apprentice import ApprenticeFocus
+
+            policy = ApprenticeFocus(policy)
+        elif policy is None and args.apprentice:
+            raise CliError(
+                "--apprentice needs topics: import them with `topicswarm topics import bookmarks.html`"
+            )
         if policy is None and args.strategy is not None:
             raise CliError(
                 "--strategy needs topics: import them with `topicswarm topics import bookmarks.html`"

@@ -1,0 +1,491 @@
+"""The apprentice of seed 002 (Chakrabarti, Punera, Subramanyam, WWW 2002): link priorities learnt online.
+
+The focus policy's topic classifier stays the *critic*: it judges every fetched page. The *apprentice* is a
+small two-class multinomial naive Bayes that learns, from those verdicts, which links lead to relevant
+pages, looking only at the DOM neighbourhood of each HREF on the page that holds it:
+
+- `<offset>:<term>` for the stemmed terms (`metamodels.features`) of every DOM leaf within `radius` leaves
+  of the anchor, the offset being signed (negative before the anchor, positive after, 0 for the anchor's
+  own text, so the anchor text is the offset-0 feature group);
+- `tag:` the last three tags of the anchor's element path and `tags:` the whole path below `<body>`;
+- `src:` the source page's topic and each of its prefixes (or `src:-` when the critic rejected the page),
+  `conf:` its confidence rounded to a tenth, and `host:same|other` (the link stays on the host or not).
+
+**A DOM leaf** is what `crawler.parse` numbers in document order: a non-whitespace text node, or an element
+without children (`<br>`, `<img>`, an empty `<td>`); whitespace-only text and comments are not leaves, and
+an anchor without leaves of its own still occupies one position. Text-less leaves keep their offsets but
+give no terms, so `<li><a>..</a><li><a>` idioms land text at even offsets (the paper's sawtooth).
+
+**The label**: a link (u, v) is *relevant* when the critic accepts v into the topic of the queue the link
+was filed in (or a topic related to it) with a normalised confidence of at least `label_threshold`
+(default 0.0, the topic model's own acceptance threshold; the analogue of the paper's Pr(c*|v) >= 0.5,
+since the critic's relevance is bimodal). Everything else, including pages the critic rejects, is
+irrelevant.
+
+**The loop**: when a link is queued, its hashed features wait as *pending* under the target URL; when that
+page is fetched and judged, the instance (features, label) is resolved into a training buffer. Every
+`retrain_every` judged pages (the paper's batch) the buffer is folded into the counts (naive Bayes needs
+no retraining from scratch), the log-odds tables are recomputed, the state is stored in the repository,
+and every queued link whose features are known is rescored (the paper's switch-in, 3.7). One model is
+kept per topic queue, as the paper has one focus topic. Until a topic's model has seen `min_per_class`
+instances of each label, its links keep the base policy's priority (the paper's baseline prior). After,
+the priority is P(relevant | features) ** weight * base ** (1 - weight): weight 1 replaces the base
+priority as the paper does.
+
+Pending features are kept in memory (bounded); after a restart they are rebuilt from the stored link
+(`links.context`, `dom_path`, `anchor_text`) and its source document, so resume loses no instance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from crawler.engine import CrawledPage, PageVerdict
+from crawler.errors import CrawlerError
+from crawler.parse import CONTEXT_RADIUS, Link, offset_context
+from crawler.repository import Repository
+from crawler.settings import doc as setting
+from crawler.urls import host_of
+from metamodels.features import FeatureConfig, Featurizer
+
+STATE_VERSION = 1
+NO_TOPIC = ""  # model key of links queued without a topic
+PROTECTED_PRIORITY = 1e6  # queued entries at or above this (bookmarks, boosted hub links) are never rescored
+LOG_ODDS_CAP = 30.0
+
+
+class ApprenticeError(CrawlerError):
+    """The stored apprentice state is malformed or was written by a newer version."""
+
+
+@dataclass(frozen=True)
+class ApprenticeSettings:
+    radius: int = setting(5, "DOM leaves either side of an anchor whose terms are features (d_max).")
+    retrain_every: int = setting(200, "Judged pages between two refits of the apprentice (the batch).")
+    min_per_class: int = setting(
+        10, "Instances of each label a topic's model needs before it sets priorities."
+    )
+    label_threshold: float = setting(
+        0.0, "Critic confidence a target page needs (besides acceptance in the link's topic) to be relevant."
+    )
+    weight: float = setting(1.0, "Priority = P(relevant) ** weight * base ** (1 - weight); 1 replaces base.")
+    n_features: int = setting(2**18, "Size of the hashed feature space.")
+    max_pending: int = setting(300_000, "Most queued links whose features are kept in memory.")
+
+    def __post_init__(self) -> None:
+        if self.radius < 0 or self.retrain_every < 1 or self.min_per_class < 1:
+            raise ValueError("radius must be >= 0, retrain_every and min_per_class >= 1")
+        if not 0.0 <= self.weight <= 1.0:
+            raise ValueError(f"weight must be in [0, 1], not {self.weight}")
+
+
+# -- features -----------------------------------------------------------------------------------------------
+def topic_prefixes(topic: str | None) -> list[str]:
+    """'/A', '/A/B', ... of a topic key 'A/B' (the paper's class-name prefixes)."""
+    if not topic:
+        return []
+    parts = topic.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def link_features(
+    featurizer: Featurizer,
+    context: Iterable[tuple[int, str]],
+    dom_path: str,
+    source_topic: str | None,
+    source_confidence: float,
+    same_host: bool,
+    radius: int = CONTEXT_RADIUS,
+) -> list[str]:
+    """The feature strings of one link (see the module docstring), repeated terms kept (multinomial)."""
+    features = [
+        f"{offset}:{term}"
+        for offset, text in context
+        if abs(offset) <= radius and text
+        for term in featurizer.terms(text)
+    ]
+    tags = [t for t in dom_path.split("/") if t and t not in ("html", "body")]
+    if tags:
+        features.append("tag:" + "/".join(tags[-3:]))
+        features.append("tags:" + "/".join(tags))
+    prefixes = topic_prefixes(source_topic)
+    features.extend(f"src:{p}" for p in prefixes) if prefixes else features.append("src:-")
+    features.append(f"conf:{max(-1.0, min(1.0, round(source_confidence, 1))):.1f}")
+    features.append("host:same" if same_host else "host:other")
+    return features
+
+
+def hashed(featurizer: Featurizer, features: Iterable[str]) -> np.ndarray:
+    """Feature indices in the hashed space (signs dropped: naive Bayes counts)."""
+    return np.fromiter((featurizer.feature_of(f)[0] for f in features), dtype=np.int64)
+
+
+# -- the learner --------------------------------------------------------------------------------------------
+class LinkNaiveBayes:
+    """Two-class (0: irrelevant, 1: relevant) multinomial naive Bayes with Laplace smoothing over the
+    features seen; counts are additive, so instances can be added at any time and merged across peers.
+    `fit()` recomputes the log-odds tables that `log_odds()` uses (the model in use between two fits)."""
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = n_features
+        self.counts = np.zeros((2, n_features))
+        self.instances = np.zeros(2)
+        self._feature_odds = np.zeros(n_features)
+        self._prior = 0.0
+        self.fitted_instances = np.zeros(2)
+
+    def add(self, indices: np.ndarray, label: int) -> None:
+        np.add.at(self.counts[label], indices, 1.0)
+        self.instances[label] += 1
+
+    def fit(self) -> None:
+        seen = (self.counts[0] + self.counts[1]) > 0
+        vocabulary = max(int(seen.sum()), 1)
+        totals = self.counts.sum(axis=1)
+        log_theta = np.log((self.counts + 1.0) / (vocabulary + totals)[:, None])
+        self._feature_odds = np.where(seen, log_theta[1] - log_theta[0], 0.0)
+        self._prior = math.log((self.instances[1] + 1.0) / (self.instances[0] + 1.0))
+        self.fitted_instances = self.instances.copy()
+
+    def trained(self, min_per_class: int) -> bool:
+        return bool(self.fitted_instances.min() >= min_per_class)
+
+    def log_odds(self, indices: np.ndarray) -> float:
+        """log P(relevant | x) - log P(irrelevant | x) under the last fit."""
+        return self._prior + float(self._feature_odds[indices].sum())
+
+    def probability(self, indices: np.ndarray) -> float:
+        odds = max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, self.log_odds(indices)))
+        return 1.0 / (1.0 + math.exp(-odds))
+
+    def to_dict(self) -> dict[str, Any]:
+        nonzero = np.flatnonzero(self.counts.sum(axis=0))
+        return {
+            "version": STATE_VERSION,
+            "n_features": self.n_features,
+            "instances": self.instances.tolist(),
+            "indices": nonzero.tolist(),
+            "irrelevant": self.counts[0, nonzero].tolist(),
+            "relevant": self.counts[1, nonzero].tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LinkNaiveBayes:
+        try:
+            if data["version"] != STATE_VERSION:
+                raise ApprenticeError(f"apprentice state version {data['version']} is not {STATE_VERSION}")
+            model = cls(int(data["n_features"]))
+            indices = np.asarray(data["indices"], dtype=np.int64)
+            model.counts[0, indices] = np.asarray(data["irrelevant"], dtype=np.float64)
+            model.counts[1, indices] = np.asarray(data["relevant"], dtype=np.float64)
+            model.instances = np.asarray(data["instances"], dtype=np.float64).reshape(2)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ApprenticeError(f"malformed apprentice state: {exc!r}") from exc
+        model.fit()
+        return model
+
+
+# -- persistence --------------------------------------------------------------------------------------------
+def _schema_v1(db: Any) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS apprentice_models "
+        "(topic TEXT PRIMARY KEY, state TEXT NOT NULL, buffer TEXT NOT NULL DEFAULT '[]', updated_at REAL)"
+    )
+
+
+MIGRATIONS = [_schema_v1]
+
+
+def ensure_schema(repo: Repository) -> None:
+    repo.migrate("apprentice", MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    topic: str
+    indices: np.ndarray
+    base: float
+
+
+class Apprentice:
+    """The learner with its pending links and training buffer, per topic queue."""
+
+    def __init__(self, settings: ApprenticeSettings | None = None) -> None:
+        self.settings = settings or ApprenticeSettings()
+        self.featurizer = Featurizer(FeatureConfig(n_features=self.settings.n_features))
+        self.models: dict[str, LinkNaiveBayes] = {}
+        self.buffer: list[tuple[str, np.ndarray, int]] = []
+        self.pending: OrderedDict[str, _Pending] = OrderedDict()
+        self.judged = 0
+        self.refits = 0
+        self.resolved = {0: 0, 1: 0}
+
+    def model(self, topic: str | None) -> LinkNaiveBayes:
+        key = topic or NO_TOPIC
+        if key not in self.models:
+            self.models[key] = LinkNaiveBayes(self.settings.n_features)
+        return self.models[key]
+
+    def features(
+        self, link: Link, context: Iterable[tuple[int, str]], source_url: str, verdict: PageVerdict
+    ) -> np.ndarray:
+        names = link_features(
+            self.featurizer,
+            context,
+            link.dom_path,
+            verdict.topic if verdict.accepted else None,
+            verdict.confidence,
+            host_of(link.url) == host_of(source_url),
+            self.settings.radius,
+        )
+        return hashed(self.featurizer, names)
+
+    def priority(self, topic: str | None, indices: np.ndarray, base: float) -> float:
+        """The link's priority: the base priority until the topic's model is trained, then the blend."""
+        model = self.models.get(topic or NO_TOPIC)
+        if model is None or not model.trained(self.settings.min_per_class):
+            return base
+        p = model.probability(indices)
+        w = self.settings.weight
+        return p if w == 1.0 else p**w * max(base, 1e-12) ** (1.0 - w)
+
+    def remember(self, url: str, topic: str | None, indices: np.ndarray, base: float) -> None:
+        self.pending[url] = _Pending(topic or NO_TOPIC, indices, base)
+        while len(self.pending) > self.settings.max_pending:
+            self.pending.popitem(last=False)
+
+    def resolve(self, url: str, relevant: bool, fallback: _Pending | None = None) -> bool:
+        """Turn the pending link to `url` into a training instance; False when its features are unknown."""
+        found = self.pending.pop(url, None) or fallback
+        if found is None:
+            return False
+        label = int(relevant)
+        self.buffer.append((found.topic, found.indices, label))
+        self.resolved[label] += 1
+        return True
+
+    def refit(self) -> None:
+        """Fold the buffer into the counts and recompute every touched model's tables."""
+        touched = set()
+        for topic, indices, label in self.buffer:
+            self.model(topic).add(indices, label)
+            touched.add(topic)
+        self.buffer = []
+        for topic in touched:
+            self.models[topic].fit()
+        self.refits += 1
+
+    def rescored(self, entries: Iterable[tuple[str, str | None, float]]) -> dict[str, float]:
+        """New priorities for queued (url, topic, priority) entries whose features are known."""
+        out = {}
+        for url, topic, priority in entries:
+            found = self.pending.get(url)
+            if found is None or priority >= PROTECTED_PRIORITY or found.topic != (topic or NO_TOPIC):
+                continue
+            out[url] = self.priority(topic, found.indices, found.base)
+        return out
+
+    # -- state as plain data --------------------------------------------------------------------------------
+    def state_rows(self) -> list[tuple[str, str, str]]:
+        """(topic, model JSON, buffer JSON) per topic, buffered instances included."""
+        buffers: dict[str, list] = {}
+        for topic, indices, label in self.buffer:
+            buffers.setdefault(topic, []).append([label, indices.tolist()])
+        topics = sorted(set(self.models) | set(buffers))
+        return [
+            (
+                topic,
+                json.dumps(self.model(topic).to_dict(), separators=(",", ":")),
+                json.dumps(buffers.get(topic, []), separators=(",", ":")),
+            )
+            for topic in topics
+        ]
+
+    def load_rows(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        models: dict[str, LinkNaiveBayes] = {}
+        buffer: list[tuple[str, np.ndarray, int]] = []
+        for topic, state, pending in rows:
+            try:
+                models[topic] = LinkNaiveBayes.from_dict(json.loads(state))
+                buffer.extend(
+                    (topic, np.asarray(indices, dtype=np.int64), int(label))
+                    for label, indices in json.loads(pending)
+                )
+            except (ValueError, TypeError) as exc:
+                raise ApprenticeError(f"malformed apprentice state for topic {topic!r}: {exc}") from exc
+            if models[topic].n_features != self.settings.n_features:
+                raise ApprenticeError(
+                    f"the stored apprentice uses {models[topic].n_features} features, the settings "
+                    f"{self.settings.n_features}: keep n_features or drop the apprentice_models table"
+                )
+        self.models = models
+        self.buffer = buffer
+
+    def save(self, repo: Repository, now: float) -> None:
+        rows = [(*row, now) for row in self.state_rows()]
+        with repo.transaction() as db:
+            db.conn.executemany(
+                "INSERT INTO apprentice_models (topic, state, buffer, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(topic) DO UPDATE SET state = excluded.state, buffer = excluded.buffer, "
+                "updated_at = excluded.updated_at",
+                rows,
+            )
+
+    def load(self, repo: Repository) -> int:
+        rows = repo.db.execute("SELECT topic, state, buffer FROM apprentice_models").fetchall()
+        self.load_rows(rows)
+        return len(rows)
+
+
+# -- the focus policy wrapper -------------------------------------------------------------------------------
+def _related(topic: str | None, queue: str) -> bool:
+    return topic is not None and (
+        not queue or topic == queue or topic.startswith(queue + "/") or queue.startswith(topic + "/")
+    )
+
+
+class ApprenticeFocus:
+    """Wraps a focus policy (crawler.focus.TopicFocus, or any with `score_pages` / `link_priority`): the
+    wrapped policy stays the critic and decides which links to follow at all; the apprentice sets or
+    blends their priorities. Everything else (`seeds`, `record_stats`, `model`, ...) is the base's."""
+
+    def __init__(self, base: Any, settings: ApprenticeSettings | None = None) -> None:
+        self.base = base
+        self.apprentice = Apprentice(settings)
+        self.crawler: Any = None
+        self.repo: Repository | None = None
+        self._since_refit = 0
+        self._rescore_due = False
+        self.rescored_entries = 0
+        self.rebuilt = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["base"], name)
+
+    def attach(self, crawler: Any) -> None:
+        """Attach the base policy too, and restore the stored apprentice (resume)."""
+        attach = getattr(self.base, "attach", None)
+        if attach is not None:
+            attach(crawler)
+        self.crawler = crawler
+        self.repo = crawler.repo
+        ensure_schema(crawler.repo)
+        if self.apprentice.load(crawler.repo):
+            self._rescore_due = True
+
+    # -- the engine's hooks -------------------------------------------------------------------------------
+    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
+        verdicts = self.base.score_pages(pages)
+        s = self.apprentice.settings
+        for page, verdict in zip(pages, verdicts, strict=True):
+            entry = page.entry
+            queue = entry.topic or NO_TOPIC
+            relevant = (
+                verdict.accepted
+                and _related(verdict.topic, queue)
+                and verdict.confidence >= s.label_threshold
+            )
+            if entry.url not in self.apprentice.pending and entry.source and self.repo is not None:
+                fallback = self._stored_pending(entry.url, entry.source, queue)
+                self.rebuilt += fallback is not None
+            else:
+                fallback = None
+            self.apprentice.resolve(entry.url, relevant, fallback)
+        self.apprentice.judged += len(pages)
+        self._since_refit += len(pages)
+        if self._since_refit >= s.retrain_every and self.apprentice.buffer:
+            self.apprentice.refit()
+            self._since_refit = 0
+            self._rescore_due = True
+            self.save_state()
+        return verdicts
+
+    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
+        base = self.base.link_priority(page, link, verdict)
+        if self._rescore_due:
+            self._rescore_frontier()
+        if base is None:
+            return None
+        link_topic = getattr(self.base, "link_topic", None)
+        topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
+        s = self.apprentice.settings
+        context = offset_context(page.parsed, link, s.radius) if s.radius > CONTEXT_RADIUS else link.context
+        indices = self.apprentice.features(link, context, page.url, verdict)
+        self.apprentice.remember(link.url, topic, indices, float(base))
+        return self.apprentice.priority(topic, indices, float(base))
+
+    # -- helpers --------------------------------------------------------------------------------------------
+    def _stored_pending(self, url: str, source: str, queue: str) -> _Pending | None:
+        """The link to `url` on the stored page `source`, featurised again (after a restart)."""
+        assert self.repo is not None
+        row = self.repo.db.execute(
+            "SELECT l.dom_path, l.context, d.topic, d.confidence, d.accepted, d.final_url "
+            "FROM documents d JOIN links l ON l.source_id = d.id "
+            "WHERE d.url = ? AND l.target_url = ? AND l.kind = 'a' LIMIT 1",
+            [source, url],
+        ).fetchone()
+        if row is None:
+            return None
+        dom_path, context, topic, confidence, accepted, final_url = row
+        verdict = PageVerdict(topic, float(confidence or 0.0), bool(accepted))
+        link = Link(url, "", dom_path, 0, 0)
+        pairs = [(int(offset), str(text)) for offset, text in json.loads(context)]
+        indices = self.apprentice.features(link, pairs, final_url, verdict)
+        return _Pending(queue, indices, 0.0)
+
+    def _rescore_frontier(self) -> None:
+        self._rescore_due = False
+        if self.crawler is None:
+            return
+        self.rescored_entries += rescore_entries(self.crawler.frontier, self.apprentice.rescored)
+
+    def save_state(self) -> None:
+        """Store the apprentice's counts and buffer (call off concurrent repository writes)."""
+        if self.repo is not None:
+            self.apprentice.save(self.repo, time.time())
+
+    def record_stats(self) -> None:
+        record = getattr(self.base, "record_stats", None)
+        if record is not None:
+            record()
+        self.save_state()
+
+    def progress_text(self) -> str:
+        text = getattr(self.base, "progress_text", None)
+        base = text() if text is not None else ""
+        r = self.apprentice.resolved
+        mine = f"apprentice: {r[1]}+/{r[0]}- links, {self.apprentice.refits} refits"
+        return f"{base}  {mine}" if base else mine
+
+
+def rescore_entries(frontier: Any, rescore: Any) -> int:
+    """Give queued entries the priorities `rescore([(url, topic, priority)]) -> {url: priority}` returns.
+    Reaches into the frontier's per-topic queues as `crawler.focus.boost_entries` does (the frontier has
+    no re-prioritising method of its own); returns how many entries changed."""
+    changed_total = 0
+    for queue in frontier._queues.values():
+        items = list(queue.entries())
+        if not items:
+            continue
+        new = rescore([(entry.url, entry.topic, entry.priority) for _, _, entry in items])
+        if not new:
+            continue
+        rebuilt = []
+        for negprio, seq, entry in items:
+            priority = new.get(entry.url)
+            if priority is not None and priority != entry.priority:
+                entry = replace(entry, priority=priority)
+                negprio = -priority
+                frontier._changes[entry.url] = ("add", entry)
+                changed_total += 1
+            rebuilt.append((negprio, seq, entry))
+        queue.rebuild(rebuilt)
+    return changed_total
