@@ -6,16 +6,19 @@
         --pages 2000
 
 Both crawls start from the same seeds (the bookmarks, mapped to the served web, plus the web's hub page
-unless `--no-hub`) with the same focus policy (topic model from the bookmarks; `--retrain` adds the focus
-loop's re-organisation); the second wraps it in `crawler.apprentice.ApprenticeFocus`. Per topic:
+unless `--no-hub`) with the same focus policy (topic model from the bookmarks, frozen unless `--retrain`
+adds the focus loop's re-organisation); the second wraps it in `crawler.apprentice.ApprenticeFocus`. Per
+topic, over the documents fetched from the topic's queues:
 
-- irrelevant_without / irrelevant_with: documents fetched from the topic's queues whose ground-truth group
-  (the web's labels) is not the topic's target group (the majority group of its bookmarks);
-- reduction: 1 - irrelevant_with / irrelevant_without (the paper's "fewer irrelevant fetches");
-- fetched_* and critic_loss_* (fetched pages the critic itself rejects for the topic) for context.
+- irrelevant_without / irrelevant_with: fetched pages the critic (the same frozen topic model in both
+  crawls) does not accept into the topic, the paper's loss; reduction = 1 - with / without;
+- irrelevant_truth_* / reduction_truth: fetched pages whose ground-truth group (the web's labels) is not
+  the topic's target group (the majority group of its bookmarks);
+- fetched_without / fetched_with.
 
-`curves` holds, for each variant, the cumulative harvest rate (relevant / fetched over all topic queues,
-by ground truth) after every 250 stored pages. The last line printed is one JSON object.
+`curves` holds, for each variant, the cumulative harvest rate over all topic queues after every 250
+stored pages, by the critic (`harvest_rate`) and by the ground truth (`harvest_rate_truth`). The last line
+printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -76,28 +79,37 @@ def fetched_rows(repo: Repository) -> list[tuple[int, str, str | None, str | Non
     ).fetchall()
 
 
+def relevant_by_critic(row: tuple, topic: str) -> bool:
+    return bool(row[4]) and in_subtree(row[3], topic)
+
+
 def measure(rows: list[tuple], targets: dict[str, str], label_of: Any) -> dict[str, dict[str, int]]:
     result = {}
     for topic, target in sorted(targets.items()):
         mine = [row for row in rows if in_subtree(row[2], topic)]
-        irrelevant = sum(1 for row in mine if label_of(row[1]) != target)
-        critic_loss = sum(1 for row in mine if not (row[4] and in_subtree(row[3], topic)))
-        result[topic] = {"fetched": len(mine), "irrelevant": irrelevant, "critic_loss": critic_loss}
+        result[topic] = {
+            "fetched": len(mine),
+            "irrelevant": sum(1 for row in mine if not relevant_by_critic(row, topic)),
+            "irrelevant_truth": sum(1 for row in mine if label_of(row[1]) != target),
+        }
     return result
 
 
 def harvest_curve(rows: list[tuple], targets: dict[str, str], label_of: Any, step: int = CURVE_STEP) -> dict:
-    """Cumulative harvest rate over the topics' queues after every `step` stored pages."""
-    points: list[list[float]] = []
-    fetched = relevant = 0
-    for n, (_, url, queue, _, _) in enumerate(rows, start=1):
-        topic = next((t for t in targets if in_subtree(queue, t)), None)
+    """Cumulative harvest rates over the topics' queues after every `step` stored pages."""
+    curve: dict[str, list] = {"pages": [], "harvest_rate": [], "harvest_rate_truth": []}
+    fetched = by_critic = by_truth = 0
+    for n, row in enumerate(rows, start=1):
+        topic = next((t for t in targets if in_subtree(row[2], t)), None)
         if topic is not None:
             fetched += 1
-            relevant += label_of(url) == targets[topic]
+            by_critic += relevant_by_critic(row, topic)
+            by_truth += label_of(row[1]) == targets[topic]
         if n % step == 0 or n == len(rows):
-            points.append([n, round(relevant / fetched, 4) if fetched else 0.0])
-    return {"pages": [p[0] for p in points], "harvest_rate": [p[1] for p in points]}
+            curve["pages"].append(n)
+            curve["harvest_rate"].append(round(by_critic / fetched, 4) if fetched else 0.0)
+            curve["harvest_rate_truth"].append(round(by_truth / fetched, 4) if fetched else 0.0)
+    return curve
 
 
 def reduction(without: int, with_: int) -> float | None:
@@ -154,10 +166,11 @@ async def run_experiment(
             "irrelevant_without": without["irrelevant"],
             "irrelevant_with": with_["irrelevant"],
             "reduction": reduction(without["irrelevant"], with_["irrelevant"]),
+            "irrelevant_truth_without": without["irrelevant_truth"],
+            "irrelevant_truth_with": with_["irrelevant_truth"],
+            "reduction_truth": reduction(without["irrelevant_truth"], with_["irrelevant_truth"]),
             "fetched_without": without["fetched"],
             "fetched_with": with_["fetched"],
-            "critic_loss_without": without["critic_loss"],
-            "critic_loss_with": with_["critic_loss"],
         }
     return report
 
