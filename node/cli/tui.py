@@ -6,9 +6,8 @@ import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from node.cli.common import CliError
+from node.cli.common import CliError, add_data_arg, data_dir
 from node.client import node_running
 from node.datadir import DataDir
 
@@ -23,9 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "one is started detached (`topicswarm node run --data DIR`, logging to DIR/node.log) and keeps "
         "running after the UI quits.",
     )
-    parser.add_argument(
-        "--data", type=Path, default=Path("topicswarm-data"), help="the node's data directory"
-    )
+    add_data_arg(parser)
     parser.add_argument("--no-start", action="store_true", help="only attach; fail when no node runs")
     parser.set_defaults(func=run)
 
@@ -55,7 +52,7 @@ def ensure_node(data: DataDir, timeout: float = START_TIMEOUT) -> subprocess.Pop
 
 
 def run(args: argparse.Namespace) -> int:
-    data = DataDir(args.data.resolve())
+    data = DataDir(data_dir(args).root.resolve())
     if args.no_start:
         if not node_running(data):
             raise CliError(

@@ -28,6 +28,7 @@ from tui.records import (
     Status,
     Topic,
 )
+from tui.screens.dashboard import DashboardScreen
 
 SIZE = (100, 30)
 T0 = 1_700_000_000.0
@@ -167,7 +168,12 @@ def navigate(keys: list[str]):
         await pilot.pause(0.5)
         for field in pilot.app.screen.query(Input):
             field.cursor_blink = False
-        await pilot.pause(1.2)  # one dashboard redraw interval
+        app = pilot.app
+        while app.telemetry.status is None or app.telemetry.last_sample_t < samples()[-1].t:
+            await pilot.pause(0.1)  # hang-guarded by the snapshot plugin's timeout
+        if isinstance(app.screen, DashboardScreen):
+            app.screen.redraw()
+        await pilot.pause(0.5)
 
     return run_before
 

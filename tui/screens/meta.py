@@ -26,6 +26,7 @@ def clamp_loss(loss: float) -> float:
 
 class MetaScreen(NodeScreen):
     NAME = "meta"
+    AUTO_FOCUS = "#meta-topic"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left_square_bracket", "step(-1)", "Loss -"),
         Binding("right_square_bracket", "step(1)", "Loss +"),

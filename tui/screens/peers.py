@@ -21,6 +21,7 @@ def _fraction(value: float | None) -> str:
 
 class PeersScreen(NodeScreen):
     NAME = "peers"
+    AUTO_FOCUS = "#peers"
 
     def body(self) -> ComposeResult:
         yield DataTable(id="peers", cursor_type="row", zebra_stripes=True)

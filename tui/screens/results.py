@@ -39,6 +39,7 @@ def preview(hit: Hit) -> str:
 
 class ResultsScreen(NodeScreen):
     NAME = "results"
+    AUTO_FOCUS = "#query"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_search", "Search"),
         Binding("plus,equals_sign", "feedback(True)", "Relevant"),

@@ -48,6 +48,7 @@ def topic_details(topic: Topic) -> str:
 
 class TopicsScreen(NodeScreen):
     NAME = "topics"
+    AUTO_FOCUS = "#topic-tree"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "crawl('start')", "Start"),
         Binding("p", "crawl('pause')", "Pause"),
