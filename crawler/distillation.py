@@ -21,8 +21,11 @@ Choices the seeds leave open (research notes 2.4):
   under the Krichevsky-Trofimov estimate of its own rate; model cost 1 + log2(n)/2 bits for the node and
   its parameter. A region is kept whole when that costs no more than the best segmentation of its
   children; the tree is small, so the cut is found exactly bottom-up rather than greedily.
-- Edge weights are Bharat-Henzinger's (`crawler.linkanalysis.bharat_henzinger_weights`), and scores start
-  from plain HITS (`crawler.linkanalysis.hits`): with every page kept whole, DOMHITS is exactly that HITS.
+- Edge weights are Bharat-Henzinger's (`crawler.linkanalysis.bharat_henzinger_weights`) and scores start
+  from the project's HITS (`crawler.linkanalysis.hits`): with every page kept whole, DOMHITS is exactly
+  that HITS. Bharat-Henzinger weights ignore links within a host, which leaves nothing to rank inside one
+  large site (a simulated web serves each site from one host), so `weighting="plain"` gives every link
+  weight 1 and starts from uniform scores: Kleinberg's HITS when every page is kept whole.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import numpy as np
 from crawler.linkanalysis import HITS_ITERATIONS, LinkGraph, bharat_henzinger_weights, hits
 
 REGION_NODE_BITS = 1.0  # cost of one more frontier node, besides its parameter
+WEIGHTINGS = ("bharat-henzinger", "plain")
 
 
 @dataclass(frozen=True)
@@ -126,8 +130,13 @@ class _Microhubs:
     trees: tuple[list, ...]
 
 
-def _microhubs(graph: LinkGraph, paths: Mapping[int, Sequence[tuple[int, str]]]) -> _Microhubs:
-    auth_w, hub_w = bharat_henzinger_weights(graph)
+def _microhubs(
+    graph: LinkGraph, paths: Mapping[int, Sequence[tuple[int, str]]], weighting: str
+) -> _Microhubs:
+    if weighting == "plain":
+        auth_w = hub_w = np.ones(graph.sources.size)
+    else:
+        auth_w, hub_w = bharat_henzinger_weights(graph)
     edge = {(int(s), int(t)): k for k, (s, t) in enumerate(zip(graph.sources, graph.targets, strict=True))}
     index = {node: i for i, node in enumerate(graph.ids)}
     pages, starts, targets, aw, hw, trees = [], [0], [], [], [], []
@@ -166,15 +175,21 @@ def dom_hits(
     paths: Mapping[int, Sequence[tuple[int, str]]],
     iterations: int = HITS_ITERATIONS,
     segmented: bool = True,
+    weighting: str = "bharat-henzinger",
 ) -> DistillationScores:
     """DOMHITS over `graph`; `paths[node id]` lists a page's links as (target node id, element path) in
     document order. Links missing from `paths` do not count. `segmented=False` keeps every page whole:
-    Bharat-Henzinger HITS over the same links."""
+    HITS over the same links with the chosen `weighting` (see the module docstring)."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, not {weighting!r}")
     n = graph.size
     if n == 0:
         return DistillationScores(np.zeros(0), np.zeros(0), 0, 0)
-    hubs = _microhubs(graph, paths)
-    authority = hits(graph, iterations).authority.copy()
+    hubs = _microhubs(graph, paths, weighting)
+    if weighting == "plain":
+        authority = np.full(n, 1.0 / math.sqrt(n))
+    else:
+        authority = hits(graph, iterations).authority.copy()
     page_hub = np.zeros(n)
     regions = len(hubs.pages)
     for _ in range(iterations):

@@ -70,3 +70,23 @@ def test_top_authorities_excludes_and_skips_zero_scores():
     scores = np.array([0.5, 0.0, 0.9, 0.5])
     assert top_authorities(scores, 3) == [2, 0, 3]
     assert top_authorities(scores, 3, exclude=[2]) == [0, 3]
+
+
+def test_plain_weighting_unsegmented_is_kleinberg_hits_and_counts_links_within_a_host():
+    graph, paths = mixed_graph()
+    one_host = LinkGraph.build({i: "same.test" for i in graph.ids}, list(zip(*_edges(graph), strict=True)))
+    adjacency = one_host.adjacency().toarray()
+    a = np.ones(one_host.size)
+    for _ in range(200):
+        a = adjacency.T @ (adjacency @ a)
+        a /= np.linalg.norm(a)
+    whole = dom_hits(one_host, paths, iterations=200, segmented=False, weighting="plain")
+    assert np.allclose(whole.authority, a, atol=1e-6)
+    dom = dom_hits(one_host, paths, weighting="plain")
+    index = {node: i for i, node in enumerate(one_host.ids)}
+    junk = [index[n] for n in JUNK]
+    assert dom.authority[junk].sum() < 0.5 * whole.authority[junk].sum()
+
+
+def _edges(graph):
+    return [graph.ids[s] for s in graph.sources], [graph.ids[t] for t in graph.targets]
