@@ -18,6 +18,7 @@ import tomli_w
 
 from crawler.settings import CrawlSettings
 from node.settings import NodeSettings
+from p2p.settings import P2PSettings
 
 
 class ConfigError(ValueError):
@@ -28,6 +29,7 @@ class ConfigError(ValueError):
 class Config:
     crawler: CrawlSettings = field(default_factory=CrawlSettings)
     node: NodeSettings = field(default_factory=NodeSettings)
+    p2p: P2PSettings = field(default_factory=P2PSettings)
 
 
 SECTIONS: dict[str, type] = {f.name: f.default_factory for f in dataclasses.fields(Config)}  # type: ignore[misc]

@@ -1,0 +1,175 @@
+"""The one way to start a libp2p host for topicswarm: Noise only, Yamux, one connection per peer.
+
+py-libp2p 0.8.1's `new_host` offers plaintext, secio and TLS besides Noise unless `sec_opt` names the
+transports, so this factory always passes Noise alone: a dialer offering only plaintext gets no connection.
+Pubsub is started before the host listens, because it ignores connections made before it runs; the
+heartbeat is shortened from the library's 120 s so meshes form within seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import multiaddr
+import trio
+from libp2p import new_host
+from libp2p.abc import IHost
+from libp2p.crypto.ed25519 import create_new_key_pair
+from libp2p.crypto.keys import KeyPair
+from libp2p.crypto.x25519 import create_new_key_pair as create_new_x25519_key_pair
+from libp2p.custom_types import TProtocol
+from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
+from libp2p.network.config import ConnectionConfig
+from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import PeerInfo, info_from_p2p_addr
+from libp2p.pubsub.gossipsub import PROTOCOL_ID, PROTOCOL_ID_V11, GossipSub
+from libp2p.pubsub.pubsub import Pubsub
+from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
+from libp2p.security.noise.transport import Transport as NoiseTransport
+from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_PROTOCOL_ID
+from libp2p.stream_muxer.yamux.yamux import Yamux
+from libp2p.tools.anyio_service import background_trio_service
+
+from p2p.errors import P2PError
+from p2p.settings import P2PSettings
+
+log = logging.getLogger(__name__)
+
+GOSSIP_PROTOCOLS = (TProtocol(PROTOCOL_ID_V11), TProtocol(PROTOCOL_ID))
+
+
+class NetworkError(P2PError):
+    """A peer could not be reached or answered wrongly; the message names the peer and the reason."""
+
+
+def quiet_libp2p_logging() -> None:
+    """libp2p logs at WARNING and up, into the node's own handlers instead of straight to stderr.
+
+    The library sets its logger to not propagate and has no handler, so every warning (a closed DHT
+    stream is one) reaches stderr through logging's last-resort handler.
+    """
+    lib = logging.getLogger("libp2p")
+    lib.setLevel(logging.WARNING)
+    lib.propagate = True
+    if not any(isinstance(h, logging.NullHandler) for h in lib.handlers):
+        lib.addHandler(logging.NullHandler())
+
+
+@dataclass
+class P2PHost:
+    """A running host with its pubsub router and DHT; what membership, communities and protocols use."""
+
+    host: IHost
+    pubsub: Pubsub
+    gossipsub: GossipSub
+    dht: KadDHT | None
+    settings: P2PSettings
+
+    @property
+    def peer_id(self) -> ID:
+        return self.host.get_id()
+
+    def addrs(self) -> list[str]:
+        """Listen addresses ending in /p2p/<peer id>: what another node needs to join through this one."""
+        return [str(a) for a in self.host.get_addrs()]
+
+    def transport_addrs(self) -> list[str]:
+        """Listen addresses without the peer id (what neighbour lists carry next to the id)."""
+        return [
+            str(a.decapsulate(multiaddr.Multiaddr(f"/p2p/{self.peer_id}"))) for a in self.host.get_addrs()
+        ]
+
+    def is_connected(self, peer: ID) -> bool:
+        return peer in self.host.get_network().connections
+
+    async def connect(self, peer: ID, addrs: Sequence[str]) -> None:
+        """Dial `peer` (a no-op when connected); NetworkError when no address answers in time."""
+        if peer == self.peer_id or self.is_connected(peer):
+            return
+        info = PeerInfo(peer, [multiaddr.Multiaddr(a) for a in addrs])
+        await self._dial(info)
+
+    async def connect_addr(self, full_addr: str) -> ID:
+        """Dial a `/ip4/.../tcp/.../p2p/<id>` address; the peer id it names."""
+        try:
+            info = info_from_p2p_addr(multiaddr.Multiaddr(full_addr))
+        except Exception as exc:
+            raise NetworkError(f"{full_addr!r} is not a multiaddr ending in /p2p/<peer id>: {exc}") from exc
+        if info.peer_id != self.peer_id and not self.is_connected(info.peer_id):
+            await self._dial(info)
+        return info.peer_id
+
+    async def _dial(self, info: PeerInfo) -> None:
+        try:
+            with trio.fail_after(self.settings.connect_timeout):
+                await self.host.connect(info)
+        except trio.TooSlowError as exc:
+            raise NetworkError(
+                f"peer {info.peer_id} did not answer within {self.settings.connect_timeout}s"
+            ) from exc
+        except Exception as exc:
+            raise NetworkError(f"peer {info.peer_id} unreachable: {_reason(exc)}") from exc
+        if self.dht is not None:
+            await self.dht.add_peer(info.peer_id, skip_server_mode_check=True)
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost message of libp2p's nested exception groups and chains."""
+    while True:
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            return f"{type(exc).__name__}: {exc}"
+
+
+def build_libp2p_host(key_pair: KeyPair, settings: P2PSettings, listen_addrs: Sequence[str]) -> IHost:
+    """A host offering Noise alone for security and Yamux alone for multiplexing."""
+    noise = NoiseTransport(key_pair, noise_privkey=create_new_x25519_key_pair().private_key)
+    return new_host(
+        key_pair=key_pair,
+        sec_opt={NOISE_PROTOCOL_ID: noise},
+        muxer_opt={YAMUX_PROTOCOL_ID: Yamux},
+        listen_addrs=[multiaddr.Multiaddr(a) for a in listen_addrs],
+        connection_config=ConnectionConfig(max_connections_per_peer=1),
+        enable_mDNS=settings.enable_mdns,
+    )
+
+
+@asynccontextmanager
+async def start_host(
+    settings: P2PSettings | None = None,
+    key_pair: KeyPair | None = None,
+    *,
+    listen_addrs: Sequence[str] | None = None,
+) -> AsyncIterator[P2PHost]:
+    """Run a host under trio until the block exits; a fresh identity when `key_pair` is None (tests)."""
+    quiet_libp2p_logging()
+    settings = settings or P2PSettings()
+    key_pair = key_pair or create_new_key_pair()
+    addrs = list(listen_addrs or settings.listen_addrs)
+    host = build_libp2p_host(key_pair, settings, addrs)
+    degree = settings.gossip_degree
+    gossipsub = GossipSub(
+        protocols=list(GOSSIP_PROTOCOLS),
+        degree=degree,
+        degree_low=max(1, degree - 2),
+        degree_high=degree * 2,
+        heartbeat_interval=settings.gossip_heartbeat,
+        heartbeat_initial_delay=0.1,
+    )
+    pubsub = Pubsub(host, gossipsub)
+    dht = KadDHT(host, DHTMode.SERVER) if settings.dht_enabled else None
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(background_trio_service(pubsub))
+        await stack.enter_async_context(background_trio_service(gossipsub))
+        await pubsub.wait_until_ready()
+        await stack.enter_async_context(host.run([multiaddr.Multiaddr(a) for a in addrs]))
+        if dht is not None:
+            await stack.enter_async_context(background_trio_service(dht))
+        log.info("host %s listening on %s", host.get_id(), ", ".join(str(a) for a in host.get_addrs()))
+        yield P2PHost(host, pubsub, gossipsub, dht, settings)

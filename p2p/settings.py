@@ -1,0 +1,53 @@
+"""Every peer-to-peer knob and its default, in one place.
+
+The node's `config.toml` overrides these under `[p2p]`. Defaults suit a node on the open Internet; tests and
+the simulated networks shorten the periods and the TTL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def doc(default: object, text: str) -> object:
+    """A dataclass field with its documentation (p2p must not import crawler, so not shared from there)."""
+    return field(default=default, metadata={"doc": text})
+
+
+@dataclass(frozen=True)
+class P2PSettings:
+    listen_addrs: tuple[str, ...] = doc(
+        ("/ip4/0.0.0.0/tcp/4001",), "Multiaddrs the host listens on (TCP; port 0 picks a free port)."
+    )
+    bootstrap: tuple[str, ...] = doc(
+        (), "Multiaddrs with /p2p/<peer id> of live peers to join through; one reachable address is enough."
+    )
+    neighbour_list_size: int = doc(
+        40, "Most entries in the neighbour list (thesis 3.3.1: log2(N) + c with c >= 25 keeps it connected)."
+    )
+    exchange_period: float = doc(10.0, "Seconds between two push-pull neighbour exchanges.")
+    neighbour_ttl: float = doc(
+        300.0, "Seconds after its last contact that a neighbour is dropped (how a dead peer disappears)."
+    )
+    connect_timeout: float = doc(5.0, "Seconds to wait for a dial, including the Noise handshake.")
+    request_timeout: float = doc(20.0, "Seconds a request/response exchange may take before it is abandoned.")
+    gossip_degree: int = doc(6, "Gossipsub mesh degree D (peers each topic message is pushed to directly).")
+    gossip_heartbeat: int = doc(1, "Seconds between gossipsub heartbeats (the library default is 120).")
+    announce_interval: float = doc(
+        60.0, "Seconds between re-announcements of the topics a node holds (and its DHT provider records)."
+    )
+    announce_batch_max: int = doc(64, "Most topic keys carried by one announcement message.")
+    announce_rate_per_topic: float = doc(
+        2.0, "Announcements published per second per topic at most (gossipsub drops above about 10)."
+    )
+    requests_per_second: float = doc(
+        20.0, "Requests one remote peer may make per second (token-bucket rate)."
+    )
+    request_burst: int = doc(40, "Requests one remote peer may make in a burst before the rate applies.")
+    max_violations: int = doc(
+        20, "Protocol violations after which a peer is refused service until the node restarts."
+    )
+    enable_mdns: bool = doc(
+        False, "Discover peers on the LAN with mDNS (off by default: it announces the node)."
+    )
+    dht_enabled: bool = doc(True, "Run the Kademlia DHT (provider records let newcomers find a community).")
