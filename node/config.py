@@ -17,6 +17,7 @@ from typing import Any
 import tomli_w
 
 from crawler.settings import CrawlSettings
+from node.cooperation.settings import CooperationSettings
 from node.settings import NodeSettings
 from p2p.settings import P2PSettings
 
@@ -30,6 +31,7 @@ class Config:
     crawler: CrawlSettings = field(default_factory=CrawlSettings)
     node: NodeSettings = field(default_factory=NodeSettings)
     p2p: P2PSettings = field(default_factory=P2PSettings)
+    cooperation: CooperationSettings = field(default_factory=CooperationSettings)
 
 
 SECTIONS: dict[str, type] = {f.name: f.default_factory for f in dataclasses.fields(Config)}  # type: ignore[misc]

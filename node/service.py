@@ -406,9 +406,14 @@ class NodeService:
         return 0 if self.network is None else int(self.network.peers_online())
 
     def _traffic(self) -> dict[str, int]:
-        if self.network is None:
-            return {"in": 0, "out": 0}
-        return dict(self.network.traffic())
+        """Bytes of the p2p service plus the cooperation layer's own protocols (counted by its links)."""
+        totals = {"in": 0, "out": 0}
+        for source in (self.network, self.cooperation):
+            traffic = getattr(source, "traffic", None)
+            if traffic is not None:
+                for direction, count in traffic().items():
+                    totals[direction] = totals.get(direction, 0) + int(count)
+        return totals
 
     # -- API: status, metrics, topics ---------------------------------------------------------------------
     async def status(self) -> dict[str, Any]:
