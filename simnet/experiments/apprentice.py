@@ -14,7 +14,8 @@ topic, over the documents fetched from the topic's queues:
   crawls) does not accept into the topic, the paper's loss; reduction = 1 - with / without;
 - irrelevant_truth_* / reduction_truth: fetched pages whose ground-truth group (the web's labels) is not
   the topic's target group (the majority group of its bookmarks);
-- fetched_without / fetched_with.
+- fetched_without / fetched_with, and loss_rate_* (irrelevant / fetched): topic queues take turns, so
+  the two crawls may spend different shares of the same page budget on one topic.
 
 `curves` holds, for each variant, the cumulative harvest rate over all topic queues after every 250
 stored pages, by the critic (`harvest_rate`) and by the ground truth (`harvest_rate_truth`). The last line
@@ -112,6 +113,10 @@ def harvest_curve(rows: list[tuple], targets: dict[str, str], label_of: Any, ste
     return curve
 
 
+def rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
 def reduction(without: int, with_: int) -> float | None:
     return round(1.0 - with_ / without, 4) if without else None
 
@@ -171,6 +176,10 @@ async def run_experiment(
             "reduction_truth": reduction(without["irrelevant_truth"], with_["irrelevant_truth"]),
             "fetched_without": without["fetched"],
             "fetched_with": with_["fetched"],
+            "loss_rate_without": rate(without["irrelevant"], without["fetched"]),
+            "loss_rate_with": rate(with_["irrelevant"], with_["fetched"]),
+            "loss_rate_truth_without": rate(without["irrelevant_truth"], without["fetched"]),
+            "loss_rate_truth_with": rate(with_["irrelevant_truth"], with_["fetched"]),
         }
     return report
 

@@ -1,5 +1,7 @@
 import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,9 @@ from crawler.engine import CrawledPage, PageVerdict
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import parse_html
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
+from node.cli import main as cli
+from simnet.experiments import apprentice as experiment
+from simnet.web import serve_web_in_subprocess
 
 # The worked example of the research notes (seed 002, 1.4): leaves 'Links:' | 'NHL' | 'hockey' | <br> |
 # 'Recipes' | 'more text'; the first anchor spans leaves 1-2, the second leaf 4.
@@ -258,3 +263,52 @@ def test_rescoring_moves_queued_entries_with_known_features_and_spares_bookmarks
     assert popped.url == "http://a.test/seed" and popped.priority >= PROTECTED_PRIORITY
     popped = frontier.pop(lambda host: 0.0, 0.0)
     assert popped.url == "http://a.test/x" and popped.priority > 0.5
+
+
+FIXTURE_BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-bookmarks.html"
+
+
+@pytest.mark.slow
+def test_crawl_command_with_apprentice_stores_its_counts_and_resumes_from_them(tmp_path, capsys):
+    with serve_web_in_subprocess("fixture") as web:
+        text = re.sub(
+            r'HREF="([^"]+)"',
+            lambda m: f'HREF="{web.map_upstream(m.group(1)) or m.group(1)}"',
+            FIXTURE_BOOKMARKS.read_text(),
+        )
+        (tmp_path / "bookmarks.html").write_text(text)
+        data = tmp_path / "node"
+        data.mkdir()
+        (data / "config.toml").write_text(
+            '[crawler]\ndownload_delay = 0.0\nautothrottle_enabled = false\nallowed_hosts = ["127.0.0.0/8"]\n'
+        )
+        assert cli(["topics", "import", "--data", str(data), str(tmp_path / "bookmarks.html")]) == 0
+        counts = []
+        for pages in ("80", "160"):
+            assert cli(["crawl", "--data", str(data), "--max-pages", pages, "--apprentice", "--quiet"]) == 0
+            with Repository(data / "repository.db") as repo:
+                apprentice = Apprentice()
+                assert apprentice.load(repo) >= 1
+                counts.append(
+                    sum(m.instances.sum() for m in apprentice.models.values()) + len(apprentice.buffer)
+                )
+    capsys.readouterr()
+    assert 0 < counts[0] < counts[1]
+
+
+def test_apprentice_flag_without_topics_says_what_to_do(tmp_path, capsys):
+    assert cli(["crawl", "--data", str(tmp_path), "--seed", "http://127.0.0.1:9/", "--apprentice"]) == 2
+    assert "topics import" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_experiment_prints_reductions_and_harvest_curves_for_every_topic(capsys):
+    assert experiment.main(["--web", "fixture", "--bookmarks", str(FIXTURE_BOOKMARKS), "--pages", "120"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(report["topics"]) == {"Databases", "Sysadmin", "Mathematics"}
+    for numbers in report["topics"].values():
+        assert {"irrelevant_without", "irrelevant_with", "reduction"} <= set(numbers)
+    for variant in ("without", "with"):
+        curve = report["curves"][variant]
+        assert curve["pages"][-1] == 120 and len(curve["harvest_rate"]) == len(curve["pages"])
+    assert report["apprentice"]["instances"]["relevant"] + report["apprentice"]["instances"]["irrelevant"] > 0
