@@ -85,6 +85,9 @@ class StoredPage:
     doc_id: int | None = None  # chosen by the single writer, so dedup can refer to it before the commit
 
 
+BM25_WEIGHTS = "5.0, 1.0"  # FTS5 bm25() column weights: title, text (search ranks with the same)
+
+
 def _schema_v1(db: sqlite_utils.Database) -> None:
     db.executescript(
         """
@@ -177,7 +180,7 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
         tokenize="porter unicode61 remove_diacritics 2",
     )
     # Title matches weigh more than body matches in BM25 (columns in the order given above).
-    db.execute("INSERT INTO documents_fts(documents_fts, rank) VALUES ('rank', 'bm25(5.0, 1.0)')")
+    db.execute(f"INSERT INTO documents_fts(documents_fts, rank) VALUES ('rank', 'bm25({BM25_WEIGHTS})')")
 
 
 def _schema_v2(db: sqlite_utils.Database) -> None:

@@ -24,7 +24,7 @@ from crawler.ranking import (
     signal_matrix,
     topic_clause,
 )
-from crawler.repository import DocumentRecord, Repository
+from crawler.repository import BM25_WEIGHTS, DocumentRecord, Repository
 from crawler.taxonomy import load_taxonomy
 from crawler.urls import host_of
 from metamodels.features import FeatureConfig, Featurizer
@@ -127,6 +127,7 @@ NEAR_DUPLICATE_BITS = 3  # SimHash Hamming distance within which two results sho
 VERDICTS = ("accepted", "abstained", "any")
 ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
+BM25_BUDGET = 4000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
 PREVIEW_WINDOW = 1500  # characters of a long page a preview considers (stemming whole pages is too slow)
 HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
@@ -263,21 +264,27 @@ def ranked_search(
     if context is not None:
         clause, confidence_params = topic_clause("d.topic", context, descendants=True)
         confidence_sql = f"CASE WHEN d.accepted = 1 AND {clause} THEN d.confidence ELSE 0 END"
+    topic_filter = topic_clause("topic", topic, include_descendants) if topic is not None else None
+    ranked, total = _bm25_candidates(repo, match, (where, params), topic_filter, depth, query)
+    text_of = dict(ranked)
+    ids = list(text_of)
     sql = (
         "SELECT d.id, d.url, COALESCE(d.canonical, d.final_url), d.title, d.topic, d.confidence, d.verdict, "
-        "d.origin, d.origins, d.simhash, documents_fts.rank, "
+        "d.origin, d.origins, d.simhash, 0, "
         f"COALESCE(lt.authority, lg.authority), COALESCE(lt.pagerank, lg.pagerank), {confidence_sql} "
-        "FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
+        "FROM documents d "
         "LEFT JOIN link_scores lt ON lt.topic = ? AND lt.doc_id = d.id "
         "LEFT JOIN link_scores lg ON lg.topic = ? AND lg.doc_id = d.id "
-        f"WHERE documents_fts MATCH ? AND {' AND '.join(where)} ORDER BY documents_fts.rank LIMIT ?"
+        "WHERE d.id IN (SELECT value FROM json_each(?))"
     )
     scope = context if context is not None else GLOBAL_SCOPE
-    rows = _run(repo, sql, [*confidence_params, scope, GLOBAL_SCOPE, match, *params, depth], query)
+    values = [*confidence_params, scope, GLOBAL_SCOPE, json.dumps(ids)]
+    found = {row[0]: row for row in _run(repo, sql, values, query)}
+    rows = [found[i] for i in ids if i in found]
     candidates = [_candidate(row) for row in rows]
     signals = signal_matrix(
         {
-            "text": [-float(row[10]) for row in rows],
+            "text": [-text_of[row[0]] for row in rows],
             "confidence": [row[13] for row in rows],
             "authority": [row[11] for row in rows],
             "pagerank": [row[12] for row in rows],
@@ -311,8 +318,7 @@ def ranked_search(
                 duplicates=tuple(c.doc_id for c in group[1:]),
             )
         )
-    total = len(groups) if len(rows) < depth else _count(repo, match, where, params, query)
-    return SearchResults(tuple(hits), total)
+    return SearchResults(tuple(hits), len(groups) if len(rows) < depth else max(total, len(groups)))
 
 
 def _candidate(row: tuple) -> _Candidate:
@@ -331,12 +337,65 @@ def _candidate(row: tuple) -> _Candidate:
     )
 
 
-def _count(repo: Repository, match: str, where: list[str], params: list[object], query: str) -> int:
-    sql = (
-        "SELECT count(*) FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
-        f"WHERE documents_fts MATCH ? AND {' AND '.join(where)} AND d.near_duplicate_of IS NULL"
+def _bm25_candidates(
+    repo: Repository,
+    match: str,
+    filters: tuple[list[str], list[object]],
+    topic: tuple[str, list[object]] | None,
+    depth: int,
+    query: str,
+) -> tuple[list[tuple[int, float]], int]:
+    """The best `depth` (doc id, BM25) pairs under the filters, best first, and the number of results.
+
+    Listing a query's matches is cheap in FTS5; computing BM25 is what costs (about a microsecond per
+    document), so a query with more than `BM25_BUDGET` matches is scored on a bounded candidate set
+    (`_candidate_tiers`). Scores are FTS5's BM25 with corpus-wide statistics either way, so they do not
+    depend on the bound. Past the budget the total is estimated from the share of candidates that pass the
+    filters."""
+    where, params = filters
+    matches = _run(repo, "SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?", [match], query)
+    n_matches = int(matches[0][0])
+    restriction, bound_params, scored = "", [], n_matches
+    if n_matches > BM25_BUDGET:
+        restriction, bound_params, scored = _candidate_tiers(repo, match, topic, query)
+    sql = (  # materialised: BM25 is computed while FTS5 iterates, the count runs over the scored rows
+        "WITH scored AS MATERIALIZED ("
+        f"SELECT f.rowid AS id, bm25(documents_fts, {BM25_WEIGHTS}) AS r, d.near_duplicate_of IS NULL AS one "
+        "FROM documents_fts f JOIN documents d ON d.id = f.rowid "
+        f"WHERE documents_fts MATCH ? {restriction} AND {' AND '.join(where)}"
+        ") SELECT id, r, sum(one) OVER () FROM scored ORDER BY r LIMIT ?"
     )
-    return int(_run(repo, sql, [match, *params], query)[0][0])
+    rows = _run(repo, sql, [match, *bound_params, *params, depth], query)
+    passed = int(rows[0][2]) if rows else 0
+    total = passed if scored >= n_matches else round(n_matches * passed / max(scored, 1))
+    return [(int(doc_id), float(rank)) for doc_id, rank, _ in rows], total
+
+
+def _candidate_tiers(
+    repo: Repository, match: str, topic: tuple[str, list[object]] | None, query: str
+) -> tuple[str, list[object], int]:
+    """SQL restricting BM25 to at most `BM25_BUDGET` of a query's matches, its parameters, and how many
+    matches it keeps (general tiers, nothing depends on particular queries):
+    - a filter topic small enough: all its documents, so the topic's ranking stays exact;
+    - otherwise the matches in the title (weighted `BM25_WEIGHTS[0]` times the body, a title hit outscores
+      all but the most repetitive bodies, so BM25's best documents for a common term are there), then the
+      most recently stored matches up to the budget."""
+    if topic is not None:
+        clause, topic_params = topic
+        size = _run(repo, f"SELECT count(*) FROM documents WHERE {clause}", topic_params, query)
+        if int(size[0][0]) <= BM25_BUDGET:
+            restriction = f"AND +f.rowid IN (SELECT id FROM documents WHERE {clause})"
+            return restriction, list(topic_params), int(size[0][0])
+    newest = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+    try:
+        titled = [r[0] for r in _run(repo, newest, [f"{{title}} : ({match})", BM25_BUDGET], query)]
+    except SearchError:  # an expression that cannot take a column filter: the recency tier alone
+        titled = []
+    ids = dict.fromkeys(titled)
+    if len(ids) < BM25_BUDGET:
+        ids.update(dict.fromkeys(r[0] for r in _run(repo, newest, [match, BM25_BUDGET], query)))
+    chosen = list(ids)[:BM25_BUDGET]
+    return "AND +f.rowid IN (SELECT value FROM json_each(?))", [json.dumps(chosen)], len(chosen)
 
 
 def collapse_results(ranked: list[_Candidate]) -> list[list[_Candidate]]:
