@@ -140,7 +140,7 @@ class MetaClassifier:
             raise ModelFormatError(f"malformed meta-classifier: {exc}") from exc
         scalers = None
         if raw_scalers is not None:
-            if not isinstance(raw_scalers, list):
+            if not isinstance(raw_scalers, list | tuple):  # msgpack decodes arrays as tuples
                 raise ModelFormatError("meta-classifier 'scalers' must be a list or null")
             scalers = tuple(None if s is None else PlattScaler.from_dict(s) for s in raw_scalers)
         try:

@@ -523,6 +523,11 @@ class Cooperation:
             model="exchangeable",
         )
         needed = estimate.peers if estimate is not None else len(participants)
+        if error_goal is None:
+            # the estimate is for unanimous decisions, whose loss grows with every peer; this meta-classifier
+            # filters loss-targeted (3.4.4), which meets the loss with any number of peers while each further
+            # honest peer lowers the error: with a loss goal alone, every honest peer is asked
+            needed = len(participants)
         ranked = sorted(community, key=lambda p: -accuracies.get(p, 0.0))
         chosen = [p for p in ranked if accuracies.get(p, 0.0) > 0.5][: max(0, needed - 1)]
         used = await self._collect(topic, session, loss, error_goal, chosen)
