@@ -127,7 +127,7 @@ NEAR_DUPLICATE_BITS = 3  # SimHash Hamming distance within which two results sho
 VERDICTS = ("accepted", "abstained", "any")
 ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
-BM25_BUDGET = 4000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
+BM25_BUDGET = 2000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
 PREVIEW_WINDOW = 1500  # characters of a long page a preview considers (stemming whole pages is too slow)
 HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
@@ -241,6 +241,7 @@ def ranked_search(
     collapse: bool = True,
     previews: bool = True,
     context: str | None = None,
+    bm25_budget: int = BM25_BUDGET,
 ) -> SearchResults:
     """The query's results ranked by the linear combination of normalised signals (thesis eq. 4.1).
 
@@ -249,6 +250,8 @@ def ranked_search(
     near duplicates and copies of one page from several peers show once with their origins merged.
     `context` (default: the filter topic) is the topic whose view ranks without filtering: only documents
     accepted into its subtree keep their confidence, and its topic-specific link scores are used.
+    A query with more than `bm25_budget` matches takes its BM25 candidates from bounded tiers
+    (`_candidate_tiers`); a budget of at least the repository's size ranks exactly.
     """
     weights = weights or RankingWeights()
     match = plain_query(query) if syntax == "plain" else query.strip()
@@ -265,7 +268,7 @@ def ranked_search(
         clause, confidence_params = topic_clause("d.topic", context, descendants=True)
         confidence_sql = f"CASE WHEN d.accepted = 1 AND {clause} THEN d.confidence ELSE 0 END"
     topic_filter = topic_clause("topic", topic, include_descendants) if topic is not None else None
-    ranked, total = _bm25_candidates(repo, match, (where, params), topic_filter, depth, query)
+    ranked, total = _bm25_candidates(repo, match, (where, params), topic_filter, depth, query, bm25_budget)
     text_of = dict(ranked)
     ids = list(text_of)
     sql = (
@@ -344,11 +347,12 @@ def _bm25_candidates(
     topic: tuple[str, list[object]] | None,
     depth: int,
     query: str,
+    budget: int = BM25_BUDGET,
 ) -> tuple[list[tuple[int, float]], int]:
     """The best `depth` (doc id, BM25) pairs under the filters, best first, and the number of results.
 
     Listing a query's matches is cheap in FTS5; computing BM25 is what costs (about a microsecond per
-    document), so a query with more than `BM25_BUDGET` matches is scored on a bounded candidate set
+    document), so a query with more than `budget` matches is scored on a bounded candidate set
     (`_candidate_tiers`). Scores are FTS5's BM25 with corpus-wide statistics either way, so they do not
     depend on the bound. Past the budget the total is estimated from the share of candidates that pass the
     filters."""
@@ -356,12 +360,12 @@ def _bm25_candidates(
     matches = _run(repo, "SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?", [match], query)
     n_matches = int(matches[0][0])
     restriction, bound_params, scored = "", [], n_matches
-    if n_matches > BM25_BUDGET:
-        restriction, bound_params, scored = _candidate_tiers(repo, match, topic, query)
+    if n_matches > budget:
+        restriction, bound_params, scored = _candidate_tiers(repo, match, topic, query, budget)
     sql = (  # materialised: BM25 is computed while FTS5 iterates, the count runs over the scored rows
         "WITH scored AS MATERIALIZED ("
         f"SELECT f.rowid AS id, bm25(documents_fts, {BM25_WEIGHTS}) AS r, d.near_duplicate_of IS NULL AS one "
-        "FROM documents_fts f JOIN documents d ON d.id = f.rowid "
+        "FROM documents_fts f JOIN documents d INDEXED BY documents_search ON d.id = f.rowid "
         f"WHERE documents_fts MATCH ? {restriction} AND {' AND '.join(where)}"
         ") SELECT id, r, sum(one) OVER () FROM scored ORDER BY r LIMIT ?"
     )
@@ -372,9 +376,9 @@ def _bm25_candidates(
 
 
 def _candidate_tiers(
-    repo: Repository, match: str, topic: tuple[str, list[object]] | None, query: str
+    repo: Repository, match: str, topic: tuple[str, list[object]] | None, query: str, budget: int
 ) -> tuple[str, list[object], int]:
-    """SQL restricting BM25 to at most `BM25_BUDGET` of a query's matches, its parameters, and how many
+    """SQL restricting BM25 to at most `budget` of a query's matches, its parameters, and how many
     matches it keeps (general tiers, nothing depends on particular queries):
     - a filter topic small enough: all its documents, so the topic's ranking stays exact;
     - otherwise the matches in the title (weighted `BM25_WEIGHTS[0]` times the body, a title hit outscores
@@ -383,18 +387,18 @@ def _candidate_tiers(
     if topic is not None:
         clause, topic_params = topic
         size = _run(repo, f"SELECT count(*) FROM documents WHERE {clause}", topic_params, query)
-        if int(size[0][0]) <= BM25_BUDGET:
+        if int(size[0][0]) <= budget:
             restriction = f"AND +f.rowid IN (SELECT id FROM documents WHERE {clause})"
             return restriction, list(topic_params), int(size[0][0])
     newest = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
     try:
-        titled = [r[0] for r in _run(repo, newest, [f"{{title}} : ({match})", BM25_BUDGET], query)]
+        titled = [r[0] for r in _run(repo, newest, [f"{{title}} : ({match})", budget], query)]
     except SearchError:  # an expression that cannot take a column filter: the recency tier alone
         titled = []
     ids = dict.fromkeys(titled)
-    if len(ids) < BM25_BUDGET:
-        ids.update(dict.fromkeys(r[0] for r in _run(repo, newest, [match, BM25_BUDGET], query)))
-    chosen = list(ids)[:BM25_BUDGET]
+    if len(ids) < budget:
+        ids.update(dict.fromkeys(r[0] for r in _run(repo, newest, [match, budget], query)))
+    chosen = list(ids)[:budget]
     return "AND +f.rowid IN (SELECT value FROM json_each(?))", [json.dumps(chosen)], len(chosen)
 
 
@@ -433,7 +437,8 @@ def _previews(repo: Repository, query: str, shown: list[_Candidate]) -> dict[int
     rows = repo.db.execute(
         f"SELECT id, text, topic FROM documents WHERE id IN ({', '.join('?' * len(ids))})", ids
     ).fetchall()
-    return {int(i): query_preview(repo, text, topic, query) for i, text, topic in rows}
+    by_topic = topic_weights(repo)  # once per search: it checks the training set in the database
+    return {int(i): query_preview(repo, text, topic, query, by_topic) for i, text, topic in rows}
 
 
 # -- previews ------------------------------------------------------------------------------------------------
@@ -466,12 +471,20 @@ def topic_weights(repo: Repository) -> dict[str, dict[str, float]]:
     return _TOPIC_WEIGHTS[key]
 
 
-def query_preview(repo: Repository, text: str, topic: str | None, query: str) -> str:
+def query_preview(
+    repo: Repository,
+    text: str,
+    topic: str | None,
+    query: str,
+    by_topic: dict[str, dict[str, float]] | None = None,
+) -> str:
     """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that prefers
-    sentences with query terms, with the query terms highlighted."""
+    sentences with query terms, with the query terms highlighted; `by_topic` is `topic_weights(repo)`
+    when the caller already has it."""
     terms = query_terms(query)
     text = preview_window(text, terms)
-    weights = dict(topic_weights(repo).get(topic or "", {}))
+    by_topic = topic_weights(repo) if by_topic is None else by_topic
+    weights = dict(by_topic.get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
     return highlight(preview(text, weights, _TERMS.terms), terms)
@@ -499,7 +512,11 @@ def highlight(text: str, terms: set[str], marks: tuple[str, str] = HIGHLIGHT) ->
         return text
     opening, closing = marks
     parts = _WORD_OR_GAP.split(text)
+    marked: dict[str, bool] = {}  # words repeat: stem each once
     for i in range(1, len(parts), 2):
-        if terms.intersection(_TERMS.terms(parts[i])):
+        word = parts[i]
+        if word not in marked:
+            marked[word] = bool(terms.intersection(_TERMS.terms(word)))
+        if marked[word]:
             parts[i] = f"{opening}{parts[i]}{closing}"
     return "".join(parts)

@@ -8,7 +8,10 @@ they repeat with variations (sentences shuffled, a tenth of the words dropped, a
 no two stored texts are equal. Topics are the corpus labels, confidences deterministic pseudo-random values,
 and each page links to pages of its topic, so link scores come from a real HITS/PageRank run. The query
 mix is drawn from the stored texts with a fixed seed: common and rare single terms, two-word phrases,
-multi-term queries, each with and without a topic filter. Prints one JSON line.
+multi-term queries, each with and without a topic filter. Prints one JSON line: wall-clock percentiles
+(`p50_ms`, `p95_ms`), the same in CPU time (`p95_cpu_ms`: comparable on a shared, loaded machine), and
+`top10_overlap`, the mean share of each query's exact top 10 (BM25 scored on every match, the full
+combination) that the bounded search returns too.
 """
 
 from __future__ import annotations
@@ -124,6 +127,12 @@ def query_mix(repo: Repository, seed: int = 0) -> list[tuple[str, str | None]]:
     return mix
 
 
+def top_overlap(got: tuple, expected: tuple) -> float:
+    """Share of the expected hits (by document) that were also returned; 1.0 when none were expected."""
+    wanted = {h.doc_id for h in expected}
+    return len(wanted & {h.doc_id for h in got}) / len(wanted) if wanted else 1.0
+
+
 def run(n: int, keep: Path | None, seed: int = 0) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = (keep or Path(tmp)) / "search-bench.db"
@@ -135,19 +144,28 @@ def run(n: int, keep: Path | None, seed: int = 0) -> dict[str, float]:
             mix = query_mix(repo, seed)
             for query, topic in mix[:20]:  # warm the page cache
                 ranked_search(repo, query, topic=topic, syntax="fts5")
-            times = []
+            times, cpu_times, overlaps = [], [], []
             for query, topic in mix:
-                start = time.perf_counter()
-                ranked_search(repo, query, topic=topic, syntax="fts5")
+                start, cpu_start = time.perf_counter(), time.process_time()
+                bounded = ranked_search(repo, query, topic=topic, syntax="fts5")
                 times.append((time.perf_counter() - start) * 1000)
+                cpu_times.append((time.process_time() - cpu_start) * 1000)
+                exact = ranked_search(
+                    repo, query, topic=topic, syntax="fts5", previews=False, bm25_budget=docs
+                )
+                overlaps.append(top_overlap(bounded.hits, exact.hits))
         size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     times.sort()
+    cpu_times.sort()
     return {
         "docs": docs,
         "queries": len(times),
         "p50_ms": round(statistics.median(times), 2),
         "p95_ms": round(times[int(0.95 * (len(times) - 1))], 2),
         "max_ms": round(times[-1], 2),
+        "p50_cpu_ms": round(statistics.median(cpu_times), 2),
+        "p95_cpu_ms": round(cpu_times[int(0.95 * (len(cpu_times) - 1))], 2),
+        "top10_overlap": round(statistics.mean(overlaps), 3),
         "index_mb": round(size / 2**20, 1),
         **{k: round(v, 1) for k, v in build.items()},
     }
