@@ -21,6 +21,7 @@ import itertools
 import logging
 import math
 import secrets
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -159,7 +160,8 @@ class Cooperation:
             while True:
                 try:
                     await self.round()
-                except (MetamodelError, ExchangeError, OSError) as exc:
+                except (MetamodelError, ExchangeError, OSError, sqlite3.Error) as exc:
+                    # a busy repository (the crawler writes constantly) costs one round, not the layer
                     log.warning("cooperation round failed: %s", exc)
                 with trio.move_on_after(self.settings.sync_interval):
                     await self._poke.wait()

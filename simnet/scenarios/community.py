@@ -1,0 +1,399 @@
+"""A topic community of real node processes on a simulated web, measured against the web's ground truth.
+
+    python -m simnet.scenarios.community --web devweb --bookmarks simnet/webs/devweb-bookmarks.html \
+        --nodes 4 --pages 400 [--hostile K] [--keep DIR]
+
+Serves the web from a child process, starts N `topicswarm node run` processes (the demo's process
+management: own data directories, loopback only, all joining through node 1's address, every process stopped
+on exit or failure), imports a different seed subset of the bookmarks into each, lets them crawl P pages and
+cooperate (model exchange, pooled results), builds every topic's meta-classifier on every node through
+`POST /api/meta/build` at loss 0.2, and prints one JSON line:
+
+    {"nodes": [{"pages", "harvest_local", "harvest_meta", "filter_accuracy_local", "filter_accuracy_meta",
+                "models_received", "results_pooled", ...}], "bytes_exchanged", "bytes_crawled", ...}
+
+Definitions (ground truth is the web's: `label_of(url)`, the group of the page's site, or of the page on a web
+with page labels):
+- Seeds: every node gets every topic. A topic with m bookmarks gives node i the s = min(m, max(2, ceil(m/N)))
+  bookmarks starting at position floor(i*m/N), cyclically, in file order: different, overlapping subsets (with
+  m < N some nodes share a subset). Bookmarks outside topics (OTHERS, the negatives) go to every node.
+- Target group of a topic: the majority group of its bookmarks' pages (over the whole file).
+- Filter accuracy: restrictive filtering at loss 0.2 (thesis 3.2.1) of the node's own crawled documents (not
+  pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
+  is in the topic's target group), the 20% least confident documents are dismissed, the rest decided by the
+  sign; accuracy = correct / decided, micro-averaged over the topics. "meta" is the node's meta-classifier as
+  stored after the build; "local" is the same pipeline with the node's local model alone (its own Platt
+  scaler, weight 1), i.e. what the node decides without peers. Both score the same documents.
+- Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
+  counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
+  classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
+- bytes_exchanged: bytes in plus out of every node's cooperation protocols (each byte counted by sender and
+  receiver); bytes_crawled: bytes every node fetched from the web.
+- With --hostile K the last K nodes offer label-flipped models (`[cooperation] hostile = true`); every honest
+  node reports `hostile_weights`, the weights it gave their models (GET /api/models).
+Model and meta figures are read through the API and, after the nodes stopped, from their repositories
+(read-only SQLite). Nothing here knows a particular web or bookmarks file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+import tomli_w
+
+from crawler.taxonomy import POSITIVE, Taxonomy, parse_bookmarks
+from node.cli.demo import (
+    cooperate,
+    demo_crawler_settings,
+    map_bookmarks,
+    say,
+    start_node,
+    stop_processes,
+    wait_for_crawl,
+    wait_until_ready,
+)
+from node.client import NodeClient, NodeError
+from node.datadir import DataDir
+
+LOSS = 0.2
+MIN_SEEDS = 2
+SYNC_INTERVAL = 3.0
+MODELS_TIMEOUT = 90.0
+
+
+# -- seeds and ground truth -------------------------------------------------------------------------------
+def seed_positions(m: int, node: int, nodes: int) -> list[int]:
+    """Which of a topic's m bookmarks (file order) node `node` of `nodes` gets (see the module docstring)."""
+    share = min(m, max(MIN_SEEDS, math.ceil(m / nodes)))
+    start = (node * m) // nodes
+    return sorted({(start + r) % m for r in range(share)})
+
+
+def seed_subset(html: str, node: int, nodes: int) -> str:
+    """The bookmarks file as node `node` imports it: its share of every topic's bookmarks, all the rest."""
+    taxonomy = parse_bookmarks(html)
+    by_topic: dict[str, list[int]] = {}
+    for doc in taxonomy.documents:
+        if doc.polarity == POSITIVE:
+            by_topic.setdefault(doc.topic, []).append(doc.line)
+    kept_lines: set[int] = set()
+    dropped_lines: set[int] = set()
+    for lines in by_topic.values():
+        keep = set(seed_positions(len(lines), node, nodes))
+        for index, line in enumerate(lines):
+            (kept_lines if index in keep else dropped_lines).add(line)
+    drop = dropped_lines - kept_lines  # a line holding a kept bookmark stays whole
+    return "".join(
+        text for number, text in enumerate(html.splitlines(keepends=True), start=1) if number not in drop
+    )
+
+
+def topic_targets(taxonomy: Taxonomy, label_of: Callable[[str], str | None]) -> dict[str, str]:
+    """Each topic's target group: the majority group of its bookmarked pages (topics without any left out)."""
+    groups: dict[str, Counter[str]] = {}
+    for doc in taxonomy.documents:
+        label = label_of(doc.url) if doc.polarity == POSITIVE and doc.url else None
+        if label is not None:
+            groups.setdefault(doc.topic, Counter())[label] += 1
+    return {topic: counts.most_common(1)[0][0] for topic, counts in sorted(groups.items())}
+
+
+# -- node processes ---------------------------------------------------------------------------------------
+@dataclass
+class Member:
+    """One node of the community as the scenario sees it."""
+
+    index: int
+    hostile: bool
+    process: Any  # node.cli.demo.NodeProcess
+    client: NodeClient | None = None
+
+    @property
+    def data(self) -> DataDir:
+        return self.process.data
+
+
+def write_config(data: DataDir, pages: int, hostile: bool) -> None:
+    config = {
+        "crawler": demo_crawler_settings(),
+        "node": {"metrics_interval": 1.0, "max_pages": pages},
+        "cooperation": {"sync_interval": SYNC_INTERVAL, "hostile": hostile},
+    }
+    data.config.write_text(tomli_w.dumps(config), encoding="utf-8")
+
+
+@contextmanager
+def community(root: Path, count: int, pages: int, hostile: int) -> Iterator[list[Member]]:
+    """`count` networked nodes joining through node 1, the last `hostile` of them hostile; all stopped
+    (SIGTERM, then SIGKILL) at exit, also when starting one fails."""
+    members: list[Member] = []
+    try:
+        for i in range(count):
+            data = DataDir(root / f"node{i + 1}").ensure()
+            is_hostile = i >= count - hostile
+            write_config(data, pages, is_hostile)
+            bootstrap = members[0].process.addrs[:1] if members else []
+            process = start_node(data, bootstrap, offline=False)
+            members.append(Member(i, is_hostile, process))
+            wait_until_ready(process)
+            members[-1].client = NodeClient(process.url, process.token)
+            say(f"node {i + 1}: up{' (hostile)' if is_hostile else ''}, api {process.url}")
+        yield members
+    finally:
+        for member in members:
+            if member.client is not None:
+                member.client.close()
+        stop_processes([m.process.process for m in members])
+
+
+def received_linear(client: NodeClient) -> list[dict[str, Any]]:
+    return [m for m in client.models()["models"] if m.get("origin") != "local" and m.get("kind") == "linear"]
+
+
+def wait_for_models(members: Sequence[Member], topics: Sequence[str], timeout: float) -> None:
+    """Until every node holds every other node's model of every topic it has (or the time is up)."""
+    wanted = len(members) - 1
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        short = []
+        for member in members:
+            held = Counter(m["topic"] for m in received_linear(member.client))
+            if any(held[t] < wanted for t in topics):
+                short.append(member.index + 1)
+        if not short:
+            return
+        time.sleep(1.0)
+    say(f"models still missing on node(s) {short} after {timeout:.0f} s; building with what they hold")
+
+
+# -- figures from the repositories --------------------------------------------------------------------------
+class ReadOnlyRepository:
+    """The `.db` a repository function reads, over a read-only SQLite connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self.db = sqlite_utils.Database(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[ReadOnlyRepository]:
+    repo = ReadOnlyRepository(path)
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
+def filter_figures(
+    repo: ReadOnlyRepository, targets: dict[str, str], label_of: Callable[[str], str | None], loss: float
+) -> dict[str, Any]:
+    """Restrictive filtering accuracy of the local model alone and of the meta-classifier (see above)."""
+    from metamodels.features import FeatureConfig, Featurizer
+    from metamodels.meta_classifier import MetaClassifier
+    from metamodels.meta_functions import ABSTAIN, ACCEPT
+    from metamodels.restrictive import loss_targeted_decisions
+    from node.cooperation import learning, store
+
+    training = {row[0] for row in learning.training_rows(repo)}
+    docs = [
+        (label, f"{title}\n{text}")
+        for url, title, text in repo.db.execute(
+            "SELECT url, title, text FROM documents WHERE origin IS NULL AND duplicate_of IS NULL "
+            "AND text != '' ORDER BY id"
+        )
+        if url not in training and (label := label_of(url)) is not None
+    ]
+    featurizer = Featurizer(FeatureConfig())
+    X = featurizer.transform([text for _, text in docs]) if docs else None
+    labels = np.array([label for label, _ in docs])
+    totals = {"local": [0, 0], "meta": [0, 0]}
+    per_topic: dict[str, Any] = {}
+    for topic, target in targets.items():
+        row = store.load_meta(repo, topic) if repo.db["coop_meta"].exists() else None
+        if X is None or row is None or not row["model"]:
+            continue
+        meta = MetaClassifier.from_dict(row["model"])
+        origins = [m["origin"] for m in row["members"]]
+        if "local" not in origins:
+            continue
+        i = origins.index("local")
+        alone = MetaClassifier(
+            models=[meta.models[i]],
+            weights=[1.0],
+            scalers=[meta.scalers[i]] if meta.scalers else None,
+        )
+        truth = np.where(labels == target, ACCEPT, -1)
+        figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == target))}
+        for name, classifier in (("local", alone), ("meta", meta)):
+            decisions = loss_targeted_decisions(learning.meta_scores(classifier, X), loss)
+            decided = decisions != ABSTAIN
+            correct = int(np.sum(decisions[decided] == truth[decided]))
+            totals[name][0] += correct
+            totals[name][1] += int(decided.sum())
+            figures[name] = correct / int(decided.sum()) if decided.any() else None
+        figures["meta_members"] = [
+            {"origin": m["origin"], "weight": round(float(m["weight"]), 4)} for m in row["members"]
+        ]
+        per_topic[topic] = figures
+    return {
+        "filter_accuracy_local": totals["local"][0] / totals["local"][1] if totals["local"][1] else None,
+        "filter_accuracy_meta": totals["meta"][0] / totals["meta"][1] if totals["meta"][1] else None,
+        "filter_topics": per_topic,
+    }
+
+
+def harvest_figures(
+    repo: ReadOnlyRepository,
+    targets: dict[str, str],
+    label_of: Callable[[str], str | None],
+    switch: float | None,
+) -> dict[str, float | None]:
+    """Ground-truth harvest rate of the node's fetches before and after `switch` (a time, or None)."""
+    relevant = set(targets.values())
+    before = [0, 0]
+    after = [0, 0]
+    for url, fetched_at in repo.db.execute("SELECT url, fetched_at FROM documents WHERE origin IS NULL"):
+        part = after if switch is not None and fetched_at >= switch else before
+        part[0] += int(label_of(url) in relevant)
+        part[1] += 1
+    return {
+        "harvest_local": before[0] / before[1] if before[1] else None,
+        "harvest_meta": after[0] / after[1] if after[1] else None,
+    }
+
+
+# -- the run ----------------------------------------------------------------------------------------------
+def node_api_figures(member: Member, hostile_ids: set[str]) -> dict[str, Any]:
+    client = member.client
+    status = client.status()
+    received = received_linear(client)
+    weighed = [m for m in received if (m.get("weight") or 0) > 0 and m.get("received_at")]
+    return {
+        "peer_id": status["peer_id"],
+        "hostile": member.hostile,
+        "pages": status["crawl"]["pages"],
+        "bytes_crawled": status["crawl"]["bytes_crawled"],
+        "bytes_exchanged": status["bytes_exchanged"]["in"] + status["bytes_exchanged"]["out"],
+        "models_received": len(received),
+        "results_pooled": status["documents"]["pooled"],
+        "peers_online": status["peers_online"],
+        "meta_switch": min((m["received_at"] for m in weighed), default=None),
+        "hostile_weights": None
+        if member.hostile
+        else [float(m.get("weight") or 0.0) for m in received if m["origin"] in hostile_ids],
+    }
+
+
+def run_community(
+    web_name: str | Path,
+    bookmarks: str,
+    nodes: int,
+    pages: int,
+    hostile: int = 0,
+    timeout: float = 900.0,
+    root: Path | None = None,
+) -> dict[str, Any]:
+    """The whole scenario; the JSON-ready result."""
+    from simnet.web import serve_web_in_subprocess
+
+    if nodes < 2 or not 0 <= hostile < nodes:
+        raise ValueError("a community needs at least 2 nodes and at least one honest node")
+    started = time.monotonic()
+    with ExitStack() as stack:
+        if root is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="topicswarm-community-")))
+        web = stack.enter_context(serve_web_in_subprocess(web_name))
+        say(f"serving the {web.corpus.name!r} web: {len(web.corpus.sites)} sites on loopback")
+        mapped = map_bookmarks(bookmarks, web.map_upstream)
+        targets = topic_targets(parse_bookmarks(mapped), web.label_of)
+        if not targets:
+            raise ValueError("no bookmark of the file lies on this web: give the web's own bookmarks")
+        say(f"topics and their target groups: {targets}")
+        with community(root, nodes, pages, hostile) as members:
+            for member in members:
+                answer = member.client.import_topics(bookmarks_html=seed_subset(mapped, member.index, nodes))
+                say(f"node {member.index + 1}: {len(answer['imported'])} topics, {answer['seeds']} seeds")
+            wait_for_crawl([m.client for m in members], pages, timeout)
+            wait_for_models(members, list(targets), MODELS_TIMEOUT)
+            cooperate([m.client for m in members])
+            hostile_ids = {m.client.status()["peer_id"] for m in members if m.hostile}
+            figures = [node_api_figures(m, hostile_ids) for m in members]
+            repositories = [m.data.repository for m in members]
+        for figure, repository in zip(figures, repositories, strict=True):
+            with read_only(repository) as repo:
+                figure.update(harvest_figures(repo, targets, web.label_of, figure.pop("meta_switch")))
+                figure.update(filter_figures(repo, targets, web.label_of, LOSS))
+    exchanged = sum(f["bytes_exchanged"] for f in figures)
+    crawled = sum(f["bytes_crawled"] for f in figures)
+    return {
+        "nodes": figures,
+        "bytes_exchanged": exchanged,
+        "bytes_crawled": crawled,
+        "exchanged_share": exchanged / crawled if crawled else None,
+        "loss": LOSS,
+        "targets": targets,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m simnet.scenarios.community", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--web", required=True, help="fixture, devweb, webkb or a folder holding sites.tsv")
+    parser.add_argument("--bookmarks", type=Path, required=True, help="bookmarks.html with the topics")
+    parser.add_argument("--nodes", type=int, default=4, help="node processes (default 4)")
+    parser.add_argument("--pages", type=int, default=400, help="pages each node crawls (default 400)")
+    parser.add_argument(
+        "--hostile", type=int, default=0, metavar="K", help="the last K nodes send flipped models"
+    )
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds of crawling at most (900)")
+    parser.add_argument(
+        "--keep", type=Path, default=None, metavar="DIR", help="keep the data directories here"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.bookmarks.exists():
+        print(f"no bookmarks file at {args.bookmarks}", file=sys.stderr)
+        return 2
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    try:
+        result = run_community(
+            args.web,
+            args.bookmarks.read_text(encoding="utf-8"),
+            args.nodes,
+            args.pages,
+            args.hostile,
+            args.timeout,
+            args.keep,
+        )
+    except (ValueError, NodeError) as exc:
+        print(f"community scenario failed: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The community scenario on the fixture web: three node processes, one hostile, small crawls."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from node.cli.demo import BOOKMARKS
+from simnet.scenarios.community import seed_positions, seed_subset
+
+NODE_FIELDS = {
+    "pages",
+    "harvest_local",
+    "harvest_meta",
+    "filter_accuracy_local",
+    "filter_accuracy_meta",
+    "models_received",
+    "results_pooled",
+}
+
+
+def test_every_node_gets_every_topic_with_different_seeds():
+    subsets = [seed_positions(3, i, 4) for i in range(4)]
+    assert all(len(s) == 2 for s in subsets) and len({tuple(s) for s in subsets}) == 3
+    assert seed_positions(10, 1, 3) == [3, 4, 5, 6]
+    html = BOOKMARKS.read_text()
+    texts = [seed_subset(html, i, 3) for i in range(3)]
+    assert len(set(texts)) == 3
+    for text in texts:
+        assert all(topic in text for topic in ("Databases", "Mathematics", "Sysadmin"))
+
+
+@pytest.mark.slow
+def test_community_of_three_with_one_hostile_node_on_the_fixture_web(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simnet.scenarios.community",
+            "--web",
+            "fixture",
+            "--bookmarks",
+            str(BOOKMARKS),
+            "--nodes",
+            "3",
+            "--pages",
+            "40",
+            "--hostile",
+            "1",
+            "--timeout",
+            "120",
+            "--keep",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"nodes", "bytes_exchanged", "bytes_crawled"} <= set(result)
+    nodes = result["nodes"]
+    assert len(nodes) == 3 and [n["hostile"] for n in nodes] == [False, False, True]
+    for node in nodes:
+        assert set(node) >= NODE_FIELDS
+        assert node["pages"] >= 40
+        assert node["models_received"] >= 2 * len(result["targets"])  # every peer's model of every topic
+        assert 0.0 <= node["filter_accuracy_local"] <= 1.0 and 0.0 <= node["filter_accuracy_meta"] <= 1.0
+    assert sum(n["results_pooled"] for n in nodes) > 0
+    for honest in nodes[:2]:
+        assert honest["hostile_weights"] and max(honest["hostile_weights"]) == 0.0
+    assert result["bytes_exchanged"] > 0 and result["bytes_crawled"] > 0
+    assert not list(tmp_path.glob("node*/api.json"))  # every node stopped
