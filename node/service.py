@@ -527,9 +527,12 @@ class NodeService:
 
     # -- API: search, documents, feedback -----------------------------------------------------------------
     async def search(self, query: str, **options: Any) -> dict[str, Any]:
+        from crawler.feedback import personal_weights
         from crawler.search import SearchError, ranked_search
 
         def run(repo: Repository) -> dict[str, Any]:
+            if options.get("weights") is None:  # none asked for: the user's, fitted to their feedback
+                options["weights"] = personal_weights(repo)
             return ranked_search(repo, query, **options).to_api()
 
         try:
