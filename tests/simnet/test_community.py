@@ -9,7 +9,10 @@ import sys
 import pytest
 
 from node.cli.demo import BOOKMARKS
+from simnet.paths import PROJECT_ROOT
 from simnet.scenarios.community import seed_positions, seed_subset
+
+DEVWEB_BOOKMARKS = PROJECT_ROOT / "simnet" / "webs" / "devweb-bookmarks.html"
 
 NODE_FIELDS = {
     "pages",
@@ -26,11 +29,13 @@ def test_every_node_gets_every_topic_with_different_seeds():
     subsets = [seed_positions(3, i, 4) for i in range(4)]
     assert all(len(s) == 2 for s in subsets) and len({tuple(s) for s in subsets}) == 3
     assert seed_positions(10, 1, 3) == [3, 4, 5, 6]
-    html = BOOKMARKS.read_text()
+    assert seed_positions(2, 1, 3) == [0, 1]  # two bookmarks: a model needs both
+    html = DEVWEB_BOOKMARKS.read_text()  # three bookmarks per topic
     texts = [seed_subset(html, i, 3) for i in range(3)]
     assert len(set(texts)) == 3
     for text in texts:
         assert all(topic in text for topic in ("Databases", "Mathematics", "Sysadmin"))
+        assert text.count("HREF") == 3 * 2 + 3  # two seeds per topic, the OTHERS folder whole
 
 
 @pytest.mark.slow
