@@ -368,7 +368,10 @@ class ApprenticeFocus:
         self.rebuilt = 0
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["base"], name)
+        base = self.__dict__.get("base")
+        if base is None:
+            raise AttributeError(name)
+        return getattr(base, name)
 
     def attach(self, crawler: Any) -> None:
         """Attach the base policy too, and restore the stored apprentice (resume)."""
