@@ -358,15 +358,30 @@ def iterative_kmeans(
     return _fit("iterative_kmeans", config, X, columns[candidates[selected]], centroids)
 
 
+def svd_rank(k: int, minimum: int = 2) -> int:
+    """The SVD rank for k clusters: at least k, and at least `minimum` (the thesis's r = 2).
+
+    The k cluster centroids of a topic tuple are in general linearly independent, so they span k dimensions;
+    a rank-r projection with r < k maps them into r dimensions where at least k - r of them become linear
+    combinations of the others, and (after the unit-length scaling) whole topics land on the same arc of the
+    r-dimensional sphere. The thesis's r = 2 was chosen for k <= 3; at k = 5 it cannot separate the topics
+    (its own Table 3.2 shows base3 at error 0.57 on Newsgroups, k = 5). Spectral clustering embeds in k
+    dimensions for the same reason (Ng, Jordan and Weiss 2002).
+    """
+    return max(k, minimum)
+
+
 def svd_kmeans(
-    X: sp.csr_matrix, k: int, config: FeatureConfig, *, seed: int, rank: int = 2, **options: int
+    X: sp.csr_matrix, k: int, config: FeatureConfig, *, seed: int, rank: int | None = None, **options: int
 ) -> ClusteringFit:
-    """base3 of thesis 3.4.2: project the documents with a rank-r truncated SVD (r = 2 worked best there,
-    as in its reference [113]) and run k-means on the unit-length projections.
+    """base3 of thesis 3.4.2: project the documents with a rank-r truncated SVD and run k-means on the
+    unit-length projections. r defaults to `svd_rank(k)`: the thesis's r = 2 (as in its reference [113])
+    for k <= 2, k above, since a rank below k cannot separate k clusters.
 
     Documents take their coordinates in V^T of A = U S V^T (3.3), i.e. divided by the singular values, as
     3.1.1 prescribes: otherwise the first dimension (the collection's mean direction) dominates every cosine.
     """
+    rank = svd_rank(k) if rank is None else rank
     Xc, columns = compact_columns(X)
     if rank >= Xc.shape[1]:
         raise ClusteringError(

@@ -29,14 +29,19 @@ from metamodels.features import FeatureConfig, Featurizer
 from metamodels.meta_clustering import (
     MAPPING_STRATEGIES,
     META_FUNCTIONS,
+    agreement_weights,
     classify_dismissed,
     combine,
     meta_mapping,
-    ranking_weights,
+    method_agreement,
+    without_weakest,
 )
 from simnet.corpora import Document, load_corpus
 
 LOSSES = tuple(round(0.1 * i, 1) for i in range(10))
+# The thesis's meta functions over all three methods, plus unanimity over the two methods that agree best
+# with the others (3.1.3: the quality ranking excludes a failing method).
+VARIANTS = (*META_FUNCTIONS, "unanimous_trimmed")
 BASE_NAMES = tuple(BASE_METHODS)  # base1, base2, base3 of the thesis, in order
 THESIS_ROW = {"20ng": "Newsg.", "reuters": "Reuters", "imdb": "IMDB"}
 
@@ -182,17 +187,24 @@ def run_tuple(
     labelings = np.stack([bases[name].labels for name in BASE_NAMES], axis=1)
     mapping = meta_mapping(labelings, k, strategy)
     mapped = mapping.apply(labelings)
-    weights = ranking_weights(mapping)
+    agreement = method_agreement(labelings, k)
+    weights = agreement_weights(agreement, k)
+    kept = without_weakest(agreement)
     out: dict = {
         "base": {name: error_of(truth, c.labels) for name, c in bases.items()},
         "curves": {
             name: [error_of(truth, restrict(c, loss).labels) for loss in LOSSES] for name, c in bases.items()
         },
         "ranking": [BASE_NAMES[i] for i in mapping.ranking],
+        "agreement_last": BASE_NAMES[int(np.argmin(agreement))],
+        "worst": max(BASE_NAMES, key=lambda name: error_of(truth, bases[name].labels)),
         "meta": {},
     }
-    for function in META_FUNCTIONS:
-        meta = combine(mapped, k, function, weights)
+    for function in VARIANTS:
+        if function == "unanimous_trimmed":
+            meta = combine(mapped[:, kept], k, "unanimous")
+        else:
+            meta = combine(mapped, k, function, weights)
         loss = float(np.mean(meta < 0))
         entry = {
             "loss": loss,
@@ -218,9 +230,11 @@ def summarise(results: Sequence[dict]) -> dict:
             for name in BASE_NAMES
         },
         "ranked_first": dict(Counter(r["ranking"][0] for r in results)),
+        "agreement_last": dict(Counter(r["agreement_last"] for r in results)),
+        "worst": dict(Counter(r["worst"] for r in results)),
         "meta": {},
     }
-    for function in META_FUNCTIONS:
+    for function in VARIANTS:
         entries = [r["meta"][function] for r in results]
         meta = {
             "loss": mean([e["loss"] for e in entries]),
@@ -260,7 +274,7 @@ def print_tables(corpus: str, k: int, summary: dict, n_tuples: int) -> None:
             f"{'thesis':28}  (no Table 3.1 row for {row}, k = {k}:"
             " lost in the thesis text for k = 5, never printed for k = 2)"
         )
-    for function in META_FUNCTIONS:
+    for function in VARIANTS:
         meta = summary["meta"][function]
         print(
             f"{'ours (' + function + ')':28}{meta['loss']:7.3f}{meta['error']:7.3f}  "
@@ -296,6 +310,8 @@ def print_tables(corpus: str, k: int, summary: dict, n_tuples: int) -> None:
         + f"{unanimous['loss']:11.3f}{unanimous['error']:10.3f}{_f(unanimous['zero_loss_svm']):>10}"
     )
     print(f"\npurity ranking, method ranked first: {summary['ranked_first']}")
+    print(f"agreement, method agreeing least (excluded by unanimous_trimmed): {summary['agreement_last']}")
+    print(f"method of the highest plain error: {summary['worst']}")
 
 
 def run_experiment(collection: TopicCollection, args: argparse.Namespace) -> tuple[dict, int]:

@@ -20,6 +20,7 @@ from metamodels.clustering import (
     restrict,
     restrict_by_threshold,
     svd_kmeans,
+    svd_rank,
     top_terms,
     with_term_labels,
 )
@@ -50,11 +51,25 @@ def topic_documents(
 @pytest.mark.parametrize("method", [kmeans, iterative_kmeans, svd_kmeans])
 def test_base_method_recovers_well_separated_topics(method):
     X, truth = topic_documents(3, 60, seed=1)
-    # rank 2 cannot separate three symmetric topics (the mean takes one dimension), so SVD gets rank 3 here
-    options = {iterative_kmeans: {"df_top": 300, "mi_top": 60}, svd_kmeans: {"rank": 3}}.get(method, {})
+    options = {iterative_kmeans: {"df_top": 300, "mi_top": 60}}.get(method, {})
     fit = method(X, 3, CONFIG, seed=7, **options)
     assert fit.clustering.labels.shape == truth.shape
     assert clustering_accuracy(truth, fit.clustering.labels) >= 0.95
+
+
+def test_svd_rank_is_the_thesis_two_for_two_clusters_and_k_above():
+    assert [svd_rank(k) for k in (1, 2, 3, 5, 8)] == [2, 2, 3, 5, 8]
+    assert svd_rank(3, minimum=4) == 4
+
+
+def test_svd_default_rank_separates_five_topics_that_rank_two_merges():
+    X, truth = topic_documents(5, 40, seed=5)
+    # five symmetric topics: their centroids span five dimensions, a rank-2 projection squeezes them together
+    two = svd_kmeans(X, 5, CONFIG, seed=3, rank=2).clustering
+    default = svd_kmeans(X, 5, CONFIG, seed=3)
+    assert default.model.projection is not None and default.model.projection.shape[0] == 5
+    assert clustering_accuracy(truth, default.clustering.labels) >= 0.95
+    assert clustering_accuracy(truth, two.labels) < 0.9
 
 
 @pytest.mark.parametrize("method", [kmeans, iterative_kmeans, svd_kmeans])

@@ -12,6 +12,7 @@ from metamodels.errors import ClusteringError
 from metamodels.features import FeatureConfig, l2_normalize_rows
 from metamodels.meta_clustering import (
     MetaMapping,
+    agreement_weights,
     apply_models,
     classify_dismissed,
     cluster_sizes,
@@ -21,9 +22,12 @@ from metamodels.meta_clustering import (
     map_incremental,
     map_pairwise,
     meta_mapping,
+    method_agreement,
     overlap_counts,
+    pair_agreement,
     purity,
     ranking_weights,
+    without_weakest,
 )
 from metamodels.meta_functions import ABSTAIN_LABEL
 
@@ -128,6 +132,46 @@ def test_rank_weighted_meta_abstains_when_the_two_lesser_methods_outvote_the_pur
     mapped = np.array([[0, 1, 1], [0, 0, 1], [0, 1, 2]])
     meta = combine(mapped, 3, "weighted", weights=ranking_weights(mapping))
     assert meta.tolist() == [ABSTAIN_LABEL, 0, 0]
+
+
+# m0 and m1 are the same clustering under swapped labels; m2 crosses them: its best match with either
+# keeps 2 + 2 of the 6 documents
+AGREEMENT_CASE = np.array([[0, 1, 0], [0, 1, 1], [0, 1, 0], [1, 0, 1], [1, 0, 0], [1, 0, 1]])
+
+
+def test_pair_agreement_takes_the_best_match_over_documents_both_decided():
+    first, second, third = AGREEMENT_CASE.T
+    assert pair_agreement(first, second, 2) == pytest.approx(1.0)
+    assert pair_agreement(first, third, 2) == pytest.approx(4 / 6)
+    assert pair_agreement(third, first, 2) == pytest.approx(4 / 6)
+    # dismissing documents 1 and 4 from the third leaves 4 shared ones, all matched (0->0, 1->1)
+    third_restricted = np.where(np.isin(np.arange(6), [1, 4]), ABSTAIN_LABEL, third)
+    assert pair_agreement(first, third_restricted, 2) == pytest.approx(1.0)
+    assert np.isnan(pair_agreement(np.full(3, ABSTAIN_LABEL), np.array([0, 1, 0]), 2))
+
+
+def test_method_agreement_is_the_mean_over_the_other_methods_and_finds_the_crossing_one():
+    agreement = method_agreement(AGREEMENT_CASE, 2)
+    assert agreement.tolist() == pytest.approx([(1 + 4 / 6) / 2, (1 + 4 / 6) / 2, 4 / 6])
+    assert without_weakest(agreement).tolist() == [0, 1]
+
+
+def test_without_weakest_keeps_at_least_two_methods():
+    assert without_weakest(np.array([0.9, 0.2])).tolist() == [0, 1]
+    assert without_weakest(np.array([0.7, 0.5, 0.5, 0.8])).tolist() == [0, 2, 3]  # first of a tie goes
+
+
+def test_agreement_weights_count_agreement_above_chance():
+    # agreement 5/6, 5/6, 4/6 with k = 2: above chance (1/2) 1/3, 1/3, 1/6
+    weights = agreement_weights(method_agreement(AGREEMENT_CASE, 2), 2)
+    assert weights.tolist() == pytest.approx([0.4, 0.4, 0.2])
+    assert agreement_weights(np.array([0.2, 0.3]), 3).tolist() == pytest.approx([0.5, 0.5])  # none above 1/3
+
+
+def test_agreement_weighted_meta_follows_the_agreeing_pair():
+    mapped = np.array([[0, 0, 1], [1, 1, 0], [0, 1, 1]])
+    meta = combine(mapped, 2, "weighted", weights=np.array([0.4, 0.4, 0.2]))
+    assert meta.tolist() == [0, 1, 1]
 
 
 def test_mapping_keeps_dismissed_documents_dismissed():
