@@ -287,9 +287,29 @@ class Repository:
     # -- writing ------------------------------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:
-        """One atomic batch: everything inside commits together or not at all."""
-        with self.db.atomic():
+        """One atomic batch: everything inside commits together or not at all.
+
+        It takes the write lock at BEGIN (IMMEDIATE): a deferred transaction that reads before it writes
+        fails at once with "database is locked", without waiting, when another connection (a node's side
+        connection) committed in between. Nested batches are savepoints."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            with self.db.atomic():
+                yield self.db
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
             yield self.db
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def insert_page(self, page: StoredPage) -> int:
         """Store a document and its links (call inside `transaction`); returns the document id."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pytest
 
@@ -101,3 +102,28 @@ def test_dedup_index_warm_up_lists_originals_oldest_first(tmp_path):
             repo.insert_page(StoredPage(doc("http://a/2", duplicate_of=a)))
             c = repo.insert_page(StoredPage(doc("http://a/3", simhash=7)))
         assert repo.fingerprints(10) == [(a, "fp-http://a/1", (1 << 64) - 5), (c, "fp-http://a/3", 7)]
+
+
+def test_a_batch_that_reads_before_writing_waits_for_another_writer_instead_of_failing(tmp_path):
+    first, second = Repository(tmp_path / "r.db"), Repository(tmp_path / "r.db")
+    first.db.execute("CREATE TABLE marks (who TEXT)")
+    errors: list[BaseException] = []
+
+    def other_writer() -> None:
+        try:
+            with second.transaction() as db:
+                db.execute("INSERT INTO marks VALUES ('second')")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    with first.transaction() as db:
+        db.execute("SELECT count(*) FROM marks").fetchone()  # a read first, as insert_page does
+        writer = threading.Thread(target=other_writer)
+        writer.start()
+        writer.join(timeout=0.5)  # a deferred batch let it commit here, and failed on its own write
+        db.execute("INSERT INTO marks VALUES ('first')")
+    writer.join(timeout=30)
+    assert not errors
+    assert sorted(r[0] for r in first.db.execute("SELECT who FROM marks")) == ["first", "second"]
+    first.close()
+    second.close()
