@@ -71,7 +71,7 @@ from node.datadir import DataDir
 
 LOSS = 0.2
 MIN_SEEDS = 2
-SYNC_INTERVAL = 3.0
+SYNC_INTERVAL = 10.0  # the default: more frequent rounds contend with the crawler for the repository
 MODELS_TIMEOUT = 90.0
 
 
