@@ -157,7 +157,7 @@ class CrawlStats:
     pages_per_s: float = 0.0  # over the whole run
     recent_pages_per_s: float = 0.0  # over the last few seconds
     finished: bool = False
-    reason: str = ""  # why the crawl ended: "max_pages", "exhausted", "stopped", "blocked"
+    reason: str = ""  # why the crawl ended: "max_pages", "exhausted", "stopped", "blocked", "paused"
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -317,6 +317,9 @@ class Crawler:
                     if self._pending == 0 and not self._deferred:
                         if len(self.frontier) == 0:
                             self._reason = "exhausted"
+                            break
+                        if self.frontier.servable_size() == 0:
+                            self._reason = "paused"  # what is left belongs to paused topics
                             break
                         if self.frontier.next_ready_at(ready_at) == math.inf:
                             self._reason = "blocked"  # every queued host is bad or capped: nothing can move

@@ -3,7 +3,8 @@
 Served like BINGO!'s queue manager (thesis 2.11): topics take turns round-robin, so a topic with larger
 confidences cannot starve the others; within a topic the best entry of any host that politeness lets us
 contact now is served (Mercator's back queues, seed 004), so a slow host never blocks the others. Until
-topics exist every entry has `topic=None` and there is one queue.
+topics exist every entry has `topic=None` and there is one queue. Paused topics (`set_paused_topics`) keep
+their queues but are not served until they are resumed.
 
 Bounded: past `max_size` queued entries the lowest priorities are evicted in bulk (BINGO!'s bucket merge),
 and forgotten, so they may be discovered again later. A seen set (8-byte URL hashes) keeps every URL that
@@ -121,6 +122,7 @@ class Frontier:
         self._host_pages: dict[str, int] = {}  # queued + in flight + completed, for the budget
         self._in_flight: dict[str, int] = {}
         self._changes: dict[str, tuple[str, Any]] = {}
+        self._paused: frozenset[str | None] = frozenset()
         self.evicted = 0
         self.rejected = {"seen": 0, "depth": 0, "budget": 0}
 
@@ -137,6 +139,25 @@ class Frontier:
 
     def topics(self) -> list[str | None]:
         return list(self._topics)
+
+    # -- pausing ------------------------------------------------------------------------------------------
+    def set_paused_topics(self, topics: Iterable[str | None]) -> None:
+        """Serve no entry of these topics' queues until they leave the set (their entries stay queued)."""
+        self._paused = frozenset(topics)
+
+    @property
+    def paused_topics(self) -> frozenset[str | None]:
+        return self._paused
+
+    def servable_size(self) -> int:
+        """Queued entries outside paused topics: 0 with entries left means every one of them waits."""
+        held = sum(
+            len(heap)
+            for topic in self._paused
+            if (queue := self._queues.get(topic)) is not None
+            for heap in queue.by_host.values()
+        )
+        return self._size - held
 
     # -- adding -------------------------------------------------------------------------------------------
     def add(self, entry: FrontierEntry) -> bool:
@@ -208,6 +229,8 @@ class Frontier:
 
         for step in range(len(self._topics)):
             topic = self._topics[(self._turn + step) % len(self._topics)]
+            if topic in self._paused:
+                continue
             entry = self._queues[topic].pop(now, ready)
             if entry is not None:
                 self._turn = (self._turn + step + 1) % len(self._topics)
@@ -217,9 +240,11 @@ class Frontier:
         return None
 
     def next_ready_at(self, ready_at: ReadyAt) -> float:
-        """The earliest time any queued host becomes ready (inf when none will, or the frontier is empty)."""
+        """The earliest time any queued host of an unpaused topic becomes ready (inf when none will)."""
         best = math.inf
-        for queue in self._queues.values():
+        for topic, queue in self._queues.items():
+            if topic in self._paused:
+                continue
             for host in queue.by_host:
                 if (
                     self.max_per_host_in_flight

@@ -130,6 +130,7 @@ class NodeService:
             self._states = load_crawl_states(self._side)
             self._states.setdefault(ALL_TOPICS, RUNNING)
             self.crawler = self._build_crawler()
+            self._sync_paused_topics()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if self.handle_signals:
@@ -258,6 +259,12 @@ class NodeService:
         topic_states = [state for key, state in self._states.items() if key != ALL_TOPICS]
         return not topic_states or RUNNING in topic_states
 
+    def _sync_paused_topics(self) -> None:
+        """The frontier serves no queue of a topic that is paused or stopped (its entries wait there)."""
+        if self.crawler is not None:
+            held = [key for key, state in self._states.items() if key != ALL_TOPICS and state != RUNNING]
+            self.crawler.frontier.set_paused_topics(held)
+
     def _poke(self) -> None:
         self._changed.set()
         if self.crawler is not None and self._crawl_running and not self._wants_crawl():
@@ -268,7 +275,11 @@ class NodeService:
         assert self.crawler is not None
         self.crawler.add_listener(self._on_stats)
         while True:
-            if self._wants_crawl() and len(self.crawler.frontier) > 0 and not self._limit_reached():
+            if (
+                self._wants_crawl()
+                and self.crawler.frontier.servable_size() > 0
+                and not self._limit_reached()
+            ):
                 self._crawl_idle = trio.Event()
                 self._crawl_running = True
                 try:
@@ -279,7 +290,7 @@ class NodeService:
                 self._last_reason = stats.reason
                 await self._record_focus_stats()
                 self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
-                if stats.reason in ("exhausted", "blocked", "max_pages"):
+                if stats.reason in ("exhausted", "blocked", "max_pages", "paused"):
                     await self._wait_for_change(timeout=30.0 if stats.reason == "blocked" else math.inf)
                 continue
             await self._wait_for_change(timeout=math.inf)
@@ -322,6 +333,7 @@ class NodeService:
             self._states[ALL_TOPICS] = RUNNING  # starting one topic starts the crawler
             await self.db(save_crawl_state, ALL_TOPICS, RUNNING, now)
         await self.db(save_crawl_state, key, state, now)
+        self._sync_paused_topics()
         self._poke()
         answer = {"state": self.crawl_state(topic)}
         if topic is not None:

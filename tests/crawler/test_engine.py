@@ -184,6 +184,24 @@ async def test_depth_limit_and_allowed_hosts_bound_the_crawl(tmp_path):
 
 
 @pytest.mark.trio
+async def test_a_paused_topic_is_not_fetched_while_others_are_and_resumes(tmp_path):
+    pages = {"http://a.test/": "<title>a</title>", "http://b.test/": '<a href="/more">more</a>'}
+    pages["http://b.test/more"] = "<title>more</title>"
+    fetcher = FakeFetcher(pages)
+    crawler, repo = make(tmp_path, fetcher)
+    crawler.add_seeds(["http://a.test/"], topic="A")
+    crawler.add_seeds(["http://b.test/"], topic="B")
+    crawler.frontier.set_paused_topics({"A"})
+    stats = await crawler.run()
+    assert stats.reason == "paused" and stats.frontier_size == 1
+    assert fetcher.fetched == ["http://b.test/", "http://b.test/more"]
+    crawler.frontier.set_paused_topics(())
+    assert (await crawler.run()).reason == "exhausted"
+    assert fetcher.fetched[-1] == "http://a.test/"
+    repo.close()
+
+
+@pytest.mark.trio
 async def test_a_bad_host_is_dropped_and_the_crawl_ends(tmp_path):
     pages = {"http://a.test/": "".join(f'<a href="http://bad.test/{i}">b</a>' for i in range(5))}
     fetcher = FakeFetcher(pages, errors={f"http://bad.test/{i}": "connect" for i in range(5)})

@@ -138,3 +138,19 @@ def test_eviction_is_persisted_as_deletion(tmp_path):
     assert "http://a/low" not in urls
     assert len(urls) == len(f)
     repo.close()
+
+
+def test_paused_topics_are_not_served_until_resumed():
+    f = Frontier()
+    f.add(entry("http://a/1", priority=9.0, topic="Paused"))
+    f.add(entry("http://b/1", priority=1.0, topic="Other"))
+    f.add(entry("http://b/2", priority=0.5, topic="Other"))
+    f.set_paused_topics({"Paused"})
+    assert f.next_ready_at(always_ready) == 0.0
+    assert drain(f) == ["http://b/1", "http://b/2"]
+    assert len(f) == 1 and f.servable_size() == 0
+    assert f.next_ready_at(always_ready) == math.inf  # nothing servable is waiting for a host
+    f.set_paused_topics(())
+    assert f.servable_size() == 1
+    assert drain(f) == ["http://a/1"]
+
