@@ -258,6 +258,10 @@ class Crawler:
         self._wake.set()
         return added
 
+    def allows(self, url: str) -> bool:
+        """Whether the `allowed_hosts` setting lets the crawl follow `url` (every URL when it is empty)."""
+        return self._allowed is None or self._allowed(url)
+
     def stop(self) -> None:
         """Finish in-flight fetches, store them, persist the frontier and return from `run`."""
         self._stopping = True
@@ -523,7 +527,7 @@ class Crawler:
         for link, _, depth in candidates:
             if self.frontier.seen(link.url) or looks_like_trap(link.url, self.settings):
                 continue
-            if self._allowed is not None and not self._allowed(link.url):
+            if not self.allows(link.url):
                 continue
             priority = self.policy.link_priority(page, link, verdict)
             if priority is None:

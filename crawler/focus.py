@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from crawler.engine import CrawledPage, PageVerdict
-from crawler.frontier import FrontierEntry
+from crawler.frontier import Frontier, FrontierEntry
 from crawler.language import LanguageCheck
 from crawler.linkanalysis import LinkGraph, hits, select_archetypes
 from crawler.parse import Link
@@ -425,17 +425,16 @@ class TopicFocus:
         pending, self._pending = self._pending, _Pending()
         frontier = self.crawler.frontier
         if pending.boost:
-            boost_entries(frontier, pending.boost, HUB_PRIORITY)
+            frontier.reprioritize(pending.boost, HUB_PRIORITY, raise_only=True)
         if pending.release_parked:
             parked, self._parked = self._parked, []
             for entry in parked:
                 if not frontier.seen(entry.url):
                     frontier.add(entry)
-        allowed = getattr(self.crawler, "_allowed", None)
         for entry in pending.requeue:
             if self.phase == LEARNING and entry.host not in self.seed_hosts:
                 continue
-            if not frontier.seen(entry.url) and (allowed is None or allowed(entry.url)):
+            if not frontier.seen(entry.url) and self.crawler.allows(entry.url):
                 frontier.add(entry)
 
     # -- statistics ---------------------------------------------------------------------------------------
@@ -472,24 +471,9 @@ class TopicFocus:
         return f"{self.phase}: harvest " + ", ".join(parts) if parts else self.phase
 
 
-def boost_entries(frontier: Any, urls: set[str], priority: float) -> int:
-    """Raise queued entries of `urls` to `priority`. Reaches into the frontier's per-topic queues (it has
-    no re-prioritising method of its own yet); returns how many entries moved."""
-    moved = 0
-    for queue in frontier._queues.values():
-        items = []
-        changed = False
-        for negprio, seq, entry in queue.entries():
-            if entry.url in urls and entry.priority < priority:
-                entry = replace(entry, priority=priority)
-                negprio = -priority
-                frontier._changes[entry.url] = ("add", entry)
-                changed = True
-                moved += 1
-            items.append((negprio, seq, entry))
-        if changed:
-            queue.rebuild(items)
-    return moved
+def boost_entries(frontier: Frontier, urls: set[str], priority: float) -> int:
+    """Raise queued entries of `urls` to `priority` (never lower them); returns how many moved."""
+    return frontier.reprioritize(urls, priority, raise_only=True)
 
 
 def _crawl_graph(repo: Repository) -> tuple[dict[int, dict[str, Any]], LinkGraph]:

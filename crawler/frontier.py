@@ -289,6 +289,29 @@ class Frontier:
         self._push(entry)
         self._changes[entry.url] = ("add", entry)
 
+    def reprioritize(self, urls: Iterable[str], priority: float, *, raise_only: bool = False) -> int:
+        """Give the queued entries of `urls` this priority (with `raise_only`, only those below it), as a
+        persisted change; returns how many entries changed. Scans the queues: meant for batches of URLs
+        (a re-organisation's hub links), not for single entries in a hot loop."""
+        wanted = set(urls)
+        moved = 0
+        for queue in self._queues.values():
+            items = []
+            changed = False
+            for negprio, seq, entry in queue.entries():
+                if entry.url in wanted and (
+                    entry.priority < priority if raise_only else entry.priority != priority
+                ):
+                    entry = replace(entry, priority=priority)
+                    negprio = -priority
+                    self._changes[entry.url] = ("add", entry)
+                    changed = True
+                    moved += 1
+                items.append((negprio, seq, entry))
+            if changed:
+                queue.rebuild(items)
+        return moved
+
     def drop_host(self, host: str, error: str) -> list[FrontierEntry]:
         """Fail every queued entry of a host that politeness gave up on ("bad")."""
         dropped: list[FrontierEntry] = []

@@ -201,6 +201,16 @@ async def test_a_paused_topic_is_not_fetched_while_others_are_and_resumes(tmp_pa
     repo.close()
 
 
+def test_allows_follows_the_allowed_hosts_setting(tmp_path):
+    fetcher = FakeFetcher({})
+    crawler, repo = make(tmp_path, fetcher, allowed_hosts=(".a.test",))
+    assert crawler.allows("http://www.a.test/x") and not crawler.allows("http://b.test/")
+    repo.close()
+    everywhere, repo = make(tmp_path, fetcher)
+    assert everywhere.allows("http://b.test/")
+    repo.close()
+
+
 @pytest.mark.trio
 async def test_a_bad_host_is_dropped_and_the_crawl_ends(tmp_path):
     pages = {"http://a.test/": "".join(f'<a href="http://bad.test/{i}">b</a>' for i in range(5))}

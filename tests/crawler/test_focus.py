@@ -259,3 +259,13 @@ def test_sparse_bookmarks_take_every_learning_page_as_archetype(tmp_path, sparse
         assert added.get("Databases", 0) <= 2  # the relaxed rule: at most n_auth + n_conf
     else:
         assert added["Databases"] == expected
+
+
+def test_reconsidered_links_join_the_frontier_only_where_the_crawler_allows():
+    f = focus()
+    frontier = Frontier()
+    f.crawler = SimpleNamespace(frontier=frontier, allows=lambda url: "allowed.test" in url)
+    for host in ("allowed.test", "elsewhere.test"):
+        f._pending.requeue.append(FrontierEntry(url=f"http://{host}/x", host=host, topic="Databases"))
+    f.link_priority(page(DB_PAGE, "Databases"), link("http://db0.test/y"), PageVerdict("Databases", 1, True))
+    assert frontier.seen("http://allowed.test/x") and not frontier.seen("http://elsewhere.test/x")

@@ -154,3 +154,20 @@ def test_paused_topics_are_not_served_until_resumed():
     assert f.servable_size() == 1
     assert drain(f) == ["http://a/1"]
 
+
+def test_reprioritize_moves_entries_and_is_persisted(tmp_path):
+    repo = Repository(tmp_path / "r.db")
+    f = Frontier()
+    for i, prio in enumerate([0.9, 0.5, 0.1]):
+        f.add(entry(f"http://h{i}/", priority=prio, topic="T"))
+    with repo.transaction():
+        f.persist(repo)
+    assert f.reprioritize({"http://h2/", "http://unknown/"}, 5.0) == 1
+    assert f.reprioritize({"http://h2/", "http://h0/"}, 1.0, raise_only=True) == 1  # h2 stays at 5.0
+    with repo.transaction():
+        f.persist(repo)
+    stored = dict(repo.db.execute("SELECT url, priority FROM frontier").fetchall())
+    assert stored == {"http://h0/": 1.0, "http://h1/": 0.5, "http://h2/": 5.0}
+    assert f.reprioritize({"http://h2/"}, 0.01) == 1  # without raise_only it may lower too
+    assert drain(f) == ["http://h0/", "http://h1/", "http://h2/"]
+    repo.close()
