@@ -124,3 +124,15 @@ def settings_table() -> list[tuple[str, str, str]]:
             default = tomli_w.dumps({"v": _toml_value(f.default)}).strip()[4:]
             rows.append((f"{name}.{f.name}", default, f.metadata.get("doc", "")))
     return rows
+
+
+def settings_markdown() -> str:
+    """The README's configuration table, generated so the documentation cannot drift from the code."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = ["| setting | default | meaning |", "| --- | --- | --- |"]
+    for key, default, text in settings_table():
+        lines.append(f"| `{key}` | `{cell(default)}` | {cell(text)} |")
+    return "\n".join(lines)

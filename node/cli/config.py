@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 
 from node.cli.common import CliError, add_data_arg, data_dir
-from node.config import ConfigError, default_config_toml, load_config
+from node.config import ConfigError, default_config_toml, load_config, settings_markdown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("config", help="show or check the node's configuration")
-    parser.add_argument("action", choices=["defaults", "check"], help="defaults: print every setting; check: validate config.toml")
+    parser.add_argument(
+        "action",
+        choices=["defaults", "check", "table"],
+        help="defaults: every setting as commented TOML; check: validate config.toml; table: README table",
+    )
     add_data_arg(parser)
     parser.set_defaults(func=run)
 
@@ -18,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "defaults":
         print(default_config_toml())
+        return 0
+    if args.action == "table":
+        print(settings_markdown())
         return 0
     path = data_dir(args).config
     try:
