@@ -14,6 +14,8 @@ the Bharat-Henzinger form over the topic's pages and their neighbours picks arch
 relaxed rule), the topic model is retrained on bookmarks plus archetypes (feature selection included),
 and the outgoing links of the best hubs move to the front of the queue.
 
+The settings (`FocusSettings`, the `[focus]` section of the node's config) live in `crawler.focus_settings`.
+
 Thread use: the engine calls `score_pages` in a worker thread while nothing else touches the repository
 (re-organisation reads and writes it there), and `link_priority` / `link_topic` on the event loop, where
 frontier changes decided by the re-organisation are applied.
@@ -29,13 +31,14 @@ from typing import Any
 import numpy as np
 
 from crawler.engine import CrawledPage, PageVerdict
+from crawler.focus_settings import STRATEGIES as STRATEGIES  # re-exported: callers import it from here
+from crawler.focus_settings import FocusSettings as FocusSettings
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.language import LanguageCheck
 from crawler.linkanalysis import LinkGraph, hits, select_archetypes
 from crawler.parse import Link
 from crawler.preview import preview, topic_term_weights
 from crawler.repository import Repository
-from crawler.settings import doc as setting
 from crawler.taxonomy import (
     ARCHETYPE,
     FETCHED,
@@ -49,53 +52,11 @@ from crawler.urls import host_of
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.topic_model import TopicModel, TopicModelSettings, train_topic_model_from_texts
 
-STRATEGIES = ("bfs", "dfs", "classifier", "classifier_bfs", "classifier_dfs", "bookmark")
 LEARNING, HARVESTING = "learning", "harvesting"
 SEED_PRIORITY = 1e9  # bookmarks first
 HUB_PRIORITY = 1e6  # hubs' links to the front, behind the bookmarks
 MIN_PRIORITY = 1e-6
 PARKED_LIMIT = 100_000
-
-
-@dataclass(frozen=True)
-class FocusSettings:
-    strategy: str = setting(
-        "classifier_bfs", f"Link priority strategy (thesis 2.7): {', '.join(STRATEGIES)}."
-    )
-    tunnel_depth: int = setting(
-        2, "Hops followed through rejected pages before a path is given up (0: none)."
-    )
-    tunnel_decay: float = setting(0.5, "Priority factor per tunnelled hop (exponential decay, thesis 2.8).")
-    learning_pages: int = setting(
-        0, "Pages of the learning phase (sharp focus, seed hosts only) before harvesting; 0: harvest at once."
-    )
-    retrain: bool = setting(True, "Retrain the topic model with archetypes picked by link analysis.")
-    retrain_every: int = setting(500, "Pages between two re-organisations (link analysis, retraining, hubs).")
-    n_auth: int = setting(25, "Top authorities per topic considered as archetypes at each re-organisation.")
-    n_conf: int = setting(25, "Top-confidence pages per topic considered as archetypes.")
-    n_hub: int = setting(5, "Best hubs per topic whose pending links move to the front of the queue.")
-    max_archetypes: int = setting(300, "Most archetypes kept per topic.")
-    reconsider: bool = setting(
-        True,
-        "After retraining, classify the rejected pages again and follow the links of those accepted now.",
-    )
-    sparse_seeds: int = setting(
-        5,
-        "A topic with at most this many bookmarks takes every page accepted in the learning phase as an "
-        "archetype at the phase switch (the thesis's rule for 2-3 seeds, 2.10); 0: never.",
-    )
-    threshold: float = setting(0.0, "Normalised confidence a page needs to enter a topic (0: plain SVM).")
-    min_topic_features: int = setting(
-        3, "N_w: features of a node a page must hold to be classified below it."
-    )
-    language: str = setting("english", "The crawl's language for the stopword check; '' turns it off.")
-    min_language_score: int = setting(2, "d_STOP: own-language minus foreign stopwords a page needs.")
-
-    def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
-        if not 0.0 < self.tunnel_decay <= 1.0 or self.tunnel_depth < 0 or self.retrain_every < 1:
-            raise ValueError("tunnel_decay must be in (0, 1], tunnel_depth >= 0 and retrain_every >= 1")
 
 
 def strategy_priority(

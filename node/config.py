@@ -16,6 +16,7 @@ from typing import Any
 
 import tomli_w
 
+from crawler.focus_settings import FocusSettings
 from crawler.settings import CrawlSettings
 from node.cooperation.settings import CooperationSettings
 from node.settings import NodeSettings
@@ -29,6 +30,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     crawler: CrawlSettings = field(default_factory=CrawlSettings)
+    focus: FocusSettings = field(default_factory=FocusSettings)
     node: NodeSettings = field(default_factory=NodeSettings)
     p2p: P2PSettings = field(default_factory=P2PSettings)
     cooperation: CooperationSettings = field(default_factory=CooperationSettings)
@@ -73,7 +75,10 @@ def _build_section(name: str, cls: type, values: dict[str, Any]) -> Any:
         raise ConfigError(
             f"[{name}] has unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    return cls(**{key: _coerce(name, key, hints[key], value) for key, value in values.items()})
+    try:
+        return cls(**{key: _coerce(name, key, hints[key], value) for key, value in values.items()})
+    except ValueError as exc:  # a section's own checks (e.g. an unknown focus strategy)
+        raise ConfigError(f"[{name}] {exc}") from exc
 
 
 def parse_config(text: str, source: str = "config.toml") -> Config:

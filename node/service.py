@@ -192,7 +192,8 @@ class NodeService:
         return Crawler(self._repo, self.crawl_settings)  # type: ignore[arg-type]
 
     def _focus_policy(self) -> Any:
-        """The focus loop (`crawler.focus.TopicFocus`) trained on the imported taxonomy; None without one."""
+        """The focus loop (`crawler.focus.TopicFocus`, `[focus]` settings) trained on the imported taxonomy;
+        None without one."""
         from crawler.focus import TopicFocus
         from crawler.taxonomy import load_taxonomy
 
@@ -200,7 +201,7 @@ class NodeService:
         if taxonomy is None:
             return None
         try:
-            return TopicFocus(taxonomy)
+            return TopicFocus(taxonomy, self.config.focus)
         except ValueError as exc:  # no bookmark could be fetched: nothing to train on
             log.warning("crawling without focus: %s", exc)
             return None

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import trio
 
 from crawler.engine import Crawler, CrawlStats
-from crawler.focus import SEED_PRIORITY, STRATEGIES
+from crawler.focus_settings import STRATEGIES, FocusSettings
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
 from node.cli.common import CliError, add_data_arg, data_dir
@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--strategy",
         choices=STRATEGIES,
         default=None,
-        help="focused link priority (thesis 2.7) when topics are imported (default classifier_bfs)",
+        help="focused link priority (thesis 2.7) when topics are imported (default: [focus] strategy of "
+        "config.toml, else classifier_bfs)",
     )
     parser.add_argument("--unfocused", action="store_true", help="ignore the imported topics: breadth-first")
     parser.add_argument(
@@ -77,9 +78,10 @@ def run(args: argparse.Namespace) -> int:
             f"`topicswarm crawl start|pause|stop --data {data.root}`"
         )
     try:
-        settings = load_config(data.config).crawler
+        config = load_config(data.config)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
+    settings = config.crawler
     if args.allow:
         settings = dataclasses.replace(settings, allowed_hosts=(*settings.allowed_hosts, *args.allow))
     if args.max_pages is not None and args.max_pages < 0:
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     except RepositoryError as exc:
         raise CliError(str(exc)) from exc
     try:
-        policy = None if args.unfocused else focus_policy(repo, settings, args.strategy)
+        policy = None if args.unfocused else focus_policy(repo, settings, args.strategy, config.focus)
         if policy is not None and (args.apprentice or settings.apprentice_enabled):
             from crawler.apprentice import ApprenticeFocus
 
@@ -121,6 +123,8 @@ async def crawl(
 ) -> CrawlStats:
     """Crawl under trio with SIGINT/SIGTERM as a graceful stop (a second signal stops at once). With a
     focus `policy` (crawler.focus.TopicFocus) its bookmarks are seeds of their topics."""
+    from crawler.focus import SEED_PRIORITY
+
     crawler = Crawler(repo, settings, policy=policy)
     try:
         if policy is not None:
@@ -159,9 +163,12 @@ async def _stop_on_signals(crawler: Crawler, scope: trio.CancelScope) -> None:
                 scope.cancel()
 
 
-def focus_policy(repo: Repository, settings: CrawlSettings, strategy: str | None) -> Any:
-    """The focus policy of the imported topics (bookmarks fetched first if they were not), or None."""
-    from crawler.focus import FocusSettings, TopicFocus
+def focus_policy(
+    repo: Repository, settings: CrawlSettings, strategy: str | None, focus: FocusSettings | None = None
+) -> Any:
+    """The focus policy of the imported topics (bookmarks fetched first if they were not), or None.
+    `focus`: the configured `[focus]` settings; `strategy` (the CLI's --strategy) overrides theirs."""
+    from crawler.focus import TopicFocus
     from crawler.taxonomy import PENDING, load_taxonomy, store_taxonomy
     from node.cli.topics import fetch_training_pages
 
@@ -171,7 +178,9 @@ def focus_policy(repo: Repository, settings: CrawlSettings, strategy: str | None
     if any(d.status == PENDING for d in taxonomy.documents):
         taxonomy = trio.run(fetch_training_pages, taxonomy, settings)
         store_taxonomy(repo, taxonomy)
-    focus = FocusSettings(strategy=strategy) if strategy else FocusSettings()
+    focus = focus or FocusSettings()
+    if strategy:
+        focus = dataclasses.replace(focus, strategy=strategy)
     try:
         return TopicFocus(taxonomy, focus)
     except ValueError as exc:

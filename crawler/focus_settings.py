@@ -1,0 +1,54 @@
+"""The focus loop's settings, apart from `crawler.focus` so that reading them (the node's `[focus]` config
+section, every CLI command) does not import the topic models and scikit-learn.
+
+The node's `config.toml` overrides these under `[focus]`; `crawler.focus` re-exports both names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crawler.settings import doc as setting
+
+STRATEGIES = ("bfs", "dfs", "classifier", "classifier_bfs", "classifier_dfs", "bookmark")
+
+
+@dataclass(frozen=True)
+class FocusSettings:
+    strategy: str = setting(
+        "classifier_bfs", f"Link priority strategy (thesis 2.7): {', '.join(STRATEGIES)}."
+    )
+    tunnel_depth: int = setting(
+        2, "Hops followed through rejected pages before a path is given up (0: none)."
+    )
+    tunnel_decay: float = setting(0.5, "Priority factor per tunnelled hop (exponential decay, thesis 2.8).")
+    learning_pages: int = setting(
+        0, "Pages of the learning phase (sharp focus, seed hosts only) before harvesting; 0: harvest at once."
+    )
+    retrain: bool = setting(True, "Retrain the topic model with archetypes picked by link analysis.")
+    retrain_every: int = setting(500, "Pages between two re-organisations (link analysis, retraining, hubs).")
+    n_auth: int = setting(25, "Top authorities per topic considered as archetypes at each re-organisation.")
+    n_conf: int = setting(25, "Top-confidence pages per topic considered as archetypes.")
+    n_hub: int = setting(5, "Best hubs per topic whose pending links move to the front of the queue.")
+    max_archetypes: int = setting(300, "Most archetypes kept per topic.")
+    reconsider: bool = setting(
+        True,
+        "After retraining, classify the rejected pages again and follow the links of those accepted now.",
+    )
+    sparse_seeds: int = setting(
+        5,
+        "A topic with at most this many bookmarks takes every page accepted in the learning phase as an "
+        "archetype at the phase switch (the thesis's rule for 2-3 seeds, 2.10); 0: never.",
+    )
+    threshold: float = setting(0.0, "Normalised confidence a page needs to enter a topic (0: plain SVM).")
+    min_topic_features: int = setting(
+        3, "N_w: features of a node a page must hold to be classified below it."
+    )
+    language: str = setting("english", "The crawl's language for the stopword check; '' turns it off.")
+    min_language_score: int = setting(2, "d_STOP: own-language minus foreign stopwords a page needs.")
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
+        if not 0.0 < self.tunnel_decay <= 1.0 or self.tunnel_depth < 0 or self.retrain_every < 1:
+            raise ValueError("tunnel_decay must be in (0, 1], tunnel_depth >= 0 and retrain_every >= 1")
