@@ -127,6 +127,20 @@ def _reason(exc: BaseException) -> str:
             return f"{type(exc).__name__}: {exc}"
 
 
+async def _stop_auto_connector(host: IHost) -> None:
+    """Membership chooses whom to dial; libp2p's auto-connector would dial up to 200 peerstore entries."""
+    auto_connector = getattr(host.get_network(), "auto_connector", None)
+    if auto_connector is not None:
+        await auto_connector.stop()
+
+
+async def _close_connections(host: IHost) -> None:
+    """Close connections explicitly: cancelling the swarm leaves dialled sockets for the garbage collector."""
+    with trio.move_on_after(2) as scope:
+        scope.shield = True
+        await host.get_network().close()
+
+
 def build_libp2p_host(key_pair: KeyPair, settings: P2PSettings, listen_addrs: Sequence[str]) -> IHost:
     """A host offering Noise alone for security and Yamux alone for multiplexing."""
     noise = NoiseTransport(key_pair, noise_privkey=create_new_x25519_key_pair().private_key)
@@ -169,6 +183,8 @@ async def start_host(
         await stack.enter_async_context(background_trio_service(gossipsub))
         await pubsub.wait_until_ready()
         await stack.enter_async_context(host.run([multiaddr.Multiaddr(a) for a in addrs]))
+        stack.push_async_callback(_close_connections, host)
+        await _stop_auto_connector(host)
         if dht is not None:
             await stack.enter_async_context(background_trio_service(dht))
         log.info("host %s listening on %s", host.get_id(), ", ".join(str(a) for a in host.get_addrs()))
