@@ -144,10 +144,12 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
 
     async def import_topics(request: Request) -> Any:
         body = await _json_body(request)
+        fetch = body.get("fetch", True) is not False
         if "bookmarks_html" in body:
-            return await service.import_topics(bookmarks_html=_require(body, "bookmarks_html", str))
+            html = _require(body, "bookmarks_html", str)
+            return await service.import_topics(bookmarks_html=html, fetch=fetch)
         if "path" in body:
-            return await service.import_topics(path=_require(body, "path", str))
+            return await service.import_topics(path=_require(body, "path", str), fetch=fetch)
         raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
 
     async def keywords(request: Request) -> Any:
@@ -180,6 +182,9 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             verdict=request.query_params.get("verdict", "accepted"),
             limit=_int_param(request, "limit", 10, 0, 1000),
             offset=_int_param(request, "offset", 0, 0, 100_000),
+            weights=request.query_params.get("weights") or None,
+            user=request.query_params.get("user") or None,
+            syntax="fts5" if request.query_params.get("syntax") == "fts5" else "plain",
         )
 
     async def document(request: Request) -> Any:

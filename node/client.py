@@ -121,8 +121,15 @@ class _Endpoints:
     def topics(self) -> Any:
         return self._call("GET", "/api/topics")
 
-    def import_topics(self, *, bookmarks_html: str | None = None, path: str | Path | None = None) -> Any:
-        body = {"bookmarks_html": bookmarks_html} if bookmarks_html is not None else {"path": str(path)}
+    def import_topics(
+        self, *, bookmarks_html: str | None = None, path: str | Path | None = None, fetch: bool = True
+    ) -> Any:
+        """`fetch=False` stores the bookmarks unfetched (the node's focus loop fetches them later)."""
+        body: dict[str, Any] = (
+            {"bookmarks_html": bookmarks_html} if bookmarks_html is not None else {"path": str(path)}
+        )
+        if not fetch:
+            body["fetch"] = False
         return self._call("POST", "/api/topics/import", body=body, timeout=SLOW_TIMEOUT)
 
     def set_keywords(self, topic: str, keywords: list[str]) -> Any:
@@ -142,7 +149,12 @@ class _Endpoints:
         verdict: str = "accepted",
         limit: int = 10,
         offset: int = 0,
+        weights: str | None = None,
+        user: str | None = None,
+        syntax: str = "plain",
     ) -> Any:
+        """`weights`: "SIGNAL=W,..."; `user`: whose feedback-fitted weights rank (default: the default
+        user's); `syntax`: "plain" words or "fts5" query syntax."""
         params: dict[str, Any] = {
             "q": q,
             "include_descendants": int(include_descendants),
@@ -153,6 +165,12 @@ class _Endpoints:
         }
         if topic:
             params["topic"] = topic
+        if weights:
+            params["weights"] = weights
+        if user:
+            params["user"] = user
+        if syntax != "plain":
+            params["syntax"] = syntax
         return self._call("GET", "/api/search", params=params)
 
     def document(self, doc_id: int) -> Any:

@@ -466,10 +466,11 @@ class NodeService:
         return {"topics": rows}
 
     async def import_topics(
-        self, bookmarks_html: str | None = None, path: str | None = None
+        self, bookmarks_html: str | None = None, path: str | None = None, fetch: bool = True
     ) -> dict[str, Any]:
-        """Read a taxonomy, fetch its bookmarked pages, store it, and seed the crawl from its bookmarks."""
-        from crawler.taxonomy import POSITIVE, TaxonomyError, parse_bookmarks, read_taxonomy
+        """Read a taxonomy, fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches
+        them later), store it, and seed the crawl from its bookmarks."""
+        from crawler.taxonomy import FAILED, POSITIVE, TaxonomyError, parse_bookmarks, read_taxonomy
 
         try:
             if bookmarks_html is not None:
@@ -480,7 +481,8 @@ class NodeService:
                 raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
         except (TaxonomyError, OSError) as exc:
             raise NodeServiceError("bad_topics", str(exc)) from exc
-        taxonomy = await self._fetch_training_pages(taxonomy)
+        if fetch:
+            taxonomy = await self._fetch_training_pages(taxonomy)
         from crawler.taxonomy import store_taxonomy
 
         await self.db(store_taxonomy, taxonomy)
@@ -500,7 +502,13 @@ class NodeService:
             await self.cooperation.topics_changed(list(taxonomy.topics))
         self._poke()
         self._publish("log", {"message": f"imported {len(taxonomy.topics)} topics, {seeds} seeds"})
-        return {"imported": list(taxonomy.topics), "seeds": seeds}
+        return {
+            "imported": list(taxonomy.topics),
+            "seeds": seeds,
+            "documents": len(taxonomy.documents),
+            "failed": sum(1 for d in taxonomy.documents if d.status == FAILED),
+            "skipped": list(taxonomy.skipped),
+        }
 
     async def _fetch_training_pages(self, taxonomy: Any) -> Any:
         from crawler.fetch import Fetcher
@@ -539,18 +547,25 @@ class NodeService:
         return next(t for t in topics if t["key"] == key)
 
     # -- API: search, documents, feedback -----------------------------------------------------------------
-    async def search(self, query: str, **options: Any) -> dict[str, Any]:
-        from crawler.feedback import personal_weights
+    async def search(
+        self, query: str, weights: str | None = None, user: str | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Ranked search; `weights` as "SIGNAL=W,..." (the CLI's --weights), else the weights fitted to
+        `user`'s feedback (default: the default user's)."""
+        from crawler.feedback import DEFAULT_USER, personal_weights
+        from crawler.ranking import RankingError, RankingWeights
         from crawler.search import SearchError, ranked_search
 
         def run(repo: Repository) -> dict[str, Any]:
-            if options.get("weights") is None:  # none asked for: the user's, fitted to their feedback
-                options["weights"] = personal_weights(repo)
+            if weights:
+                options["weights"] = RankingWeights.parse(weights)
+            elif options.get("weights") is None:  # none asked for: the user's, fitted to their feedback
+                options["weights"] = personal_weights(repo, user or DEFAULT_USER)
             return ranked_search(repo, query, **options).to_api()
 
         try:
             return await self.db(run)
-        except SearchError as exc:
+        except (SearchError, RankingError) as exc:
             raise NodeServiceError("bad_query", str(exc)) from exc
 
     async def document(self, doc_id: int) -> dict[str, Any]:

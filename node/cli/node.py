@@ -92,15 +92,21 @@ def _client_args(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def connect(args: argparse.Namespace) -> Iterator[NodeClient]:
-    """A client of the node of `--data`; client errors become one-line CLI errors."""
+def api_errors() -> Iterator[None]:
+    """Client errors inside become one-line CLI errors."""
     try:
-        with NodeClient.from_data_dir(data_dir(args)) as client:
-            yield client
+        yield
     except NodeError as exc:
         raise CliError(f"the node refused: {exc.detail}") from exc
     except ClientError as exc:
         raise CliError(str(exc)) from exc
+
+
+@contextmanager
+def connect(args: argparse.Namespace) -> Iterator[NodeClient]:
+    """A client of the node of `--data`; client errors become one-line CLI errors."""
+    with api_errors(), NodeClient.from_data_dir(data_dir(args)) as client:
+        yield client
 
 
 def print_json(answer: Any) -> None:

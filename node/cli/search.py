@@ -12,6 +12,8 @@ from crawler.ranking import SIGNALS, RankingError, RankingWeights
 from crawler.repository import Repository, RepositoryError
 from crawler.search import HIGHLIGHT, ORIGINS, VERDICTS, SearchError, SearchResults, ranked_search
 from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.node import api_errors, node_client_or_none
+from node.client import NodeClient
 
 _MARKED = re.compile(re.escape(HIGHLIGHT[0]) + r"(.*?)" + re.escape(HIGHLIGHT[1]))
 
@@ -83,27 +85,54 @@ def search_from_args(repo: Repository, args: argparse.Namespace, previews: bool 
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = open_repository(args)
-    try:
-        results = search_from_args(repo, args)
-    finally:
-        repo.close()
-    if args.json:
-        for hit in results.hits:
-            print(json.dumps(hit.to_api(), ensure_ascii=False))
-        return 0
-    if not results.hits:
-        print("no hits")
-        return 0
-    bold = sys.stdout.isatty()
-    for rank, hit in enumerate(results.hits, start=1 + args.offset):
-        about = f"{hit.topic or '-'}  conf {hit.confidence if hit.confidence is not None else '-'}"
-        origins = ", ".join(hit.origins)
-        print(f"{rank:>2}. {hit.title or '(no title)'}  [{hit.score:.3f}]\n    {hit.url}")
-        print(f"    {about}  from {origins}")
-        print(f"    {render(hit.preview, bold)}")
-    print(f"{len(results.hits)} of {results.total} results")
+    """Through the node's API when a node runs on the data directory (its repository has one writer),
+    directly otherwise; both print the API's hit shape the same way."""
+    client = node_client_or_none(data_dir(args))
+    if client is not None:
+        answer = _search_through(client, args)
+    else:
+        repo = open_repository(args)
+        try:
+            answer = search_from_args(repo, args).to_api()
+        finally:
+            repo.close()
+    print_hits(answer, args)
     return 0
+
+
+def _search_through(client: NodeClient, args: argparse.Namespace) -> dict:
+    with api_errors(), client:
+        return client.search(
+            args.query,
+            topic=args.topic,
+            include_descendants=not args.exact_topic,
+            origin=args.origin,
+            verdict=args.verdict,
+            limit=args.limit,
+            offset=args.offset,
+            weights=args.weights,
+            user=args.user,
+            syntax="fts5" if args.fts else "plain",
+        )
+
+
+def print_hits(answer: dict, args: argparse.Namespace) -> None:
+    """Hits in the API's shape: one JSON object per hit with --json, else a ranked list."""
+    hits = answer["hits"]
+    if args.json:
+        for hit in hits:
+            print(json.dumps(hit, ensure_ascii=False))
+        return
+    if not hits:
+        print("no hits")
+        return
+    bold = sys.stdout.isatty()
+    for rank, hit in enumerate(hits, start=1 + args.offset):
+        confidence = hit["confidence"] if hit["confidence"] is not None else "-"
+        print(f"{rank:>2}. {hit['title'] or '(no title)'}  [{hit['score']:.3f}]\n    {hit['url']}")
+        print(f"    {hit['topic'] or '-'}  conf {confidence}  from {', '.join(hit['origins'])}")
+        print(f"    {render(hit['preview'], bold)}")
+    print(f"{len(hits)} of {answer['total']} results")
 
 
 def render(preview: str, bold: bool) -> str:

@@ -26,6 +26,8 @@ from crawler.taxonomy import (
     topic_summary,
 )
 from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.node import api_errors, node_client_or_none
+from node.client import NodeClient
 from node.config import ConfigError, load_config
 
 
@@ -62,26 +64,40 @@ def _open(path: Path) -> Repository:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    """The file is read here first (a malformed one fails before anything is sent or stored); when a node
+    runs on the data directory it imports through the API (one writer, and it seeds its crawl at once)."""
     try:
         taxonomy = read_taxonomy(args.source)
     except TaxonomyError as exc:
         raise CliError(str(exc)) from exc
     data = data_dir(args).ensure()
-    if not args.no_fetch:
-        taxonomy = trio.run(fetch_training_pages, taxonomy, _settings(args))
-    repo = _open(data.repository)
-    try:
-        store_taxonomy(repo, taxonomy)
-    finally:
-        repo.close()
-    failed = sum(1 for d in taxonomy.documents if d.status == FAILED)
+    client = node_client_or_none(data)
+    if client is not None:
+        answer = _import_through(client, args.source.resolve(), fetch=not args.no_fetch)
+        counts = (len(answer["imported"]), answer["documents"], answer["failed"], answer["skipped"])
+    else:
+        if not args.no_fetch:
+            taxonomy = trio.run(fetch_training_pages, taxonomy, _settings(args))
+        repo = _open(data.repository)
+        try:
+            store_taxonomy(repo, taxonomy)
+        finally:
+            repo.close()
+        failed = sum(1 for d in taxonomy.documents if d.status == FAILED)
+        counts = (len(taxonomy.topics), len(taxonomy.documents), failed, list(taxonomy.skipped))
+    topics, documents, failed, skipped = counts
     print(
-        f"imported {len(taxonomy.topics)} topics with {len(taxonomy.documents)} training documents "
-        f"from {args.source}" + (f"; {failed} could not be fetched" if failed else "")
+        f"imported {topics} topics with {documents} training documents from {args.source}"
+        + (f"; {failed} could not be fetched" if failed else "")
     )
-    for note in taxonomy.skipped:
+    for note in skipped:
         print(f"  skipped {note}")
     return 0
+
+
+def _import_through(client: NodeClient, source: Path, fetch: bool) -> dict:
+    with api_errors(), client:
+        return client.import_topics(path=source, fetch=fetch)
 
 
 async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> Taxonomy:

@@ -178,6 +178,15 @@ async def test_search_and_metrics_shapes(node):
 
 
 @pytest.mark.trio
+async def test_search_takes_weights_and_query_syntax_and_names_bad_ones(node):
+    _, client = node
+    assert (await client.search("any*", weights="text=2", user="ann", syntax="fts5"))["total"] == 0
+    with pytest.raises(NodeError, match="bogus") as caught:
+        await client.search("anything", weights="bogus=1")
+    assert caught.value.kind == "bad_query" and caught.value.status == 400
+
+
+@pytest.mark.trio
 async def test_import_topics_through_api_lists_topics_and_keywords(node):
     _, client = node
     answer = await client.import_topics(bookmarks_html=BOOKMARKS)

@@ -1,0 +1,97 @@
+"""`topicswarm search` and `topics import` go through the node's API when a node runs on the data directory
+(one writer on the repository) and straight to the repository otherwise, printing the same either way."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import node.cli.search
+import node.cli.topics
+from node.cli import main
+from node.cli.demo import map_bookmarks
+from node.client import NodeClient, node_running
+from node.datadir import DataDir
+from simnet.paths import PROJECT_ROOT
+from simnet.web import serve_web_in_subprocess
+
+CONFIG = """[crawler]
+download_delay = 0.0
+autothrottle_enabled = false
+concurrent_requests_per_domain = 4
+retry_times = 0
+download_timeout = 3.0
+allowed_hosts = ["127.0.0.0/8"]
+"""
+BOOKMARKS = PROJECT_ROOT / "simnet/webs/fixture-bookmarks.html"
+MAX_PAGES = 40
+TIMEOUT = 90.0  # hang guard only
+
+
+def wait_until(predicate, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} within {TIMEOUT:.0f} s")
+
+
+def refuse(*args, **kwargs):
+    raise AssertionError("the command wrote or searched the repository itself while a node runs")
+
+
+def output(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_import_and_search_go_through_a_running_node_and_print_as_without_one(tmp_path, capsys, monkeypatch):
+    with serve_web_in_subprocess("fixture") as web:
+        bookmarks = tmp_path / "bookmarks.html"
+        bookmarks.write_text(map_bookmarks(BOOKMARKS.read_text(), web.map_upstream))
+        alone = tmp_path / "alone"
+        imported_alone = output(capsys, ["topics", "import", "--data", str(alone), str(bookmarks)])
+
+        root = tmp_path / "node"
+        root.mkdir()
+        (root / "config.toml").write_text(CONFIG)
+        data = DataDir(root)
+        log = open(root / "node.out", "ab")  # noqa: SIM115 (closed below)
+        run = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(root), "--offline"]
+        process = subprocess.Popen(
+            [*run, "--max-pages", str(MAX_PAGES)], stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_until(lambda: node_running(data) or process.poll() is not None, "node start")
+            assert process.poll() is None, (root / "node.out").read_text()[-3000:]
+            with monkeypatch.context() as patched:
+                patched.setattr(node.cli.topics, "store_taxonomy", refuse)
+                patched.setattr(node.cli.search, "search_from_args", refuse)
+                imported = output(capsys, ["topics", "import", "--data", str(root), str(bookmarks)])
+                with NodeClient.from_data_dir(data) as client:
+                    assert {t["key"] for t in client.topics()["topics"]} >= {"Databases", "Sysadmin"}
+                    wait_until(lambda: client.status()["documents"]["local"] >= MAX_PAGES, "crawl")
+                    wait_until(lambda: not client.status()["crawl"]["active"], "crawl end")
+                search = ["search", "--data", str(root), "database", "--verdict", "any"]
+                through_api = output(capsys, search), output(capsys, [*search, "--json"])
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+    assert not node_running(data)
+    assert imported == imported_alone.replace(str(alone), str(root))
+    assert imported.startswith("imported 3 topics with 8 training documents")
+    direct = output(capsys, search), output(capsys, [*search, "--json"])
+    assert "results" in direct[0] and direct[1].count("\n") >= 1
+    assert through_api == direct
