@@ -23,6 +23,7 @@ from crawler.errors import HostBadError
 from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
 from crawler.robots import RobotsCache, RobotsResponse
 from crawler.settings import CrawlSettings
+from crawler.transport import PerHostTransport
 from crawler.urls import host_of, normalize_url
 
 ERROR_KINDS = (
@@ -135,9 +136,13 @@ class Fetcher:
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(settings.download_timeout),
-            # No pool cap: the limiter bounds requests, and a request waiting for a pooled connection
-            # after its politeness slot was granted would leave late and bunch up with the next one.
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=settings.concurrent_requests),
+            # A pool per host, uncapped: the limiter and politeness bound requests, and a request waiting
+            # for a pooled connection after its politeness slot was granted would leave late and bunch up
+            # with the next one. One shared pool re-examined every connection of every host per request.
+            transport=PerHostTransport(
+                keepalive_per_host=settings.concurrent_requests_per_domain,
+                max_hosts=2 * settings.concurrent_requests,
+            ),
             follow_redirects=False,
             trust_env=False,
         )
