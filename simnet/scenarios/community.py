@@ -180,6 +180,15 @@ def wait_for_models(members: Sequence[Member], topics: Sequence[str], timeout: f
     say(f"models still missing on node(s) {short} after {timeout:.0f} s; building with what they hold")
 
 
+def wait_for_pooled(members: Sequence[Member], timeout: float) -> None:
+    """Until every node pooled some peer results (a round after the crawls ended), or the time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(m.client.status()["documents"]["pooled"] > 0 for m in members):
+            return
+        time.sleep(1.0)
+
+
 # -- figures from the repositories --------------------------------------------------------------------------
 class ReadOnlyRepository:
     """The `.db` a repository function reads, over a read-only SQLite connection."""
@@ -332,6 +341,7 @@ def run_community(
                 say(f"node {member.index + 1}: {len(answer['imported'])} topics, {answer['seeds']} seeds")
             wait_for_crawl([m.client for m in members], pages, timeout)
             wait_for_models(members, list(targets), MODELS_TIMEOUT)
+            wait_for_pooled(members, 3 * SYNC_INTERVAL)
             cooperate([m.client for m in members])
             hostile_ids = {m.client.status()["peer_id"] for m in members if m.hostile}
             figures = [node_api_figures(m, hostile_ids) for m in members]
