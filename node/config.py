@@ -77,6 +77,8 @@ def _build_section(name: str, cls: type, values: dict[str, Any]) -> Any:
         )
     try:
         return cls(**{key: _coerce(name, key, hints[key], value) for key, value in values.items()})
+    except ConfigError:
+        raise
     except ValueError as exc:  # a section's own checks (e.g. an unknown focus strategy)
         raise ConfigError(f"[{name}] {exc}") from exc
 
@@ -94,7 +96,10 @@ def parse_config(text: str, source: str = "config.toml") -> Config:
         values = raw.get(name, {})
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: [{name}] must be a table")
-        sections[name] = _build_section(name, cls, values)
+        try:
+            sections[name] = _build_section(name, cls, values)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from exc
     return Config(**sections)
 
 

@@ -20,6 +20,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="topicswarm",
         description="A peer-to-peer network of focused web crawlers.",
+        epilog=(
+            "Getting started: topicswarm init; topicswarm topics import bookmarks.html; topicswarm node run "
+            "(or topicswarm demo). Commands on a node take --data DIR; each explains itself with --help."
+        ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:

@@ -17,6 +17,7 @@ def add_data_arg(parser: argparse.ArgumentParser) -> None:
         "--data",
         type=Path,
         default=None,
+        metavar="DIR",
         help="the node's data directory (default: $TOPICSWARM_DATA or ~/.local/share/topicswarm)",
     )
 

@@ -34,21 +34,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="MULTIADDR",
-        help="join through this peer",
+        help="join a network through this live peer address (repeatable)",
     )
     runner.add_argument(
         "--listen",
         action="append",
         default=[],
         metavar="MULTIADDR",
-        help="e.g. /ip4/0.0.0.0/tcp/4001",
+        help="listen for peers on this address, e.g. /ip4/0.0.0.0/tcp/4001 (repeatable)",
     )
     runner.add_argument("--offline", action="store_true", help="crawl alone: no peer-to-peer network")
-    runner.add_argument("--seed", action="append", default=[], metavar="URL", help="also crawl from this URL")
+    runner.add_argument(
+        "--seed", action="append", default=[], metavar="URL", help="also crawl from this URL (repeatable)"
+    )
     runner.add_argument(
         "--max-pages", type=int, default=None, metavar="N", help="stop crawling at N documents"
     )
-    runner.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    runner.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="detail of DATA/node.log (the terminal shows warnings and errors; default INFO)",
+    )
     runner.set_defaults(func=run_node)
 
     status = sub.add_parser("status", help="what the running node is doing")

@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "search",
         help="search the crawled pages (BM25, confidence and link authority, personalised by feedback)",
+        description="Ranked search over the data directory's pages; through the node's API when a node "
+        "runs there, else straight from the repository (same output).",
     )
     add_data_arg(parser)
     parser.add_argument("query", help="words to look for (with --fts: SQLite FTS5 query syntax)")

@@ -35,7 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("topics", help="import and list the topics the crawler focuses on")
     commands = parser.add_subparsers(dest="topics_command", metavar="COMMAND", required=True)
     importer = commands.add_parser(
-        "import", help="replace the topics with a bookmarks export (.html) or a folder of topic folders"
+        "import",
+        help="replace the topics with a bookmarks export (.html) or a folder of topic folders",
+        description="Replace the topics with a bookmarks export or a folder tree (OTHERS folders are "
+        "negative examples). A running node on the data directory imports them itself and starts "
+        "crawling their bookmarks.",
     )
     add_data_arg(importer)
     importer.add_argument("source", type=Path, help="bookmarks.html (Firefox/Chrome export) or FOLDER")

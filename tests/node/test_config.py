@@ -25,3 +25,9 @@ def test_a_wrongly_typed_value_is_an_error_that_names_the_key():
 def test_an_unknown_section_is_an_error():
     with pytest.raises(ConfigError, match="crawlr"):
         parse_config("[crawlr]\n")
+
+
+def test_a_value_error_names_the_file_and_section_once():
+    with pytest.raises(ConfigError) as caught:
+        parse_config('[crawler]\ndownload_delay = "x"\n', source="/d/config.toml")
+    assert str(caught.value) == "/d/config.toml: [crawler] download_delay must be a number, not 'x'"
