@@ -6,6 +6,7 @@ User input must never crash a search: FTS5 query syntax errors become `SearchErr
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -27,7 +28,6 @@ from crawler.ranking import (
 from crawler.repository import BM25_WEIGHTS, DocumentRecord, Repository
 from crawler.taxonomy import load_taxonomy
 from crawler.urls import host_of
-from metamodels.features import FeatureConfig, Featurizer
 
 SNIPPET_TOKENS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -443,14 +443,25 @@ def _previews(repo: Repository, query: str, shown: list[_Candidate]) -> dict[int
 
 # -- previews ------------------------------------------------------------------------------------------------
 
-_TERMS = Featurizer(FeatureConfig())
+
+@functools.cache
+def _featurizer():  # built on first use: importing scikit-learn costs a second at CLI start
+    from metamodels.features import FeatureConfig, Featurizer
+
+    return Featurizer(FeatureConfig())
+
+
+def _stemmed_terms(text: str) -> list[str]:
+    return _featurizer().terms(text)
+
+
 _TOPIC_WEIGHTS: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
 _WORD_OR_GAP = re.compile(r"(\w+)", re.UNICODE)
 
 
 def query_terms(query: str) -> set[str]:
     """The query's stemmed terms (as the features stem them), for highlighting and preview weights."""
-    return set(_TERMS.terms(query))
+    return set(_stemmed_terms(query))
 
 
 def topic_weights(repo: Repository) -> dict[str, dict[str, float]]:
@@ -465,7 +476,7 @@ def topic_weights(repo: Repository) -> dict[str, dict[str, float]]:
         weights = {}
         if taxonomy is not None:
             positives, negatives = taxonomy.training_texts()
-            weights = topic_term_weights(_TERMS.terms, positives, negatives)
+            weights = topic_term_weights(_stemmed_terms, positives, negatives)
         _TOPIC_WEIGHTS.clear()
         _TOPIC_WEIGHTS[key] = weights
     return _TOPIC_WEIGHTS[key]
@@ -487,7 +498,7 @@ def query_preview(
     weights = dict(by_topic.get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
-    return highlight(preview(text, weights, _TERMS.terms), terms)
+    return highlight(preview(text, weights, _stemmed_terms), terms)
 
 
 def preview_window(text: str, terms: set[str], size: int = PREVIEW_WINDOW) -> str:
@@ -516,7 +527,7 @@ def highlight(text: str, terms: set[str], marks: tuple[str, str] = HIGHLIGHT) ->
     for i in range(1, len(parts), 2):
         word = parts[i]
         if word not in marked:
-            marked[word] = bool(terms.intersection(_TERMS.terms(word)))
+            marked[word] = bool(terms.intersection(_stemmed_terms(word)))
         if marked[word]:
             parts[i] = f"{opening}{parts[i]}{closing}"
     return "".join(parts)
