@@ -39,6 +39,8 @@ from crawler.urls import host_of, looks_like_trap, normalize_url
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
 META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
 RATE_WINDOW = 5.0  # seconds over which the current pages/s is measured
+# One encoder for every link's context: json.dumps with options builds a new encoder per call.
+_encode_context = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def host_filter(patterns: Iterable[str]) -> Callable[[str], bool]:
@@ -55,8 +57,18 @@ def host_filter(patterns: Iterable[str]) -> Callable[[str], bool]:
         elif pattern:
             names.add(pattern)
 
+    decided: dict[str, bool] = {}  # per host name: parsing addresses for every link was a cost
+
     def allowed(url: str) -> bool:
         host = (urlsplit(url).hostname or "").lower()
+        verdict = decided.get(host)
+        if verdict is None:
+            if len(decided) >= 100_000:
+                decided.clear()
+            verdict = decided[host] = allowed_host(host)
+        return verdict
+
+    def allowed_host(host: str) -> bool:
         if host in names or any(host.endswith(s) or host == s[1:] for s in suffixes):
             return True
         if networks:
@@ -497,34 +509,35 @@ class Crawler:
         """Link rows for the repository, and frontier entries for the links worth following."""
         entry, parsed = page.entry, page.parsed
         records: list[LinkRecord] = []
-        candidates: list[tuple[Link, str, int]] = []
+        candidates: list[tuple[Link, str, int]] = []  # (link, its host, depth)
         for link in parsed.links:
+            host = host_of(link.url)
             records.append(
                 LinkRecord(
                     link.url,
-                    host_of(link.url),
+                    host,
                     link.anchor_text,
                     link.dom_path,
-                    json.dumps(link.context, ensure_ascii=False),
+                    _encode_context(link.context),
                     link.nofollow,
                 )
             )
-            candidates.append((link, "a", entry.depth + 1))
+            candidates.append((link, host, entry.depth + 1))
         if parsed.meta_refresh and (parsed.refresh_delay or 0.0) <= META_REFRESH_MAX_DELAY:
             refresh = Link(parsed.meta_refresh, "", "meta", 0, 0)
             records.append(LinkRecord(refresh.url, host_of(refresh.url), kind="refresh"))
-            candidates.append((refresh, "refresh", entry.depth))
+            candidates.append((refresh, records[-1].target_host, entry.depth))
         if parsed.canonical and parsed.canonical not in (entry.url, page.url):
             canonical = Link(parsed.canonical, "", "canonical", 0, 0)
             records.append(LinkRecord(canonical.url, host_of(canonical.url), kind="canonical"))
-            candidates.append((canonical, "canonical", entry.depth))
+            candidates.append((canonical, records[-1].target_host, entry.depth))
         if parsed.nofollow:  # <meta name=robots content=nofollow>: links are kept for analysis, not followed
             return records
         tunnel = 0 if verdict.accepted else entry.tunnel + 1
         origin = entry.origin or entry.url
         link_topic = getattr(self.policy, "link_topic", None)  # optional: the queue a page's links join
         topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
-        for link, _, depth in candidates:
+        for link, host, depth in candidates:
             if self.frontier.seen(link.url) or looks_like_trap(link.url, self.settings):
                 continue
             if not self.allows(link.url):
@@ -535,7 +548,7 @@ class Crawler:
             self.frontier.add(
                 FrontierEntry(
                     url=link.url,
-                    host=host_of(link.url),
+                    host=host,
                     priority=float(priority),
                     depth=depth,
                     topic=topic,
