@@ -1,25 +1,35 @@
 """Irrelevant fetches of the focused crawler without and with the apprentice (seed 002, Fig. 10).
 
     python -m simnet.experiments.apprentice --web devweb --bookmarks simnet/webs/devweb-bookmarks.html \
-        --pages 3000
+        --pages 1000
     python -m simnet.experiments.apprentice --web webkb --bookmarks simnet/webs/webkb-bookmarks.html \
-        --pages 2000
+        --pages 1000
 
-Both crawls start from the same seeds (the bookmarks, mapped to the served web, plus the web's hub page
-unless `--no-hub`) with the same focus policy (topic model from the bookmarks, frozen unless `--retrain`
-adds the focus loop's re-organisation); the second wraps it in `crawler.apprentice.ApprenticeFocus`. Per
-topic, over the documents fetched from the topic's queues:
+Measured as the paper does (one focus topic c* per crawl, loss compared after the same number of fetches):
+for each topic, two crawls of `--pages` pages each start from that topic's bookmarks (mapped to the served
+web) plus the web's hub page (`--no-hub` leaves it out). Both use the same focus policy held to the one
+topic (a page is relevant only when the critic puts it in that topic's subtree; links of other pages are
+tunnelled), so every fetch of a crawl is spent on its topic; the second crawl wraps the policy in
+`crawler.apprentice.ApprenticeFocus`.
 
-- irrelevant_without / irrelevant_with: fetched pages the critic (the same frozen topic model in both
-  crawls) does not accept into the topic, the paper's loss; reduction = 1 - with / without;
-- irrelevant_truth_* / reduction_truth: fetched pages whose ground-truth group (the web's labels) is not
-  the topic's target group (the majority group of its bookmarks);
-- fetched_without / fetched_with, and loss_rate_* (irrelevant / fetched): topic queues take turns, so
-  the two crawls may spend different shares of the same page budget on one topic.
+**The critic** is the focus policy's topic model, frozen (unless `--retrain`). Trained on a few bookmarks
+it accepts almost nothing (3% of the devweb's database pages), which is not the paper's critic: that one is
+a classifier trained ahead of the crawl on hundreds of examples per class. `--critic-examples K` (default
+60) adds K pages of each ground-truth group of the web, sampled from its files with a fixed seed, as
+training documents: the topic's target group (the majority group of its bookmarks) as positives, every
+other group as negatives at the root. `--critic-examples 0` is the bookmarks-only critic.
 
-`curves` holds, for each variant, the cumulative harvest rate over all topic queues after every 250
-stored pages, by the critic (`harvest_rate`) and by the ground truth (`harvest_rate_truth`). The last line
-printed is one JSON object.
+Per topic, the JSON line has:
+
+- irrelevant_without / irrelevant_with: fetched pages the critic does not accept into the topic, counted
+  over the first `compared` fetches of each crawl (the smaller of the two crawls, normally `--pages`), so
+  both sides spend the same budget; reduction = 1 - with / without (the paper's loss reduction);
+- irrelevant_truth_* / reduction_truth: the same with the web's ground truth (page group != target group);
+- fetched_without / fetched_with: pages each crawl fetched (fewer than `--pages` when its frontier ran dry).
+
+`curves` holds, per variant, the harvest rate (1 - loss rate) summed over the topics after every 250
+pages of each topic's crawl, by the critic (`harvest_rate`) and the ground truth (`harvest_rate_truth`);
+`topic_curves` the same per topic. The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -27,44 +37,134 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from crawler.apprentice import ApprenticeFocus, ApprenticeSettings
-from crawler.engine import Crawler
+from crawler.engine import CrawledPage, Crawler, PageVerdict
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
+from crawler.parse import Link, parse_html
 from crawler.repository import Repository
-from crawler.taxonomy import Taxonomy, read_taxonomy
+from crawler.settings import CrawlSettings
+from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT, Taxonomy, TrainingDocument, read_taxonomy
 from simnet.experiments.harvest import crawl_settings, fetch_training, target_groups
-from simnet.web import load_web, serve_web_in_subprocess
+from simnet.web import WebCorpus, load_web, serve_web_in_subprocess
 
 VARIANTS = ("without", "with")
 CURVE_STEP = 250
+CRITIC_SAMPLE_SEED = 0
 
 
-async def crawl_variant(
+class OneTopicFocus:
+    """A focus policy held to one topic, the paper's single focus topic c*: a page counts as accepted only
+    when the critic puts it in `topic`'s subtree, and every link is filed in `topic`'s queue (links of other
+    pages are tunnelled by the base policy). Everything else is the base's."""
+
+    def __init__(self, base: TopicFocus, topic: str) -> None:
+        self.base = base
+        self.topic = topic
+
+    def __getattr__(self, name: str) -> Any:
+        base = self.__dict__.get("base")
+        if base is None:
+            raise AttributeError(name)
+        return getattr(base, name)
+
+    def seeds(self) -> dict[str, list[str]]:
+        return {
+            self.topic: [
+                u for t, urls in self.base.seeds().items() if in_subtree(t, self.topic) for u in urls
+            ]
+        }
+
+    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
+        return [
+            v if v.accepted and in_subtree(v.topic, self.topic) else PageVerdict(None, v.confidence, False)
+            for v in self.base.score_pages(pages)
+        ]
+
+    def link_topic(self, page: CrawledPage, verdict: PageVerdict) -> str:
+        return self.topic
+
+    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
+        return self.base.link_priority(page, link, verdict)
+
+
+# -- the critic ---------------------------------------------------------------------------------------------
+def group_pages(corpus: WebCorpus) -> dict[str, list[Path]]:
+    """The HTML files of each ground-truth group (a page's own label where the web has page labels)."""
+    groups: dict[str, list[Path]] = {}
+    for site in corpus.sites:
+        labels = site.page_labels
+        for path in sorted(site.root.rglob("*.htm*")):
+            group = labels.get("/" + path.relative_to(site.root).as_posix()) if labels else site.group
+            if group:
+                groups.setdefault(group, []).append(path)
+    return groups
+
+
+def critic_examples(
+    corpus: WebCorpus, targets: dict[str, str], per_group: int, seed: int = CRITIC_SAMPLE_SEED
+) -> list[TrainingDocument]:
+    """`per_group` pages of each group as training documents: positives of the topics whose target it is,
+    negatives at the root for a group no topic targets (local documents: never crawl seeds)."""
+    rng = random.Random(seed)
+    topics_of: dict[str, list[str]] = {}
+    for topic, group in targets.items():
+        topics_of.setdefault(group, []).append(topic)
+    docs = []
+    for group, paths in sorted(group_pages(corpus).items()):
+        sample = rng.sample(paths, min(per_group, len(paths)))
+        for path in sample:
+            page = parse_html(path.read_bytes(), "http://example.invalid/")
+            if not page.ok or not page.text.strip():
+                continue
+            for topic in topics_of.get(group, [ROOT]):
+                polarity = POSITIVE if topic != ROOT else NEGATIVE
+                docs.append(
+                    TrainingDocument(
+                        topic, polarity, path=str(path), title=page.title, text=page.text, status=LOCAL
+                    )
+                )
+    return docs
+
+
+def with_critic_examples(taxonomy: Taxonomy, docs: list[TrainingDocument]) -> Taxonomy:
+    return dataclasses.replace(taxonomy, documents=taxonomy.documents + tuple(docs))
+
+
+# -- one crawl ----------------------------------------------------------------------------------------------
+def sequential_settings() -> CrawlSettings:
+    """One fetch at a time: the fetch order then follows the priorities alone, so the two crawls differ only
+    by the apprentice (with 16 concurrent fetches, completion order alone moved a topic's irrelevant count
+    by 30% between two identical crawls)."""
+    return dataclasses.replace(crawl_settings(), concurrent_requests=1, concurrent_requests_per_domain=1)
+
+
+async def crawl_topic(
     variant: str,
     repo: Repository,
-    taxonomy: Taxonomy,
+    base: TopicFocus,
+    topic: str,
     hub_url: str | None,
     pages: int,
-    focus: FocusSettings,
     apprentice: ApprenticeSettings,
 ) -> Any:
-    base = TopicFocus(taxonomy, focus)
-    policy: Any = ApprenticeFocus(base, apprentice) if variant == "with" else base
-    crawler = Crawler(repo, crawl_settings(), policy=policy)
+    focused = OneTopicFocus(base, topic)
+    policy: Any = ApprenticeFocus(focused, apprentice) if variant == "with" else focused
+    crawler = Crawler(repo, sequential_settings(), policy=policy)
     try:
         policy.attach(crawler)
-        for topic, urls in policy.seeds().items():
-            crawler.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
+        crawler.add_seeds(focused.seeds()[topic], topic=topic, priority=SEED_PRIORITY)
         if hub_url:
-            crawler.add_seeds([hub_url], priority=SEED_PRIORITY)
+            crawler.add_seeds([hub_url], topic=topic, priority=SEED_PRIORITY)
         await crawler.run(pages)
     finally:
         await crawler.aclose()
@@ -72,53 +172,58 @@ async def crawl_variant(
     return policy
 
 
-def fetched_rows(repo: Repository) -> list[tuple[int, str, str | None, str | None, bool]]:
-    """(id, final URL, queue topic, critic topic, accepted) of every stored document in fetch order."""
-    return repo.db.execute(
-        "SELECT d.id, d.final_url, f.topic, d.topic, d.accepted FROM documents d "
-        "LEFT JOIN frontier f ON f.url = d.url ORDER BY d.id"
-    ).fetchall()
+def fetched_rows(repo: Repository) -> list[tuple[str, str | None, bool]]:
+    """(final URL, critic topic, accepted) of every stored document in fetch order."""
+    return repo.db.execute("SELECT final_url, topic, accepted FROM documents ORDER BY id").fetchall()
 
 
-def relevant_by_critic(row: tuple, topic: str) -> bool:
-    return bool(row[4]) and in_subtree(row[3], topic)
+def relevance(
+    rows: list[tuple], topic: str, target: str, label_of: Callable[[str], str | None]
+) -> tuple[list[bool], list[bool]]:
+    """Per fetch, relevant by the critic and by the ground truth."""
+    critic = [bool(accepted) and in_subtree(critic_topic, topic) for _, critic_topic, accepted in rows]
+    truth = [label_of(url) == target for url, _, _ in rows]
+    return critic, truth
 
 
-def measure(rows: list[tuple], targets: dict[str, str], label_of: Any) -> dict[str, dict[str, int]]:
-    result = {}
-    for topic, target in sorted(targets.items()):
-        mine = [row for row in rows if in_subtree(row[2], topic)]
-        result[topic] = {
-            "fetched": len(mine),
-            "irrelevant": sum(1 for row in mine if not relevant_by_critic(row, topic)),
-            "irrelevant_truth": sum(1 for row in mine if label_of(row[1]) != target),
-        }
-    return result
+def harvest_curve(critic: list[bool], truth: list[bool], step: int = CURVE_STEP) -> dict[str, list]:
+    """Relevant fetches by critic and truth after every `step` fetches (and at the end)."""
+    marks = sorted({n for n in range(step, len(critic) + 1, step)} | ({len(critic)} if critic else set()))
+    return {
+        "pages": marks,
+        "critic": [sum(critic[:n]) for n in marks],
+        "truth": [sum(truth[:n]) for n in marks],
+    }
 
 
-def harvest_curve(rows: list[tuple], targets: dict[str, str], label_of: Any, step: int = CURVE_STEP) -> dict:
-    """Cumulative harvest rates over the topics' queues after every `step` stored pages."""
-    curve: dict[str, list] = {"pages": [], "harvest_rate": [], "harvest_rate_truth": []}
-    fetched = by_critic = by_truth = 0
-    for n, row in enumerate(rows, start=1):
-        topic = next((t for t in targets if in_subtree(row[2], t)), None)
-        if topic is not None:
-            fetched += 1
-            by_critic += relevant_by_critic(row, topic)
-            by_truth += label_of(row[1]) == targets[topic]
-        if n % step == 0 or n == len(rows):
-            curve["pages"].append(n)
-            curve["harvest_rate"].append(round(by_critic / fetched, 4) if fetched else 0.0)
-            curve["harvest_rate_truth"].append(round(by_truth / fetched, 4) if fetched else 0.0)
-    return curve
-
-
-def rate(part: int, whole: int) -> float | None:
-    return round(part / whole, 4) if whole else None
+def combined_curve(curves: list[dict[str, list]]) -> dict[str, list]:
+    """Harvest rates summed over topics at each common mark."""
+    length = min((len(c["pages"]) for c in curves), default=0)
+    out: dict[str, list] = {"pages": [], "harvest_rate": [], "harvest_rate_truth": []}
+    for i in range(length):
+        fetched = sum(c["pages"][i] for c in curves)
+        out["pages"].append(curves[0]["pages"][i])
+        out["harvest_rate"].append(round(sum(c["critic"][i] for c in curves) / fetched, 4))
+        out["harvest_rate_truth"].append(round(sum(c["truth"][i] for c in curves) / fetched, 4))
+    return out
 
 
 def reduction(without: int, with_: int) -> float | None:
     return round(1.0 - with_ / without, 4) if without else None
+
+
+def compare(measured: dict[str, tuple[list[bool], list[bool]]]) -> dict[str, Any]:
+    """The topic's figures over the first `compared` fetches of both crawls."""
+    n = min(len(measured[v][0]) for v in VARIANTS)
+    out: dict[str, Any] = {"compared": n}
+    for kind, index in (("", 0), ("_truth", 1)):
+        counts = {v: n - sum(measured[v][index][:n]) for v in VARIANTS}
+        out[f"irrelevant{kind}_without"] = counts["without"]
+        out[f"irrelevant{kind}_with"] = counts["with"]
+        out[f"reduction{kind}"] = reduction(counts["without"], counts["with"])
+    for v in VARIANTS:
+        out[f"fetched_{v}"] = len(measured[v][0])
+    return out
 
 
 async def run_experiment(
@@ -128,12 +233,15 @@ async def run_experiment(
     hub: bool,
     focus: FocusSettings,
     apprentice: ApprenticeSettings,
+    critic_per_group: int,
+    cross_links: int = 0,
+    topics: Sequence[str] = (),
 ) -> dict:
     corpus = load_web(web_name)
     taxonomy = read_taxonomy(bookmarks)
     report: dict[str, Any] = {"web": corpus.name, "pages": pages, "topics": {}, "curves": {}, "seconds": {}}
     with serve_web_in_subprocess(
-        web_name if web_name in ("fixture", "devweb", "webkb") else corpus.root
+        web_name if web_name in ("fixture", "devweb", "webkb") else corpus.root, cross_links=cross_links
     ) as web:
         mapped = taxonomy.map_urls(web.map_upstream)
         unmapped = [d.url for d in mapped.documents if d.url and web.label_of(d.url) is None]
@@ -141,46 +249,41 @@ async def run_experiment(
             print(f"bookmarks the web does not serve (ignored): {', '.join(unmapped)}", file=sys.stderr)
         fetched = await fetch_training(mapped, crawl_settings())
         targets = target_groups(fetched, web.label_of)
+        targets = {t: g for t, g in targets.items() if not topics or t in topics}
         report["targets"] = targets
-        measured = {}
-        for variant in VARIANTS:
-            started = time.monotonic()
-            with tempfile.TemporaryDirectory(prefix=f"apprentice-{variant}-") as tmp:
-                repo = Repository(Path(tmp) / "repository.db")
-                try:
-                    policy = await crawl_variant(
-                        variant, repo, fetched, web.hub_url if hub else None, pages, focus, apprentice
-                    )
-                    rows = fetched_rows(repo)
-                finally:
-                    repo.close()
-            measured[variant] = measure(rows, targets, web.label_of)
-            report["curves"][variant] = harvest_curve(rows, targets, web.label_of)
-            report["seconds"][variant] = round(time.monotonic() - started, 1)
-            if variant == "with":
-                learner = policy.apprentice
-                report["apprentice"] = {
-                    "instances": {"relevant": learner.resolved[1], "irrelevant": learner.resolved[0]},
-                    "refits": learner.refits,
-                    "rescored_entries": policy.rescored_entries,
-                }
-            print(f"{variant}: {json.dumps(measured[variant])}", file=sys.stderr, flush=True)
-    for topic in targets:
-        without, with_ = measured["without"][topic], measured["with"][topic]
-        report["topics"][topic] = {
-            "irrelevant_without": without["irrelevant"],
-            "irrelevant_with": with_["irrelevant"],
-            "reduction": reduction(without["irrelevant"], with_["irrelevant"]),
-            "irrelevant_truth_without": without["irrelevant_truth"],
-            "irrelevant_truth_with": with_["irrelevant_truth"],
-            "reduction_truth": reduction(without["irrelevant_truth"], with_["irrelevant_truth"]),
-            "fetched_without": without["fetched"],
-            "fetched_with": with_["fetched"],
-            "loss_rate_without": rate(without["irrelevant"], without["fetched"]),
-            "loss_rate_with": rate(with_["irrelevant"], with_["fetched"]),
-            "loss_rate_truth_without": rate(without["irrelevant_truth"], without["fetched"]),
-            "loss_rate_truth_with": rate(with_["irrelevant_truth"], with_["fetched"]),
-        }
+        examples = critic_examples(corpus, targets, critic_per_group) if critic_per_group else []
+        report["critic_examples"] = len(examples)
+        critic_taxonomy = with_critic_examples(fetched, examples)
+        curves: dict[str, dict[str, Any]] = {v: {} for v in VARIANTS}
+        report["apprentice"] = {}
+        for topic, target in sorted(targets.items()):
+            measured = {}
+            for variant in VARIANTS:
+                started = time.monotonic()
+                base = TopicFocus(critic_taxonomy, focus)
+                with tempfile.TemporaryDirectory(prefix=f"apprentice-{variant}-") as tmp:
+                    repo = Repository(Path(tmp) / "repository.db")
+                    try:
+                        policy = await crawl_topic(
+                            variant, repo, base, topic, web.hub_url if hub else None, pages, apprentice
+                        )
+                        rows = fetched_rows(repo)
+                    finally:
+                        repo.close()
+                measured[variant] = relevance(rows, topic, target, web.label_of)
+                curves[variant][topic] = harvest_curve(*measured[variant])
+                report["seconds"][f"{topic}/{variant}"] = round(time.monotonic() - started, 1)
+                if variant == "with":
+                    learner = policy.apprentice
+                    report["apprentice"][topic] = {
+                        "instances": {"relevant": learner.resolved[1], "irrelevant": learner.resolved[0]},
+                        "refits": learner.refits,
+                        "rescored_entries": policy.rescored_entries,
+                    }
+            report["topics"][topic] = compare(measured)
+            print(f"{topic}: {json.dumps(report['topics'][topic])}", file=sys.stderr, flush=True)
+    report["curves"] = {v: combined_curve(list(curves[v].values())) for v in VARIANTS}
+    report["topic_curves"] = curves
     return report
 
 
@@ -192,22 +295,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bookmarks", type=Path, required=True, help="a bookmarks export or topic folder tree"
     )
-    parser.add_argument("--pages", type=int, default=3000, help="pages per crawl (default 3000)")
+    parser.add_argument("--pages", type=int, default=1000, help="pages per topic and crawl (default 1000)")
+    parser.add_argument("--topics", default="", help="comma-separated topics to crawl (default: all)")
     parser.add_argument("--no-hub", action="store_true", help="do not start from the web's hub page")
+    parser.add_argument("--cross-links", type=int, default=0, help="cross-group links injected in the web")
+    parser.add_argument(
+        "--critic-examples",
+        type=int,
+        default=60,
+        help="pages per ground-truth group added to the critic's training (0: bookmarks only)",
+    )
     parser.add_argument("--strategy", default="classifier_bfs", help="the base link priority strategy")
     parser.add_argument(
         "--retrain", action="store_true", help="the focus loop's re-organisation in both crawls"
     )
     parser.add_argument(
-        "--retrain-every", type=int, default=200, help="judged pages between apprentice refits"
+        "--retrain-every", type=int, default=ApprenticeSettings.retrain_every, help="judged pages per refit"
     )
-    parser.add_argument("--weight", type=float, default=1.0, help="apprentice weight in the priority (0..1)")
-    parser.add_argument("--radius", type=int, default=5, help="DOM leaves either side of the anchor")
+    parser.add_argument(
+        "--weight", type=float, default=ApprenticeSettings.weight, help="apprentice weight in the priority"
+    )
+    parser.add_argument("--radius", type=int, default=ApprenticeSettings.radius, help="DOM window (d_max)")
     args = parser.parse_args(argv)
     focus = FocusSettings(strategy=args.strategy, retrain=args.retrain, retrain_every=max(args.pages // 6, 1))
     apprentice = ApprenticeSettings(radius=args.radius, retrain_every=args.retrain_every, weight=args.weight)
+    topics = tuple(t for t in args.topics.split(",") if t)
     report = trio.run(
-        run_experiment, args.web, args.bookmarks, args.pages, not args.no_hub, focus, apprentice
+        run_experiment,
+        args.web,
+        args.bookmarks,
+        args.pages,
+        not args.no_hub,
+        focus,
+        apprentice,
+        args.critic_examples,
+        args.cross_links,
+        topics,
     )
     report["settings"] = {"focus": dataclasses.asdict(focus), "apprentice": dataclasses.asdict(apprentice)}
     print(json.dumps(report))

@@ -22,7 +22,6 @@ from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import parse_html
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
 from node.cli import main as cli
-from simnet.experiments import apprentice as experiment
 from simnet.web import serve_web_in_subprocess
 
 # The worked example of the research notes (seed 002, 1.4): leaves 'Links:' | 'NHL' | 'hockey' | <br> |
@@ -299,16 +298,3 @@ def test_crawl_command_with_apprentice_stores_its_counts_and_resumes_from_them(t
 def test_apprentice_flag_without_topics_says_what_to_do(tmp_path, capsys):
     assert cli(["crawl", "--data", str(tmp_path), "--seed", "http://127.0.0.1:9/", "--apprentice"]) == 2
     assert "topics import" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_experiment_prints_reductions_and_harvest_curves_for_every_topic(capsys):
-    assert experiment.main(["--web", "fixture", "--bookmarks", str(FIXTURE_BOOKMARKS), "--pages", "120"]) == 0
-    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert set(report["topics"]) == {"Databases", "Sysadmin", "Mathematics"}
-    for numbers in report["topics"].values():
-        assert {"irrelevant_without", "irrelevant_with", "reduction"} <= set(numbers)
-    for variant in ("without", "with"):
-        curve = report["curves"][variant]
-        assert curve["pages"][-1] == 120 and len(curve["harvest_rate"]) == len(curve["pages"])
-    assert report["apprentice"]["instances"]["relevant"] + report["apprentice"]["instances"]["irrelevant"] > 0

@@ -1,0 +1,96 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from crawler.engine import PageVerdict
+from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT
+from simnet.experiments import apprentice as experiment
+from simnet.web import load_web
+
+FIXTURE_BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-bookmarks.html"
+
+
+class FakeBase:
+    """A base policy whose verdicts and priorities are given."""
+
+    def __init__(self, verdicts):
+        self.verdicts = verdicts
+        self.other = "kept"
+
+    def seeds(self):
+        return {"A": ["http://a/1"], "A/B": ["http://a/2"], "C": ["http://c/1"]}
+
+    def score_pages(self, pages):
+        return self.verdicts
+
+    def link_priority(self, page, link, verdict):
+        return 0.5 if verdict.accepted else 0.25
+
+
+def test_one_topic_focus_rejects_pages_of_other_topics_and_files_every_link_in_its_topic():
+    verdicts = [PageVerdict("A/B", 0.8, True), PageVerdict("C", 0.9, True), PageVerdict(None, 0.1, False)]
+    policy = experiment.OneTopicFocus(FakeBase(verdicts), "A")
+    held = policy.score_pages([None, None, None])
+    assert held[0] == verdicts[0]
+    assert held[1] == PageVerdict(None, 0.9, False)
+    assert held[2] == PageVerdict(None, 0.1, False)
+    assert policy.seeds() == {"A": ["http://a/1", "http://a/2"]}
+    assert policy.link_topic(None, held[1]) == "A"
+    assert policy.link_priority(None, None, held[1]) == 0.25  # the base tunnels a rejected page's links
+    assert policy.other == "kept"
+
+
+def test_compare_counts_irrelevant_fetches_over_the_same_number_of_fetches():
+    measured = {
+        "without": ([True, False, False, True, False, False], [True, True, False, True, False, True]),
+        "with": ([True, True, False, True], [True, True, True, True]),
+    }
+    result = experiment.compare(measured)
+    assert result["compared"] == 4
+    assert result["irrelevant_without"] == 2 and result["irrelevant_with"] == 1
+    assert result["reduction"] == 0.5
+    assert result["irrelevant_truth_without"] == 1 and result["irrelevant_truth_with"] == 0
+    assert result["reduction_truth"] == 1.0
+    assert result["fetched_without"] == 6 and result["fetched_with"] == 4
+
+
+def test_harvest_curves_count_relevant_fetches_per_step_and_combine_topics_into_rates():
+    a = experiment.harvest_curve([True, False, True, True, False], [True] * 5, step=2)
+    assert a == {"pages": [2, 4, 5], "critic": [1, 3, 3], "truth": [2, 4, 5]}
+    b = experiment.harvest_curve([False] * 5, [False] * 5, step=2)
+    combined = experiment.combined_curve([a, b])
+    assert combined["pages"] == [2, 4, 5]
+    assert combined["harvest_rate"] == [0.25, 0.375, 0.3]
+    assert combined["harvest_rate_truth"] == [0.5, 0.5, 0.5]
+
+
+def test_critic_examples_are_local_positives_of_the_target_group_and_root_negatives_of_the_others():
+    corpus = load_web("fixture")
+    docs = experiment.critic_examples(corpus, {"Databases": "databases"}, per_group=3)
+    positives = [d for d in docs if d.polarity == POSITIVE]
+    negatives = [d for d in docs if d.polarity == NEGATIVE]
+    assert 0 < len(positives) <= 3 and all(d.topic == "Databases" for d in positives)
+    groups = experiment.group_pages(corpus)
+    assert {Path(d.path) for d in positives} <= set(groups["databases"])
+    assert negatives and all(d.topic == ROOT for d in negatives)
+    assert not {Path(d.path) for d in negatives} & set(groups["databases"])
+    assert all(d.url == "" and d.status == LOCAL and d.text for d in docs)  # never crawl seeds
+    again = experiment.critic_examples(corpus, {"Databases": "databases"}, per_group=3)
+    assert [d.path for d in again] == [d.path for d in docs]  # a fixed sample
+
+
+@pytest.mark.slow
+def test_experiment_prints_reductions_at_equal_budgets_and_harvest_curves_for_every_topic(capsys):
+    argv = ["--web", "fixture", "--bookmarks", str(FIXTURE_BOOKMARKS), "--pages", "120"]
+    assert experiment.main([*argv, "--critic-examples", "10", "--retrain-every", "40"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(report["topics"]) == {"Databases", "Sysadmin", "Mathematics"}
+    for numbers in report["topics"].values():
+        assert {"irrelevant_without", "irrelevant_with", "reduction", "compared"} <= set(numbers)
+        assert numbers["compared"] == min(numbers["fetched_without"], numbers["fetched_with"])
+    for variant in ("without", "with"):
+        curve = report["curves"][variant]
+        assert curve["pages"][-1] <= 120 and len(curve["harvest_rate"]) == len(curve["pages"])
+    for learner in report["apprentice"].values():
+        assert learner["instances"]["relevant"] + learner["instances"]["irrelevant"] > 0
