@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +71,24 @@ def cross_accuracy(results: Sequence[tuple[int, int]]) -> float:
     if not accuracies:
         raise MetaInputError("no holder evaluated the model on a held-out document: cannot estimate accuracy")
     return float(np.mean(accuracies))
+
+
+def robust_cross_accuracy(
+    reports: Mapping[str, tuple[int, int]], min_evaluated: int = 1
+) -> tuple[float, int] | None:
+    """Eq. 3.15 made robust to lying reporters: (accuracy, documents tested) of one model, or None.
+
+    reports maps each distinct reporter (a peer, or the node itself) to its (correct, evaluated) count of
+    the model on its own held-out documents; reporters that tested fewer than min_evaluated are skipped.
+    The accuracy is the lower median of the reporters' accuracies: one vote per reporter, so a model is
+    lifted only when more than half of its reporters report it higher (with two reporters, one honest and
+    one lying, the lower one counts). The count is the sum of the counted reporters' documents.
+    """
+    counted = [(c / e, e) for c, e in reports.values() if e >= max(1, min_evaluated)]
+    if not counted:
+        return None
+    accuracies = sorted(a for a, _ in counted)
+    return float(accuracies[(len(accuracies) - 1) // 2]), int(sum(e for _, e in counted))
 
 
 def correctness_covariance(

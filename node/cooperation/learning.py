@@ -5,9 +5,12 @@ A topic's exchangeable model is its one-vs-rest linear SVM over the node's train
 subtree, negatives every other training document (other topics and OTHERS folders). A document's ID is its
 URL (or file path), the same on every peer, so cross-validation can exclude shared training documents.
 
-Received models are weighed by their accuracy measured on the node's labelled documents they were not
-trained on (`metamodels.robust`), and put on one scale by Platt scaling fitted on those same documents: a
-label-flipped model scores below chance and gets weight 0, an inflated one is calibrated back. The meta
+Received models are weighed by their accuracy as the community measured it (thesis 3.15): the lower median
+over the distinct reporters (peers that cross-validated the model on their own data without its training
+documents, and this node on its own held-out documents), turned into a log-odds weight
+(`metamodels.robust`). They are put on one scale by Platt scaling fitted on this node's labels: a
+label-flipped model's scaler would flip it back, so such a model (and one this node measured at or below
+chance) gets weight 0 whatever the reporters say; an inflated one is calibrated back. The meta
 confidence of a document is the weighted trimmed mean of the calibrated confidences. Functions here read
 the repository and are meant to run in a worker thread.
 """
@@ -15,7 +18,7 @@ the repository and are meant to run in a worker thread.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +28,7 @@ from crawler.repository import Repository
 from metamodels.calibration import PlattScaler, fit_platt
 from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
 from metamodels.errors import MetamodelError
-from metamodels.estimators import held_out_accuracy
+from metamodels.estimators import held_out_accuracy, robust_cross_accuracy
 from metamodels.features import Featurizer
 from metamodels.linear import LinearModel, train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
@@ -128,9 +131,18 @@ def cross_validated(data: LabelledData, folds: int = 5, C: float = 1.0) -> tuple
     return correct, evaluated
 
 
+Reports = Mapping[str, tuple[int, int]]  # reporter -> (correct, evaluated) of one model version (3.15)
+SELF = ""  # the reporter name of this node's own measurement
+MIN_REPORT = 3  # a reporter's accuracy counts once it tested at least this many documents
+
+
 @dataclass(frozen=True)
 class Member:
-    """A base classifier of a meta-classifier with what this node measured of it."""
+    """A base classifier of a meta-classifier with what this node and its community measured of it.
+
+    correct/evaluated are this node's own measurement (held-out documents for a received model, k-fold
+    cross-validation for the local one); community_accuracy is the robust aggregate over the distinct
+    reporters (this node included) that the weight comes from."""
 
     origin: str
     version: int
@@ -140,6 +152,9 @@ class Member:
     weight: float
     scaler: PlattScaler | None
     local: bool = False
+    community_accuracy: float | None = None
+    community_evaluated: int = 0
+    reporters: int = 0
 
     @property
     def accuracy(self) -> float | None:
@@ -168,18 +183,60 @@ def _scaler(scores: np.ndarray, labels: np.ndarray) -> PlattScaler | None:
         return None
 
 
-def received_member(origin: str, version: int, model: LinearModel, data: LabelledData) -> Member:
+def calibrated(model: LinearModel, data: LabelledData, held_out: np.ndarray) -> PlattScaler | None:
+    """Platt scaler of a model on this node's labels: on the documents it was not trained on when they
+    suffice, else on all of them (its scale is then too confident, but its direction is still checked).
+    None when the model's scores run against this node's labels (a scaler with a >= 0 would turn a
+    label-flipped model into a good one: such a model must have no say, not be repaired)."""
+    mask = held_out if held_out.sum() >= ROBUST.min_evaluated else np.ones_like(held_out)
+    if not mask.any():
+        return None
+    scaler = _scaler(model.confidence(data.X[mask]), data.labels[mask])
+    return scaler if scaler is not None and scaler.a < 0 else None
+
+
+def community_weight(
+    own: tuple[int, int], reports: Reports | None, origin: str
+) -> tuple[float, float | None, int, int]:
+    """(weight, accuracy, documents, reporters) of a model from this node's own measurement and its peers'
+    cross-validation reports (3.15), aggregated robustly (`robust_cross_accuracy`); a model's owner cannot
+    vouch for itself. A model this node measured at or below chance on enough documents gets weight 0
+    whatever others report: its own labelled data is the one thing a node fully trusts."""
+    votes = {r: counts for r, counts in (reports or {}).items() if r not in (origin, SELF)}
+    if own[1]:
+        votes[SELF] = own
+    aggregate = robust_cross_accuracy(votes, MIN_REPORT)
+    if aggregate is None:
+        return 0.0, None, 0, 0
+    accuracy, documents = aggregate
+    reporters = sum(1 for _, e in votes.values() if e >= MIN_REPORT)
+    vetoed = own[1] >= ROBUST.min_evaluated and own[0] / own[1] <= ROBUST.chance
+    weight = 0.0 if vetoed else accuracy_weight(accuracy, documents, ROBUST)
+    return weight, accuracy, documents, reporters
+
+
+def received_member(
+    origin: str, version: int, model: LinearModel, data: LabelledData, reports: Reports | None = None
+) -> Member:
     correct, evaluated, mask = measure(model, data)
-    scaler = _scaler(model.confidence(data.X[mask]), data.labels[mask]) if evaluated else None
-    weight = accuracy_weight(correct / evaluated, evaluated, ROBUST) if evaluated and scaler else 0.0
-    return Member(origin, version, model, correct, evaluated, weight, scaler)
+    scaler = calibrated(model, data, mask) if data.labels.size else None
+    weight, accuracy, documents, reporters = community_weight((correct, evaluated), reports, origin)
+    if scaler is None:
+        weight = 0.0
+    return Member(
+        origin, version, model, correct, evaluated, weight, scaler, False, accuracy, documents, reporters
+    )
 
 
-def local_member(origin: str, version: int, model: LinearModel, data: LabelledData) -> Member:
+def local_member(
+    origin: str, version: int, model: LinearModel, data: LabelledData, reports: Reports | None = None
+) -> Member:
     correct, evaluated = cross_validated(data)
-    scaler = _scaler(model.confidence(data.X), data.labels)
-    weight = accuracy_weight(correct / evaluated, evaluated, ROBUST) if evaluated else 0.0
-    return Member(origin, version, model, correct, evaluated, weight, scaler, local=True)
+    scaler = _scaler(model.confidence(data.X), data.labels) if data.labels.size else None
+    weight, accuracy, documents, reporters = community_weight((correct, evaluated), reports, origin)
+    return Member(
+        origin, version, model, correct, evaluated, weight, scaler, True, accuracy, documents, reporters
+    )
 
 
 def meta_classifier(members: Sequence[Member]) -> MetaClassifier:

@@ -11,8 +11,13 @@ its repository as pooled documents, queueing the URLs of their most confident pa
 The distributed meta-classifier protocol of figures 3.5/3.6 is `build_meta`: METAREQUEST "estimate" to the
 community (each peer cross-validates the others' classifiers on its data without their training documents
 and returns errors and covariances), the peer-count estimate for the user's goal, METAREQUEST "build" to the
-chosen peers (each sends its classifier), and the meta-classifier over the collected models with weights
-from their accuracy measured here.
+chosen peers (each sends its classifier), and the meta-classifier over the collected models. A model's
+weight comes from its accuracy as the community measured it (3.15): the lower median over the distinct
+peers that cross-validated it on their own data (its training documents excluded) and this node's own
+measurement, so one lying reporter cannot lift a hostile model; a model this node measured at or below
+chance, or whose scores run against this node's labels, has no say at all. The same estimate phase runs in
+the cooperation rounds whenever the models held changed, so the meta-classifier the crawler uses between
+builds is weighed by the community too.
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ import trio
 
 from crawler.repository import Repository
 from metamodels.errors import MetamodelError
-from metamodels.estimators import correctness_covariance, cross_accuracy, exchangeable_agreement, peers_needed
+from metamodels.estimators import (
+    correctness_covariance,
+    exchangeable_agreement,
+    peers_needed,
+    robust_cross_accuracy,
+)
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.linear import LinearModel
 from metamodels.meta_classifier import MetaClassifier
@@ -119,6 +129,10 @@ class Cooperation:
         self.peers_state: dict[str, PeerState] = {}
         self._db_limiter = trio.CapacityLimiter(1)
         self._metas: dict[str, MetaClassifier] = {}
+        # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
+        # cross-validation reports (3.15), the newest per reporter; and the model versions they were for
+        self._reports: dict[str, dict[tuple[str, int], dict[str, tuple[int, int]]]] = {}
+        self._reported: dict[str, tuple[tuple[str, int], ...]] = {}
         self._poke = trio.Event()
         self.rounds = 0
 
@@ -179,6 +193,7 @@ class Cooperation:
         await self.exchange_neighbours()
         await self.announce()
         await self.fetch_models()
+        await self.gather_reports()
         await self.sync_results()
         await self.install_focus()
         self.rounds += 1
@@ -405,22 +420,71 @@ class Cooperation:
             await self.rebuild_meta(topic)
         return fetched
 
+    async def gather_reports(self) -> list[str]:
+        """Ask each topic's community to cross-validate the topic's models on their data (the estimate
+        phase of METAREQUEST, 3.15) whenever the models held changed since the last reports, and rebuild
+        the meta-classifier with the weights they give; returns the topics asked about."""
+        held: dict[str, list[tuple[str, int]]] = {}
+        for m in await self._db(store.load_models, None, "linear"):
+            held.setdefault(m.topic, []).append((m.origin, m.version))
+        asked = []
+        for topic in await self.topics():
+            community = self.community(topic)[: self.settings.max_meta_peers - 1]
+            versions = tuple(sorted(held.get(topic, [])))
+            if not community or len(versions) < 2 or self._reported.get(topic) == versions:
+                continue
+            session = secrets.token_hex(8)
+            participants = (self.peer_id, *community)
+            loss = self.settings.default_loss
+            reports = await self._estimate(topic, session, loss, None, community, participants)
+            self._record_reports(topic, reports)
+            self._reported[topic] = versions
+            await self.rebuild_meta(topic)
+            asked.append(topic)
+        return asked
+
+    def _record_reports(
+        self, topic: str, reports: Sequence[tuple[CrossValidationReport, CovarianceReport]]
+    ) -> None:
+        """Keep each reporter's newest cross-validation results; a reporter's entry on its own model is
+        dropped (a model cannot vouch for itself)."""
+        table = self._reports.setdefault(topic, {})
+        for cv, _ in reports:
+            for votes in table.values():
+                votes.pop(cv.reporter, None)
+            for entry in cv.entries:
+                if entry.origin == cv.reporter or entry.tested <= 0:
+                    continue
+                correct = max(0, min(entry.tested, entry.tested - entry.errors))
+                votes = table.setdefault((entry.origin, entry.model_version), {})
+                votes[cv.reporter] = (correct, entry.tested)
+
     # -- meta-classifier ----------------------------------------------------------------------------------
     def _members(self, topic: str, origins: Sequence[str] | None = None) -> list[learning.Member]:
         """The local model and the received ones (all, or those of `origins`), weighed on local data."""
         data = self._labelled(topic)
+        reports = self._reports.get(topic, {})
         members = []
         for stored in store.load_models(self.repo, topic, "linear"):
             model = linear_from_payload(stored.model.payload)
             if stored.role == store.LOCAL:
-                members.insert(0, learning.local_member(self.peer_id, stored.version, model, data))
+                votes = reports.get((self.peer_id, stored.version))
+                members.insert(0, learning.local_member(self.peer_id, stored.version, model, data, votes))
             elif origins is None or stored.origin in origins:
-                members.append(learning.received_member(stored.origin, stored.version, model, data))
+                votes = reports.get((stored.origin, stored.version))
+                members.append(learning.received_member(stored.origin, stored.version, model, data, votes))
         for m in members:
-            if not m.local:
-                store.set_model_quality(
-                    self.repo, topic, m.origin, "linear", m.accuracy, m.evaluated, m.weight
-                )
+            store.set_model_quality(
+                self.repo,
+                topic,
+                m.origin,
+                "linear",
+                m.accuracy,
+                m.evaluated,
+                m.weight,
+                community=m.community_accuracy,
+                reporters=m.reporters,
+            )
         return members
 
     def _build(self, topic: str, origins: Sequence[str] | None, loss: float | None) -> dict[str, Any] | None:
@@ -440,6 +504,8 @@ class Cooperation:
                 "weight": float(w),
                 "accuracy_local": m.accuracy,
                 "evaluated": m.evaluated,
+                "accuracy_community": m.community_accuracy,
+                "reporters": m.reporters,
             }
             for m, w in zip(members, meta.weights, strict=True)
         ]
@@ -511,7 +577,8 @@ class Cooperation:
         session = secrets.token_hex(8)
         participants = (self.peer_id, *community)
         reports = await self._estimate(topic, session, loss, error_goal, community, participants)
-        accuracies = await self._work(self._accuracies, topic, reports)
+        self._record_reports(topic, reports)
+        accuracies = await self._work(self._accuracies, topic)
         covariances = [e.covariance for r in reports for e in r[1].entries]
         honest = [a for a in accuracies.values() if a > 0.5]
         mean_accuracy = float(np.mean(honest)) if honest else 0.5
@@ -578,23 +645,20 @@ class Cooperation:
                 nursery.start_soon(ask, peer)
         return reports
 
-    def _accuracies(
-        self, topic: str, reports: Sequence[tuple[CrossValidationReport, CovarianceReport]]
-    ) -> dict[str, float]:
-        """acc(m) per origin (3.15): mean over the peers that tested it, this node included."""
-        results: dict[str, list[tuple[int, int]]] = {}
-        for cv, _ in reports:
-            for entry in cv.entries:
-                results.setdefault(entry.origin, []).append((entry.tested - entry.errors, entry.tested))
+    def _accuracies(self, topic: str) -> dict[str, float]:
+        """acc(m) per peer (3.15): the robust aggregate over the reporters that tested its newest model,
+        this node included; 0 for a held model without a say (vetoed here, or not calibratable)."""
+        accuracies: dict[str, float] = {}
+        newest: dict[str, int] = {}
+        for (origin, version), votes in self._reports.get(topic, {}).items():
+            if origin == self.peer_id or version < newest.get(origin, 0):
+                continue
+            aggregate = robust_cross_accuracy(votes, learning.MIN_REPORT)
+            if aggregate is not None:
+                accuracies[origin], newest[origin] = aggregate[0], version
         for member in self._members(topic):
             if not member.local:
-                results.setdefault(member.origin, []).append((member.correct, member.evaluated))
-        accuracies = {}
-        for origin, pairs in results.items():
-            try:
-                accuracies[origin] = cross_accuracy(pairs)
-            except MetamodelError:
-                continue
+                accuracies[member.origin] = member.community_accuracy if member.weight > 0 else 0.0
         return accuracies
 
     async def _collect(

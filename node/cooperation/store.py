@@ -77,7 +77,14 @@ def _schema_v1(db: Any) -> None:
     )
 
 
-MIGRATIONS = [_schema_v1]
+def _schema_v2(db: Any) -> None:
+    """Community-measured quality (3.15): the robust accuracy over the reporters, how many reported, and
+    since when the model has had a say (weight > 0)."""
+    for column in ("accuracy_community REAL", "reporters INTEGER NOT NULL DEFAULT 0", "weighted_at REAL"):
+        db.execute(f"ALTER TABLE coop_models ADD COLUMN {column}")
+
+
+MIGRATIONS = [_schema_v1, _schema_v2]
 
 
 def ensure_schema(repo: Repository) -> None:
@@ -113,11 +120,12 @@ def save_model(
     with repo.transaction() as db:
         db.conn.execute(
             "INSERT INTO coop_models (topic, origin, kind, role, version, fingerprint, wire, accuracy_local, "
-            "evaluated, weight, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "evaluated, weight, received_at, weighted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(topic, origin, kind) DO UPDATE SET role = excluded.role, "
             "version = excluded.version, fingerprint = excluded.fingerprint, wire = excluded.wire, "
             "accuracy_local = excluded.accuracy_local, "
-            "evaluated = excluded.evaluated, weight = excluded.weight, received_at = excluded.received_at",
+            "evaluated = excluded.evaluated, weight = excluded.weight, received_at = excluded.received_at, "
+            "weighted_at = coalesce(coop_models.weighted_at, excluded.weighted_at)",
             [
                 p.topic,
                 p.origin,
@@ -130,6 +138,7 @@ def save_model(
                 evaluated,
                 weight,
                 time.time(),
+                time.time() if weight else None,
             ],
         )
 
@@ -142,12 +151,17 @@ def set_model_quality(
     accuracy: float | None,
     evaluated: int,
     weight: float,
+    *,
+    community: float | None = None,
+    reporters: int = 0,
 ) -> None:
+    """Record a model's measured quality; weighted_at keeps the time it first got a say (weight > 0)."""
     with repo.transaction() as db:
         db.conn.execute(
-            "UPDATE coop_models SET accuracy_local = ?, evaluated = ?, weight = ? "
+            "UPDATE coop_models SET accuracy_local = ?, evaluated = ?, weight = ?, accuracy_community = ?, "
+            "reporters = ?, weighted_at = CASE WHEN ? > 0 THEN coalesce(weighted_at, ?) END "
             "WHERE topic = ? AND origin = ? AND kind = ?",
-            [accuracy, evaluated, weight, topic, origin, kind],
+            [accuracy, evaluated, weight, community, reporters, weight, time.time(), topic, origin, kind],
         )
 
 
@@ -181,13 +195,8 @@ def load_models(
 
 
 def model_rows(repo: Repository, topic: str | None = None) -> list[dict[str, Any]]:
-    """The API's model list (without the weights themselves)."""
+    """The API's model list with each model's measured quality."""
     where, params = ("WHERE topic = ?", [topic]) if topic else ("", [])
-    rows = repo.db.execute(
-        f"SELECT topic, origin, version, kind, role, accuracy_local, evaluated, weight, received_at "
-        f"FROM coop_models {where} ORDER BY topic, role, origin",
-        params,
-    ).fetchall()
     keys = (
         "topic",
         "origin",
@@ -196,9 +205,15 @@ def model_rows(repo: Repository, topic: str | None = None) -> list[dict[str, Any
         "role",
         "accuracy_local",
         "evaluated",
+        "accuracy_community",
+        "reporters",
         "weight",
         "received_at",
+        "weighted_at",
     )
+    rows = repo.db.execute(
+        f"SELECT {', '.join(keys)} FROM coop_models {where} ORDER BY topic, role, origin", params
+    ).fetchall()
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 

@@ -15,6 +15,7 @@ from metamodels.estimators import (
     exchangeable_agreement,
     held_out_accuracy,
     peers_needed,
+    robust_cross_accuracy,
 )
 
 
@@ -104,3 +105,17 @@ def test_peers_needed_with_the_exchangeable_model_needs_more_peers_for_correlate
     assert exchangeable.peers > chain.peers
     with pytest.raises(MetaInputError):
         peers_needed(0.8, 0.04, max_error=0.01, model="oracle")
+
+
+def test_robust_cross_accuracy_one_lying_reporter_cannot_lift_a_bad_model():
+    honest = {"self": (2, 20), "b": (3, 20)}
+    assert robust_cross_accuracy({**honest, "liar": (20, 20)})[0] == pytest.approx(0.15)
+    # with two reporters the lower one counts
+    assert robust_cross_accuracy({"self": (2, 20), "liar": (20, 20)})[0] == pytest.approx(0.1)
+    # and it cannot sink a good model either while honest reporters are the majority
+    assert robust_cross_accuracy({"a": (18, 20), "b": (19, 20), "liar": (0, 20)})[0] == pytest.approx(0.9)
+
+
+def test_robust_cross_accuracy_skips_reporters_with_too_few_documents():
+    assert robust_cross_accuracy({"a": (1, 2)}, min_evaluated=3) is None
+    assert robust_cross_accuracy({"a": (1, 2), "b": (3, 4)}, min_evaluated=3) == (0.75, 4)

@@ -8,6 +8,7 @@ import trio
 from crawler.repository import Repository
 from node.cooperation import store
 from node.cooperation.testing import running_nodes
+from p2p.schemas import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
 pytestmark = pytest.mark.filterwarnings(
@@ -118,3 +119,31 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
                 "SELECT count(*) FROM documents WHERE topic = 'Databases/Indexes'"
             ).fetchone()[0]
         assert moved == proposals[0]["size"]
+
+
+@pytest.mark.trio
+async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostile_model(tmp_path):
+    async with running_nodes(tmp_path, 4, hostile=[2]) as (a, b, bad, liar):
+
+        def lie(topic, models, versions):
+            # every model of the hostile peer "perfect", every honest one "always wrong"
+            entries = tuple(
+                CvEntry(origin, versions[origin], 50, 0 if origin == bad.peer_id else 50) for origin in models
+            )
+            return entries, ()
+
+        liar._cross_validate = lie
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 3
+
+        await wait_for(received)
+        result = await a.build_meta("Databases", loss=0.2)
+        rows = {r["origin"]: r for r in await a.models("Databases")}
+        assert rows[bad.peer_id]["weight"] == 0.0
+        assert rows[bad.peer_id]["reporters"] >= 2
+        assert rows[b.peer_id]["weight"] > 0.0 and rows[b.peer_id]["accuracy_community"] > 0.8
+        assert rows["local"]["weight"] > 0.0
+        members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
+        assert members.get(bad.peer_id, 0.0) == 0.0
+        assert result["measured"]["accuracy"] > 0.8

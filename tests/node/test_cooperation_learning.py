@@ -56,3 +56,28 @@ def test_meta_focus_rejects_pages_the_meta_classifier_rejects():
     assert first == PageVerdict("Databases", 0.7, True)
     assert second.accepted is False and second.topic is None
     assert focus.taxonomy is None  # everything else is the wrapped policy's
+
+
+def test_community_weight_comes_from_the_median_reporter_and_a_model_cannot_vouch_for_itself():
+    weight, accuracy, documents, reporters = learning.community_weight(
+        (0, 0), {"b": (18, 20), "c": (19, 20), "owner": (20, 20)}, "owner"
+    )
+    assert accuracy == 0.9 and documents == 40 and reporters == 2 and weight > 0
+    assert learning.community_weight((0, 0), {}, "owner") == (0.0, None, 0, 0)
+
+
+def test_a_model_this_node_measured_below_chance_gets_no_say_whatever_peers_report():
+    weight, accuracy, *_ = learning.community_weight(
+        (2, 20), {"b": (20, 20), "c": (20, 20), "d": (20, 20)}, "bad"
+    )
+    assert accuracy == 1.0 and weight == 0.0
+
+
+def test_a_label_flipped_model_cannot_be_calibrated_into_a_good_one(tmp_path):
+    data = labelled(tmp_path, 0)
+    other = labelled(tmp_path, 1)
+    bad = flipped(learning.train_local(other))
+    member = learning.received_member("bad", 1, bad, data, {"liar": (100, 100), "liar2": (100, 100)})
+    assert member.scaler is None and member.weight == 0.0
+    good = learning.received_member("good", 1, learning.train_local(other), data)
+    assert good.scaler is not None and good.scaler.a < 0 and good.weight > 0
