@@ -25,7 +25,9 @@ Per topic, the JSON line has:
   over the first `compared` fetches of each crawl (the smaller of the two crawls, normally `--pages`), so
   both sides spend the same budget; reduction = 1 - with / without (the paper's loss reduction);
 - irrelevant_truth_* / reduction_truth: the same with the web's ground truth (page group != target group);
-- fetched_without / fetched_with: pages each crawl fetched (fewer than `--pages` when its frontier ran dry).
+- fetched_without / fetched_with: pages each crawl fetched (fewer than `--pages` when its frontier ran dry);
+- irrelevant_truth_floor: the fewest truth-irrelevant fetches possible in `compared` fetches, when the
+  budget exceeds the pages of the target group the web holds (no crawler can then reduce the loss below it).
 
 `curves` holds, per variant, the harvest rate (1 - loss rate) summed over the topics after every 250
 pages of each topic's crawl, by the critic (`harvest_rate`) and the ground truth (`harvest_rate_truth`);
@@ -212,10 +214,16 @@ def reduction(without: int, with_: int) -> float | None:
     return round(1.0 - with_ / without, 4) if without else None
 
 
-def compare(measured: dict[str, tuple[list[bool], list[bool]]]) -> dict[str, Any]:
-    """The topic's figures over the first `compared` fetches of both crawls."""
+def compare(
+    measured: dict[str, tuple[list[bool], list[bool]]], target_pages: int | None = None
+) -> dict[str, Any]:
+    """The topic's figures over the first `compared` fetches of both crawls. With the number of pages the
+    web holds in the target group, `irrelevant_truth_floor` is the fewest truth-irrelevant fetches any
+    crawler can make in `compared` fetches (a budget past the group's size must fetch other pages)."""
     n = min(len(measured[v][0]) for v in VARIANTS)
     out: dict[str, Any] = {"compared": n}
+    if target_pages is not None:
+        out["irrelevant_truth_floor"] = max(0, n - target_pages)
     for kind, index in (("", 0), ("_truth", 1)):
         counts = {v: n - sum(measured[v][index][:n]) for v in VARIANTS}
         out[f"irrelevant{kind}_without"] = counts["without"]
@@ -253,6 +261,7 @@ async def run_experiment(
         report["targets"] = targets
         examples = critic_examples(corpus, targets, critic_per_group) if critic_per_group else []
         report["critic_examples"] = len(examples)
+        groups = group_pages(corpus)
         critic_taxonomy = with_critic_examples(fetched, examples)
         curves: dict[str, dict[str, Any]] = {v: {} for v in VARIANTS}
         report["apprentice"] = {}
@@ -280,7 +289,7 @@ async def run_experiment(
                         "refits": learner.refits,
                         "rescored_entries": policy.rescored_entries,
                     }
-            report["topics"][topic] = compare(measured)
+            report["topics"][topic] = compare(measured, len(groups.get(target, [])))
             print(f"{topic}: {json.dumps(report['topics'][topic])}", file=sys.stderr, flush=True)
     report["curves"] = {v: combined_curve(list(curves[v].values())) for v in VARIANTS}
     report["topic_curves"] = curves

@@ -53,6 +53,9 @@ def test_compare_counts_irrelevant_fetches_over_the_same_number_of_fetches():
     assert result["irrelevant_truth_without"] == 1 and result["irrelevant_truth_with"] == 0
     assert result["reduction_truth"] == 1.0
     assert result["fetched_without"] == 6 and result["fetched_with"] == 4
+    assert "irrelevant_truth_floor" not in result
+    assert experiment.compare(measured, target_pages=3)["irrelevant_truth_floor"] == 1
+    assert experiment.compare(measured, target_pages=9)["irrelevant_truth_floor"] == 0
 
 
 def test_harvest_curves_count_relevant_fetches_per_step_and_combine_topics_into_rates():
