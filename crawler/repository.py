@@ -12,8 +12,11 @@ version them with `Repository.migrate(component, migrations)`, the same mechanis
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -25,6 +28,7 @@ import sqlite_utils
 from crawler.errors import CrawlerError
 
 Migration = Callable[[sqlite_utils.Database], None]
+log = logging.getLogger(__name__)
 
 # Frontier row states: a queued URL waits to be fetched; done and failed are terminal (never fetched again).
 QUEUED, DONE, FAILED = 0, 1, 2
@@ -32,6 +36,10 @@ QUEUED, DONE, FAILED = 0, 1, 2
 
 class RepositoryError(CrawlerError):
     """The repository file cannot be opened or has a schema this version does not know."""
+
+
+class RepositoryBusy(RepositoryError):
+    """Another connection held the write lock for longer than `busy_patience` (its log names it)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,9 @@ class StoredPage:
 MMAP_BYTES = 1 << 30  # address space only: pages come from the OS cache without a copy per read
 CACHE_KIB = 64 * 1024  # SQLite's page cache per connection (grows only as pages are used)
 BM25_WEIGHTS = "5.0, 1.0"  # FTS5 bm25() column weights: title, text (search ranks with the same)
+LONG_HOLD_S = 2.0  # a transaction holding the write lock longer is logged with where it began
+BUSY_TIMEOUT_S = 5.0  # SQLite's own wait for a lock per attempt; `transaction` retries past it
+BUSY_PATIENCE_S = 600.0  # how long `transaction` keeps retrying for the write lock before it gives up
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -225,9 +236,18 @@ class Repository:
 
     def __init__(self, path: Path | str, *, check_same_thread: bool = False) -> None:
         self.path = Path(path)
+        self.busy_patience = BUSY_PATIENCE_S
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(str(self.path), check_same_thread=check_same_thread, timeout=30.0)
+            # isolation_level=None: no implicit transaction (Python's sqlite3 otherwise opens one before a
+            # write outside `transaction` and holds the write lock until someone commits); every write
+            # transaction is an explicit BEGIN IMMEDIATE in `transaction`.
+            conn = sqlite3.connect(
+                str(self.path),
+                check_same_thread=check_same_thread,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+            )
         except sqlite3.Error as exc:
             raise RepositoryError(f"cannot open the repository at {self.path}: {exc}") from exc
         self.db = sqlite_utils.Database(conn)
@@ -275,7 +295,7 @@ class Repository:
                 f"knows ({len(migrations)}); upgrade topicswarm or use another data directory"
             )
         for version, migration in enumerate(migrations[current:], start=current + 1):
-            with self.db.atomic():
+            with self.transaction():
                 migration(self.db)
                 self.db.execute(
                     "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
@@ -297,19 +317,55 @@ class Repository:
             with self.db.atomic():
                 yield self.db
             return
-        conn.execute("BEGIN IMMEDIATE")
+        self._begin_immediate()
         try:
-            yield self.db
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            try:
+                yield self.db
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            _WRITE_LOCKS.released(self.path)
+
+    def _begin_immediate(self) -> None:
+        """Take the write lock, retrying with back-off while another connection holds it (up to
+        `busy_patience` seconds, then `RepositoryBusy`): a busy repository delays a writer, it never fails
+        it. Each failed attempt is logged with where the holder (if in this process) began its
+        transaction, so a lock held too long names its culprit."""
+        asked = time.monotonic()
+        pause = 0.05
+        while True:
+            try:
+                self.db.conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                waited = time.monotonic() - asked
+                log.warning(
+                    "%s: no write lock after %.1f s, retrying; %s",
+                    self.path.name,
+                    waited,
+                    _WRITE_LOCKS.describe(self.path),
+                )
+                if waited >= self.busy_patience:
+                    raise RepositoryBusy(
+                        f"{self.path}: the write lock stayed taken for {waited:.0f} s; the log names the "
+                        "transaction that held it (stop the other process using this data directory)"
+                    ) from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+        waited = time.monotonic() - asked
+        if waited > LONG_HOLD_S:
+            log.warning("%s: waited %.1f s for the write lock", self.path.name, waited)
+        _WRITE_LOCKS.acquired(self.path)
 
     def insert_page(self, page: StoredPage) -> int:
         """Store a document and its links (call inside `transaction`); returns the document id."""
@@ -411,6 +467,54 @@ class Repository:
 
     def hosts(self) -> list[dict[str, Any]]:
         return list(self.db.query("SELECT * FROM hosts ORDER BY host"))
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (and their extended codes) as raised by the sqlite3 module."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+class _WriteLockLog:
+    """Which transaction of this process holds each repository's write lock, since when and from where."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders: dict[Path, tuple[float, str, list[str]]] = {}
+
+    def acquired(self, path: Path) -> None:
+        stack = traceback.format_stack(limit=12)[:-3]
+        with self._lock:
+            self._holders[path] = (time.monotonic(), threading.current_thread().name, stack)
+
+    def released(self, path: Path) -> None:
+        with self._lock:
+            holder = self._holders.pop(path, None)
+        if holder is None:
+            return
+        held = time.monotonic() - holder[0]
+        if held > LONG_HOLD_S:
+            log.warning(
+                "%s: a transaction held the write lock %.1f s (thread %s), begun at:\n%s",
+                path.name,
+                held,
+                holder[1],
+                "".join(holder[2]),
+            )
+
+    def describe(self, path: Path) -> str:
+        with self._lock:
+            holder = self._holders.get(path)
+        if holder is None:
+            return "no transaction of this process holds it (another process, or an implicit transaction)"
+        return f"held for {time.monotonic() - holder[0]:.1f} s by thread {holder[1]}, begun at:\n" + "".join(
+            holder[2]
+        )
+
+
+_WRITE_LOCKS = _WriteLockLog()
 
 
 def _decode_document(row: dict[str, Any]) -> dict[str, Any]:
