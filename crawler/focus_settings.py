@@ -22,11 +22,18 @@ class FocusSettings:
         2, "Hops followed through rejected pages before a path is given up (0: none)."
     )
     tunnel_decay: float = setting(0.5, "Priority factor per tunnelled hop (exponential decay, thesis 2.8).")
+    # A person's node starts from a handful of bookmarks per topic: too few for a model, and too few for
+    # peers to measure each other's models (thesis 3.15 needs labelled documents a model was not trained
+    # on). A short learning phase on the bookmarks' own hosts (thesis 2.10; well under a minute of
+    # crawling) ends in the first re-organisation, whose archetypes (every page accepted in the phase for
+    # a sparse topic) become training documents; retraining every 250 pages keeps adding them while the
+    # crawl is young and costs little (HITS over the crawled pages).
     learning_pages: int = setting(
-        0, "Pages of the learning phase (sharp focus, seed hosts only) before harvesting; 0: harvest at once."
+        100,
+        "Pages of the learning phase (sharp focus, seed hosts only) before harvesting; 0: harvest at once.",
     )
     retrain: bool = setting(True, "Retrain the topic model with archetypes picked by link analysis.")
-    retrain_every: int = setting(500, "Pages between two re-organisations (link analysis, retraining, hubs).")
+    retrain_every: int = setting(250, "Pages between two re-organisations (link analysis, retraining, hubs).")
     n_auth: int = setting(25, "Top authorities per topic considered as archetypes at each re-organisation.")
     n_conf: int = setting(25, "Top-confidence pages per topic considered as archetypes.")
     n_hub: int = setting(5, "Best hubs per topic whose pending links move to the front of the queue.")

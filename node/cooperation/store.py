@@ -79,7 +79,7 @@ def _schema_v1(db: Any) -> None:
 
 def _schema_v2(db: Any) -> None:
     """Community-measured quality (3.15): the robust accuracy over the reporters, how many reported, and
-    since when the model has had a say (weight > 0)."""
+    when the model first had a say (weight > 0)."""
     for column in ("accuracy_community REAL", "reporters INTEGER NOT NULL DEFAULT 0", "weighted_at REAL"):
         db.execute(f"ALTER TABLE coop_models ADD COLUMN {column}")
 
@@ -159,7 +159,7 @@ def set_model_quality(
     with repo.transaction() as db:
         db.conn.execute(
             "UPDATE coop_models SET accuracy_local = ?, evaluated = ?, weight = ?, accuracy_community = ?, "
-            "reporters = ?, weighted_at = CASE WHEN ? > 0 THEN coalesce(weighted_at, ?) END "
+            "reporters = ?, weighted_at = CASE WHEN ? > 0 THEN coalesce(weighted_at, ?) ELSE weighted_at END "
             "WHERE topic = ? AND origin = ? AND kind = ?",
             [accuracy, evaluated, weight, community, reporters, weight, time.time(), topic, origin, kind],
         )

@@ -293,17 +293,18 @@ def node_api_figures(member: Member, hostile_ids: set[str]) -> dict[str, Any]:
     client = member.client
     status = client.status()
     received = received_linear(client)
-    weighed = [m for m in received if (m.get("weight") or 0) > 0 and m.get("received_at")]
+    weighed = [m["weighted_at"] for m in received if m.get("weighted_at")]
     return {
         "peer_id": status["peer_id"],
         "hostile": member.hostile,
         "pages": status["crawl"]["pages"],
         "bytes_crawled": status["crawl"]["bytes_crawled"],
         "bytes_exchanged": status["bytes_exchanged"]["in"] + status["bytes_exchanged"]["out"],
+        "bytes_by_message": status.get("bytes_by_message", {}),
         "models_received": len(received),
         "results_pooled": status["documents"]["pooled"],
         "peers_online": status["peers_online"],
-        "meta_switch": min((m["received_at"] for m in weighed), default=None),
+        "meta_switch": min(weighed, default=None),
         "hostile_weights": None
         if member.hostile
         else [float(m.get("weight") or 0.0) for m in received if m["origin"] in hostile_ids],
@@ -352,11 +353,15 @@ def run_community(
                 figure.update(filter_figures(repo, targets, web.label_of, LOSS))
     exchanged = sum(f["bytes_exchanged"] for f in figures)
     crawled = sum(f["bytes_crawled"] for f in figures)
+    by_message: Counter[str] = Counter()
+    for figure in figures:
+        by_message.update(figure.pop("bytes_by_message"))
     return {
         "nodes": figures,
         "bytes_exchanged": exchanged,
         "bytes_crawled": crawled,
         "exchanged_share": exchanged / crawled if crawled else None,
+        "bytes_by_message": dict(by_message.most_common()),
         "loss": LOSS,
         "targets": targets,
         "seconds": round(time.monotonic() - started, 1),

@@ -59,7 +59,7 @@ def taxonomy():
 
 
 def focus(**options):
-    return TopicFocus(taxonomy(), FocusSettings(**options))
+    return TopicFocus(taxonomy(), FocusSettings(**{"learning_pages": 0, **options}))  # harvesting at once
 
 
 def page(text, topic=None, depth=1, tunnel=0, priority=0.5, url="http://db0.test/page", origin=None):
