@@ -428,6 +428,11 @@ class NodeService:
                     totals[direction] = totals.get(direction, 0) + int(count)
         return totals
 
+    def _traffic_by_message(self) -> dict[str, int]:
+        """The cooperation protocols' bytes per direction and message type ("out hello", ...)."""
+        links = getattr(self.cooperation, "links", None)
+        return dict(sorted(getattr(links, "bytes_by_message", {}).items()))
+
     # -- API: status, metrics, topics ---------------------------------------------------------------------
     async def status(self) -> dict[str, Any]:
         figures = self._crawl_figures()
@@ -442,6 +447,7 @@ class NodeService:
             "harvest": await self.db(harvest_rates),
             "peers_online": self._peers_online(),
             "bytes_exchanged": self._traffic(),
+            "bytes_by_message": self._traffic_by_message(),
             "documents": counts,
             "api": self.api_url,
             "data_dir": str(self.data.root),

@@ -47,6 +47,7 @@ class Links:
         self.timeout = timeout
         self.bytes_in: Counter[str] = Counter()
         self.bytes_out: Counter[str] = Counter()
+        self.bytes_by_message: Counter[str] = Counter()  # "out hello", "in model_response", ...: each once
 
     @property
     def peer_id(self) -> str:
@@ -58,6 +59,7 @@ class Links:
     async def _send(self, peer: str, stream: Any, message: Message) -> None:
         frame = encode_frame(message)
         self.bytes_out[peer] += len(frame)
+        self.bytes_by_message[f"out {message.TYPE}"] += len(frame)
         await stream.write(frame)
 
     async def _receive(self, peer: str, stream: Any, expected: type[Message]) -> Message:
@@ -67,6 +69,7 @@ class Links:
             payload = await read_frame(stream, limit)
             self.bytes_in[peer] += len(payload) + 4
             message = decode_frame(payload, None, limit)
+            self.bytes_by_message[f"in {message.TYPE}"] += len(payload) + 4
             if isinstance(message, Reject) and expected is not Reject:
                 raise ExchangeError(f"peer {peer} refused: {message.reason} {message.detail}")
             if not isinstance(message, expected):

@@ -994,6 +994,7 @@ class Cooperation:
             "models_received": await self._db(store.count_received),
             "results_pooled": await self._db(store.count_pooled),
             "bytes_exchanged": self.links.traffic(),
+            "bytes_by_message": dict(sorted(self.links.bytes_by_message.items())),
             "peers": len(self.known_peers()),
             "rounds": self.rounds,
         }
