@@ -211,7 +211,10 @@ def community_weight(
     accuracy, documents = aggregate
     reporters = sum(1 for _, e in votes.values() if e >= MIN_REPORT)
     vetoed = own[1] >= ROBUST.min_evaluated and own[0] / own[1] <= ROBUST.chance
-    weight = 0.0 if vetoed else accuracy_weight(accuracy, documents, ROBUST)
+    # the weight uses the posterior mean under a uniform prior ((correct + 1) / (n + 2)): 7 of 7 right is
+    # weaker evidence than 70 of 70, and a perfect score on a handful must not outvote the others
+    smoothed = (accuracy * documents + 1.0) / (documents + 2.0)
+    weight = 0.0 if vetoed else accuracy_weight(smoothed, documents, ROBUST)
     return weight, accuracy, documents, reporters
 
 
