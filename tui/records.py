@@ -292,6 +292,9 @@ class LossSetting:
         return cls(_f(data.get("loss")), _i(data.get("kept")), _i(data.get("abstained")))
 
 
+PENDING = "open"  # the node's status of a proposal nobody decided on yet
+
+
 @dataclass(frozen=True)
 class Proposal:
     """A clustering proposal: a candidate subtopic of `topic`."""
@@ -303,7 +306,11 @@ class Proposal:
     sample_titles: tuple[str, ...]
     size: int
     abstained: int
-    status: str
+    status: str  # "open" until the user accepts or rejects it
+
+    @property
+    def pending(self) -> bool:
+        return self.status == PENDING
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Proposal:
@@ -315,5 +322,5 @@ class Proposal:
             sample_titles=_strings(data.get("sample_titles")),
             size=_i(data.get("size")),
             abstained=_i(data.get("abstained")),
-            status=str(data.get("status", "proposed")),
+            status=str(data.get("status", PENDING)),
         )

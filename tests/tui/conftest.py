@@ -1,7 +1,10 @@
 """A real node for the UI's tests: the fixture web on loopback, its bookmarks imported, a short crawl.
 
-The node runs as a `topicswarm node run --offline` subprocess for the whole session; its crawl is bounded
-by --max-pages, so the data it serves settles within seconds.
+The node runs as a networked `topicswarm node run` subprocess (listening on loopback, no peers needed) for
+the whole session, so its cooperation layer answers meta-classifier and refinement requests. The bookmarks
+are imported through its API, which queues them as seeds; the crawl is bounded by --max-pages, so the data
+it serves settles within seconds. MAX_PAGES is enough for a topic to hold the documents a refinement into
+two subtopics needs (2 per subtopic) and a meta-classifier whose kept count moves with the loss.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from node.cli import main
 from node.client import NodeClient, node_running
 from node.datadir import DataDir
 from simnet.web import serve_web_in_subprocess
@@ -31,12 +33,22 @@ allowed_hosts = ["127.0.0.0/8"]
 [node]
 metrics_interval = 0.5
 stats_event_interval = 0.2
+
+[cooperation]
+sync_interval = 1.0
 """
-MAX_PAGES = 60
+MAX_PAGES = 150
 FIXTURE_BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet/webs/fixture-bookmarks.html"
 START_TIMEOUT = 60.0
 SETTLE_TIMEOUT = 90.0
 NODE_RUN = (sys.executable, "-m", "node.cli", "node", "run")
+LOOPBACK = "/ip4/127.0.0.1/tcp/0"
+
+
+def crawl_done(status: dict) -> bool:
+    """The bounded crawl has ended (or reached its page budget): the node's documents no longer change."""
+    crawl = status["crawl"]
+    return crawl["pages"] >= MAX_PAGES or (crawl["pages"] > 0 and not crawl["active"])
 
 
 def local_bookmarks(web, source: Path) -> str:
@@ -70,20 +82,10 @@ def node_data(tmp_path_factory, fixture_web):
     (root / "config.toml").write_text(CONFIG)
     bookmarks = root / "bookmarks.html"
     bookmarks.write_text(local_bookmarks(fixture_web, FIXTURE_BOOKMARKS))
-    assert main(["topics", "import", "--data", str(root), str(bookmarks)]) == 0
     data = DataDir(root)
     log = open(root / "node.log", "ab")  # noqa: SIM115 (closed at teardown)
     process = subprocess.Popen(
-        [
-            *NODE_RUN,
-            "--data",
-            str(root),
-            "--offline",
-            "--max-pages",
-            str(MAX_PAGES),
-            "--seed",
-            fixture_web.hub_url,
-        ],
+        [*NODE_RUN, "--data", str(root), "--listen", LOOPBACK, "--max-pages", str(MAX_PAGES)],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -91,8 +93,8 @@ def node_data(tmp_path_factory, fixture_web):
         wait_until(lambda: node_running(data) or process.poll() is not None, START_TIMEOUT, "node start")
         assert process.poll() is None, (root / "node.log").read_text()[-3000:]
         with NodeClient.from_data_dir(data) as client:
-            crawled = lambda: client.status()["documents"]["local"] >= MAX_PAGES // 2  # noqa: E731
-            wait_until(crawled, SETTLE_TIMEOUT, "crawl")
+            client.import_topics(bookmarks_html=bookmarks.read_text())
+            wait_until(lambda: crawl_done(client.status()), SETTLE_TIMEOUT, "crawl")
         yield data
     finally:
         process.send_signal(signal.SIGTERM)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, Input, Tree
+from textual.widgets import DataTable, Input, Select, Tree
 
 from node.client import NodeClient, NodeError
 from tui.app import TopicSwarmApp
@@ -31,7 +31,8 @@ async def settle(pilot, predicate, timeout: float = 20.0) -> None:
     waited = 0.0
     while not predicate():
         if waited > timeout:
-            raise AssertionError(f"the UI did not get there within {timeout:.0f} s")
+            problem = getattr(pilot.app, "problem", "")
+            raise AssertionError(f"the UI did not get there within {timeout:.0f} s (node: {problem!r})")
         await pilot.pause(0.1)
         waited += 0.1
 
@@ -124,59 +125,83 @@ async def test_node_errors_show_in_the_status_bar_not_as_tracebacks(tmp_path):
         assert isinstance(app.screen, ResultsScreen)  # still running, nothing raised
 
 
-def cooperating(node_data, what: str):
-    """Meta and refine need the cooperation layer; skip (saying why) on a node that answers without it."""
+def richest_topic(node_data) -> tuple[str, int]:
+    """The topic holding the most of the node's own documents, and its place in the screens' topic lists."""
     with NodeClient.from_data_dir(node_data) as client:
-        try:
-            topic = client.topics()["topics"][0]["key"]
-            client.meta(topic) if what == "meta" else client.proposals(topic)
-        except NodeError as exc:
-            pytest.skip(f"the fixture node has no {what}: {exc.detail}")
-    return topic
+        topics = client.topics()["topics"]
+    best = max(topics, key=lambda t: t["local"])
+    return best["key"], topics.index(best)
 
 
-async def test_meta_screen_shows_the_nodes_refusal_when_it_cannot_build(node_data):
-    app = TopicSwarmApp(node_data.root)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("5")
-        await pilot.press("b")
-        with NodeClient.from_data_dir(node_data) as client:
-            topic = client.topics()["topics"][0]["key"]
-            try:
-                client.meta(topic)
-            except NodeError as refusal:
-                kind = refusal.kind
-                await settle(pilot, lambda: kind in app.problem)
-                return
-        await settle(pilot, lambda: app.screen.meta is not None)
+async def choose_topic(pilot, screen, select: Select, topic: str, index: int) -> None:
+    """Pick the topic in the screen's topic Select with the keyboard (it opens on the current choice)."""
+    await settle(pilot, lambda: screen.topic() is not None)
+    select.focus()
+    await pilot.press("enter", *["down"] * index, "enter")
+    await settle(pilot, lambda: screen.topic() == topic)
 
 
-async def test_changing_the_loss_changes_the_kept_count(node_data):
-    topic = cooperating(node_data, "meta")
+async def test_building_a_meta_classifier_shows_it_or_the_nodes_refusal(node_data):
     app = TopicSwarmApp(node_data.root)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
         screen = app.screen
-        await settle(pilot, lambda: screen.meta is not None and screen.meta.topic == topic)
-        before = screen.meta.kept
-        await pilot.press("l", "ctrl+a", "ctrl+k", *"0.5", "enter")
-        await settle(pilot, lambda: screen.meta.loss == 0.5)
-        assert screen.meta.kept < before
+        assert isinstance(screen, MetaScreen)
+        await settle(pilot, lambda: screen.topic() is not None)
+        topic = screen.topic()
+        await pilot.press("b")
+        await settle(pilot, lambda: screen.builds_finished == 1, timeout=60)
+        with NodeClient.from_data_dir(node_data) as client:
+            try:
+                meta = client.meta(topic)
+            except NodeError as refusal:
+                assert refusal.kind in app.problem
+                return
+        assert screen.meta is not None and (screen.meta.topic, screen.meta.kept) == (topic, meta["kept"])
+
+
+async def set_loss_by_keys(pilot, screen, loss: str) -> None:
+    await pilot.press("l", "ctrl+a", "ctrl+k", *loss, "enter")
+    await settle(pilot, lambda: screen.meta is not None and screen.meta.loss == float(loss))
+
+
+async def test_changing_the_loss_changes_the_kept_count(node_data):
+    topic, index = richest_topic(node_data)
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        screen = app.screen
+        assert isinstance(screen, MetaScreen)
+        await choose_topic(pilot, screen, screen.query_one("#meta-topic", Select), topic, index)
+        await pilot.press("b")
+        await settle(pilot, lambda: screen.builds_finished == 1, timeout=60)
+        assert screen.meta is not None and screen.meta.topic == topic, app.problem
+        await set_loss_by_keys(pilot, screen, "0")
+        kept_at_no_loss = screen.meta.kept
+        await set_loss_by_keys(pilot, screen, "0.5")
+        kept_at_half = screen.meta.kept
+    with NodeClient.from_data_dir(node_data) as client:
+        meta = client.meta(topic)
+    assert (meta["loss"], meta["kept"]) == (0.5, kept_at_half)
+    assert kept_at_half < kept_at_no_loss
 
 
 async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
-    topic = cooperating(node_data, "refine")
+    topic, index = richest_topic(node_data)
     app = TopicSwarmApp(node_data.root)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("6")
         screen = app.screen
+        assert isinstance(screen, RefineScreen)
+        await choose_topic(pilot, screen, screen.query_one("#refine-topic", Select), topic, index)
+        await pilot.press("tab", "ctrl+a", "ctrl+k", "2", "tab")  # k = 2 subtopics, then the table
+        await settle(pilot, lambda: isinstance(app.focused, DataTable))
         await pilot.press("g")
-        await settle(pilot, lambda: any(p.status == "proposed" for p in screen.proposals), timeout=120)
-        screen.query_one(DataTable).focus()
+        await settle(pilot, lambda: any(p.pending for p in screen.proposals), timeout=60)
+        assert {p.topic for p in screen.proposals} == {topic}
         await pilot.press("n")
         await settle(pilot, lambda: isinstance(app.focused, Input))
-        app.focused.value = ""
-        await pilot.press(*"tuisubtopic", "enter")
+        await pilot.press("ctrl+a", "ctrl+k", *"tuisubtopic", "enter")
         await settle(pilot, lambda: any(p.status == "accepted" for p in screen.proposals))
     with NodeClient.from_data_dir(node_data) as client:
         keys = [t["key"] for t in client.topics()["topics"]]

@@ -24,6 +24,13 @@ def clamp_loss(loss: float) -> float:
     return round(min(MAX_LOSS, max(0.0, loss)), 4)
 
 
+def build_report(answer: dict) -> str:
+    """What a build did, saying so when nothing was measured rather than printing an empty figure."""
+    measured = (answer.get("measured") or {}).get("accuracy")
+    accuracy = f"{measured:.3f}" if isinstance(measured, int | float) else "n/a (no labelled documents)"
+    return f"built from {answer.get('peers_used', '?')} peers; accuracy on local training data {accuracy}"
+
+
 class MetaScreen(NodeScreen):
     NAME = "meta"
     AUTO_FOCUS = "#meta-topic"
@@ -37,6 +44,8 @@ class MetaScreen(NodeScreen):
     def __init__(self) -> None:
         super().__init__()
         self.meta: MetaState | None = None
+        self.building: str | None = None  # the topic whose meta-classifier is being built
+        self.builds_finished = 0  # builds answered (built or refused) since the screen opened
 
     def body(self) -> ComposeResult:
         with Horizontal(id="meta-row"):
@@ -139,11 +148,15 @@ class MetaScreen(NodeScreen):
 
     @work(exclusive=True, group="meta")
     async def build(self, topic: str, loss: float) -> None:
-        self.notify(f"building the meta-classifier of {topic} at loss {loss:.2f}…")
-        answer = await self.ask(self.link.build_meta, topic, loss)
-        if answer is not None:
-            measured = (answer.get("measured") or {}).get("accuracy")
-            self.notify(f"built from {answer.get('peers_used', '?')} peers; measured accuracy {measured}")
-            meta = await self.ask(self.link.meta, topic)
-            if meta is not None:
-                self.post_message(MetaFetched(meta))
+        self.building = topic
+        try:
+            self.notify(f"building the meta-classifier of {topic} at loss {loss:.2f}…")
+            answer = await self.ask(self.link.build_meta, topic, loss)
+            if answer is not None:
+                self.notify(build_report(answer))
+                meta = await self.ask(self.link.meta, topic)
+                if meta is not None:
+                    self.on_meta_fetched(MetaFetched(meta))
+        finally:
+            self.building = None
+            self.builds_finished += 1

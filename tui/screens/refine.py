@@ -94,7 +94,7 @@ class RefineScreen(NodeScreen):
     def on_proposals_fetched(self, message: ProposalsFetched) -> None:
         if message.topic != self.topic():
             return
-        self.proposals = sorted(message.proposals, key=lambda p: (p.status != "proposed", -p.size, p.id))
+        self.proposals = sorted(message.proposals, key=lambda p: (not p.pending, -p.size, p.id))
         table = self.query_one("#proposals", DataTable)
         table.clear()
         for p in self.proposals:
@@ -139,13 +139,23 @@ class RefineScreen(NodeScreen):
                 ProposalsFetched(topic, all_of_topic if all_of_topic is not None else proposals)
             )
 
-    def action_accept(self) -> None:
+    def pending_selection(self) -> Proposal | None:
+        """The highlighted proposal while it awaits a decision (a decided one says so instead)."""
         p = self.selected()
+        if p is None:
+            self.notify("no proposal selected: press g to cluster the topic", severity="warning")
+        elif not p.pending:
+            self.notify(f"{p.label} is already {p.status}", severity="warning")
+            return None
+        return p
+
+    def action_accept(self) -> None:
+        p = self.pending_selection()
         if p is not None:
             self.decide(p, "accept", None)
 
     def action_rename(self) -> None:
-        p = self.selected()
+        p = self.pending_selection()
         if p is not None:
             self.app.push_screen(
                 Prompt(f"Name of the new subtopic of {p.topic}", p.label),
@@ -153,7 +163,7 @@ class RefineScreen(NodeScreen):
             )
 
     def action_reject(self) -> None:
-        p = self.selected()
+        p = self.pending_selection()
         if p is not None:
             self.decide(p, "reject", None)
 
