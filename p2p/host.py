@@ -8,6 +8,7 @@ heartbeat is shortened from the library's 120 s so meshes form within seconds.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -82,6 +83,12 @@ class P2PHost:
             str(a.decapsulate(multiaddr.Multiaddr(f"/p2p/{self.peer_id}"))) for a in self.host.get_addrs()
         ]
 
+    def remember(self, peer: ID, addrs: Sequence[str], ttl: float = 3600.0) -> None:
+        """Keep a peer's addresses in the peerstore so a later stream to it can dial."""
+        if peer != self.peer_id and addrs:
+            with contextlib.suppress(Exception):  # a malformed address from a peer is simply not kept
+                self.host.get_peerstore().add_addrs(peer, [multiaddr.Multiaddr(a) for a in addrs], int(ttl))
+
     def is_connected(self, peer: ID) -> bool:
         return peer in self.host.get_network().connections
 
@@ -111,12 +118,12 @@ class P2PHost:
                 f"peer {info.peer_id} did not answer within {self.settings.connect_timeout}s"
             ) from exc
         except Exception as exc:
-            raise NetworkError(f"peer {info.peer_id} unreachable: {_reason(exc)}") from exc
+            raise NetworkError(f"peer {info.peer_id} unreachable: {exception_reason(exc)}") from exc
         if self.dht is not None:
             await self.dht.add_peer(info.peer_id, skip_server_mode_check=True)
 
 
-def _reason(exc: BaseException) -> str:
+def exception_reason(exc: BaseException) -> str:
     """The innermost message of libp2p's nested exception groups and chains."""
     while True:
         if isinstance(exc, BaseExceptionGroup) and exc.exceptions:

@@ -1,0 +1,217 @@
+"""Topic communities: the peers that hold a topic key, found through gossipsub and DHT provider records.
+
+A node subscribes to one gossipsub topic per key it holds (`topicswarm/topic/<key>`), so an announcement on
+it reaches every peer of the community and no peer outside it. Announcements are small `TopicAnnouncement`
+frames: changes are coalesced until the next send, each gossip topic gets at most
+`announce_rate_per_topic` messages per second (gossipsub silently drops above about 10 per peer and topic)
+and every frame stays far under gossipsub's silent 1 MiB cap. A newcomer finds a community through the
+DHT's provider records for the key; the DHT can list one provider several times, so results are deduplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from p2p.codec import decode_frame, encode_frame
+from p2p.errors import WireError
+from p2p.schemas import MAX_ANNOUNCED_TOPICS, TopicAnnouncement, TopicEntry
+
+log = logging.getLogger(__name__)
+
+GOSSIP_PREFIX = "topicswarm/topic/"
+DHT_PREFIX = "topicswarm:topic:"
+HEADER_SIZE = 4
+
+
+def gossip_topic(key: str) -> str:
+    return GOSSIP_PREFIX + key
+
+
+def provider_key(key: str) -> str:
+    """A hex multihash-free key for the DHT: sha256 of the topic key (the DHT takes hex as raw bytes)."""
+    return hashlib.sha256((DHT_PREFIX + key).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """A peer of the community says it holds `key`, with its newest model version (0: none yet)."""
+
+    key: str
+    peer_id: str
+    model_version: int
+
+
+OnAnnouncement = Callable[[Announcement], Awaitable[None]]
+
+
+class Communities:
+    """The topic keys one node holds, announced on gossipsub and in the DHT; a callback hears the others."""
+
+    def __init__(
+        self, p2p: Any, guard: Any, on_announcement: OnAnnouncement | None = None, clock=time.monotonic
+    ):
+        self.p2p = p2p
+        self.guard = guard
+        self.settings = p2p.settings
+        self.on_announcement = on_announcement
+        self.clock = clock
+        self.versions: dict[str, int] = {}
+        self.members: dict[str, dict[str, float]] = {}
+        self._dirty: set[str] = set()
+        self._last_sent: dict[str, float] = {}
+        self._subscriptions: dict[str, Any] = {}
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def own_id(self) -> str:
+        return str(self.p2p.peer_id)
+
+    async def hold(self, key: str, model_version: int = 0) -> None:
+        """Join the community of `key` (idempotent) and announce the version at the next send."""
+        TopicAnnouncement(self.own_id, (TopicEntry(key, model_version),))  # the key must be a valid topic
+        if key not in self._subscriptions:
+            self._subscriptions[key] = await self.p2p.pubsub.subscribe(gossip_topic(key))
+            if self._nursery is not None:
+                self._nursery.start_soon(self._listen, key, self._subscriptions[key])
+            self.members.setdefault(key, {})
+        self.versions[key] = max(model_version, self.versions.get(key, 0))
+        self._mark(key)
+
+    async def leave(self, key: str) -> None:
+        if self._subscriptions.pop(key, None) is not None:
+            await self.p2p.pubsub.unsubscribe(gossip_topic(key))
+        self.versions.pop(key, None)
+        self.members.pop(key, None)
+
+    def announce(self, key: str, model_version: int) -> None:
+        """A new model version of a held key: announced soon, coalesced with other changes."""
+        self.versions[key] = max(model_version, self.versions.get(key, 0))
+        self._mark(key)
+
+    def community(self, key: str) -> list[str]:
+        """Peers heard announcing `key` (gossip subscribers seen by this node's router count too)."""
+        heard = set(self.members.get(key, {}))
+        heard.update(str(p) for p in self.p2p.pubsub.peer_topics.get(gossip_topic(key), ()))
+        heard.discard(self.own_id)
+        return sorted(heard)
+
+    async def find_providers(self, key: str, count: int = 20) -> list[tuple[str, list[str]]]:
+        """Peers the DHT lists as holding `key`, once each: (peer id, addresses)."""
+        if self.p2p.dht is None:
+            return []
+        seen: dict[str, list[str]] = {}
+        for info in await self.p2p.dht.find_providers(provider_key(key), count):
+            peer = str(info.peer_id)
+            if peer != self.own_id:
+                seen.setdefault(peer, []).extend(
+                    str(a) for a in info.addrs if str(a) not in seen.get(peer, [])
+                )
+        return list(seen.items())
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen to the held topics and send announcements until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for key, subscription in self._subscriptions.items():
+                nursery.start_soon(self._listen, key, subscription)
+            nursery.start_soon(self._provide_periodically)
+            task_status.started()
+            await self._announce_loop()
+
+    # -- sending ----------------------------------------------------------------------------------------
+    def _mark(self, key: str) -> None:
+        self._dirty.add(key)
+        self._wake.set()
+
+    async def _announce_loop(self) -> None:
+        min_gap = 1.0 / self.settings.announce_rate_per_topic
+        while True:
+            with trio.move_on_after(self.settings.announce_interval):
+                await self._wake.wait()
+            self._wake = trio.Event()
+            if not self._dirty:  # the periodic re-announcement tells newcomers
+                self._dirty.update(self.versions)
+            now = self.clock()
+            due = [
+                k
+                for k in self._dirty
+                if now - self._last_sent.get(k, -1e18) >= min_gap and k in self.versions
+            ]
+            for key in due[: self.settings.announce_batch_max]:
+                self._dirty.discard(key)
+                self._last_sent[key] = now
+                await self._publish(key)
+            if self._dirty:  # rate-limited keys wait for their gap to pass
+                await trio.sleep(min_gap / 2)
+                self._wake.set()
+
+    async def _publish(self, key: str) -> None:
+        message = TopicAnnouncement(self.own_id, (TopicEntry(key, self.versions[key]),))
+        frame = encode_frame(message, TopicAnnouncement.MAX_FRAME)
+        try:
+            await self.p2p.pubsub.publish(gossip_topic(key), frame)
+        except Exception as exc:  # a publish with no peers yet must not stop the loop
+            log.info("announcement of %s not sent: %s", key, exc)
+
+    async def _provide_periodically(self) -> None:
+        """Provider records expire in the DHT, so they are renewed (less often than gossip announcements)."""
+        if self.p2p.dht is None:
+            return
+        while True:
+            for key in list(self.versions):
+                try:
+                    await self.p2p.dht.provide(provider_key(key))
+                except Exception as exc:
+                    log.info("DHT provider record for %s not stored: %s", key, exc)
+            await trio.sleep(max(self.settings.announce_interval, 1.0) * 5)
+
+    # -- receiving --------------------------------------------------------------------------------------
+    async def _listen(self, key: str, subscription: Any) -> None:
+        while key in self._subscriptions:
+            message = await subscription.get()
+            sender = _peer_str(message.from_id)
+            if sender == self.own_id:
+                continue  # gossipsub delivers a publisher its own messages
+            announcement = self._decode(sender, key, message.data)
+            if announcement is None:
+                continue
+            self.members.setdefault(key, {})[sender] = time.time()
+            if self.on_announcement is not None:
+                try:
+                    await self.on_announcement(announcement)
+                except Exception:
+                    log.exception("announcement handler failed on %s from %s", key, sender)
+
+    def _decode(self, sender: str, key: str, data: bytes) -> Announcement | None:
+        try:
+            self.guard.admit(sender)
+            if (
+                len(data) < HEADER_SIZE
+                or int.from_bytes(data[:HEADER_SIZE], "big") != len(data) - HEADER_SIZE
+            ):
+                raise WireError("truncated_frame", "announcement frame length does not match the message")
+            message = decode_frame(data[HEADER_SIZE:], TopicAnnouncement)
+            if message.origin != sender:
+                raise WireError("wrong_origin", f"announcement claims origin {message.origin[:16]}...")
+            entry = next((t for t in message.topics if t.key == key), None)
+            if entry is None or len(message.topics) > MAX_ANNOUNCED_TOPICS:
+                raise WireError("bad_value", f"announcement on {key!r} does not name that topic")
+        except WireError as error:
+            if error.reason not in ("banned", "rate_limited"):
+                self.guard.reject(sender, error)
+            return None
+        return Announcement(key, sender, entry.model_version)
+
+
+def _peer_str(raw: bytes) -> str:
+    from libp2p.peer.id import ID
+
+    return str(ID(raw))

@@ -1,0 +1,239 @@
+"""Membership by epidemic push-pull neighbour exchange (thesis 3.3.1).
+
+Each peer keeps a bounded list of (peer id, addresses, last contact time). Every `exchange_period` it picks a
+random neighbour and both send their lists (each includes itself, contacted now); both merge, keeping the
+younger timestamp of an entry they share, drop entries older than the TTL and trim randomly to the bound.
+One live address is enough to join; leaving needs nothing: a dead peer is contacted by nobody, its newest
+timestamp stops growing and every list drops it once the TTL has passed.
+
+`NeighbourList` is the pure logic (a clock is injected; timestamps are unix seconds since they cross
+machines); `Membership` runs it over the `/topicswarm/neighbours/1.0.0` protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from p2p.errors import P2PError
+from p2p.schemas import MAX_ADDRS_PER_PEER, MAX_NEIGHBOURS, NeighbourEntry, NeighbourExchange
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    peer_id: str
+    addrs: tuple[str, ...]
+    last_contact: float
+
+
+class NeighbourList:
+    """The bounded neighbour list of one peer and the thesis's merge rules; no I/O."""
+
+    def __init__(
+        self, own_id: str, bound: int, ttl: float, clock: Clock = time.time, rng: random.Random | None = None
+    ) -> None:
+        if bound < 1 or ttl <= 0:
+            raise ValueError("the neighbour list needs bound >= 1 and ttl > 0")
+        self.own_id = own_id
+        self.bound = min(bound, MAX_NEIGHBOURS - 1)
+        self.ttl = ttl
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self._entries: dict[str, Neighbour] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, peer_id: object) -> bool:
+        return peer_id in self._entries
+
+    def get(self, peer_id: str) -> Neighbour | None:
+        return self._entries.get(peer_id)
+
+    def peers(self) -> list[Neighbour]:
+        return list(self._entries.values())
+
+    def touch(self, peer_id: str, addrs: Sequence[str] = ()) -> None:
+        """Record a direct contact with `peer_id` now (its addresses replace older ones when given)."""
+        if peer_id == self.own_id:
+            return
+        old = self._entries.get(peer_id)
+        kept = tuple(addrs)[:MAX_ADDRS_PER_PEER] or (old.addrs if old else ())
+        self._entries[peer_id] = Neighbour(peer_id, kept, self.clock())
+        self._settle()
+
+    def merge(self, entries: Iterable[Neighbour]) -> None:
+        """Take a peer's list: shared entries keep the younger timestamp; stale ones go, then trim.
+
+        A timestamp from the future (a skewed or lying clock) counts as now, so no entry can outlive the
+        TTL by more than one exchange after its last real contact."""
+        now = self.clock()
+        for entry in entries:
+            if entry.peer_id == self.own_id:
+                continue
+            stamped = Neighbour(entry.peer_id, entry.addrs[:MAX_ADDRS_PER_PEER], min(entry.last_contact, now))
+            old = self._entries.get(entry.peer_id)
+            if old is None or stamped.last_contact > old.last_contact:
+                self._entries[entry.peer_id] = (
+                    stamped if stamped.addrs or old is None else _with(old, stamped)
+                )
+        self._settle()
+
+    def remove(self, peer_id: str) -> None:
+        self._entries.pop(peer_id, None)
+
+    def expire(self) -> list[str]:
+        """Drop entries whose last contact is older than the TTL; their peer ids."""
+        horizon = self.clock() - self.ttl
+        stale = [p for p, n in self._entries.items() if n.last_contact < horizon]
+        for peer_id in stale:
+            del self._entries[peer_id]
+        return stale
+
+    def pick(self) -> Neighbour | None:
+        """A random neighbour to exchange with (the thesis picks uniformly)."""
+        return self.rng.choice(list(self._entries.values())) if self._entries else None
+
+    def snapshot(self, own_addrs: Sequence[str]) -> list[Neighbour]:
+        """What this peer sends: its list plus itself, contacted now."""
+        own = Neighbour(self.own_id, tuple(own_addrs)[:MAX_ADDRS_PER_PEER], self.clock())
+        return [own, *self._entries.values()]
+
+    def _settle(self) -> None:
+        self.expire()
+        excess = len(self._entries) - self.bound
+        if excess > 0:
+            for peer_id in self.rng.sample(sorted(self._entries), excess):
+                del self._entries[peer_id]
+
+
+def _with(old: Neighbour, newer: Neighbour) -> Neighbour:
+    return Neighbour(old.peer_id, old.addrs, newer.last_contact)
+
+
+def to_message(entries: Iterable[Neighbour]) -> NeighbourExchange:
+    return NeighbourExchange(tuple(NeighbourEntry(n.peer_id, n.addrs, n.last_contact) for n in entries))
+
+
+def from_message(message: NeighbourExchange) -> list[Neighbour]:
+    return [Neighbour(e.peer_id, e.addrs, e.last_contact) for e in message.entries]
+
+
+class MembershipError(P2PError):
+    """Joining failed: no bootstrap address answered."""
+
+
+class Membership:
+    """Runs the push-pull exchange for one host (`p2p.host.P2PHost`) over `p2p.protocols.Protocols`."""
+
+    def __init__(self, p2p: Any, protocols: Any, clock: Clock = time.time, rng: random.Random | None = None):
+        settings = p2p.settings
+        self.p2p = p2p
+        self.protocols = protocols
+        self.settings = settings
+        self.neighbours = NeighbourList(
+            str(p2p.peer_id), settings.neighbour_list_size, settings.neighbour_ttl, clock, rng
+        )
+        self.rng = self.neighbours.rng
+        self.rounds = 0
+        protocols.serve_neighbours(self._answer)
+        if settings.enable_mdns:
+            self._listen_to_mdns()
+
+    def peer_ids(self) -> list[str]:
+        return [n.peer_id for n in self.neighbours.peers()]
+
+    async def join(self, bootstrap: Sequence[str] | None = None) -> str:
+        """Exchange lists with the first bootstrap address that answers; the peer id it belongs to."""
+        addrs = list(self.settings.bootstrap if bootstrap is None else bootstrap)
+        failures = []
+        for addr in addrs:
+            try:
+                peer = await self.p2p.connect_addr(addr)
+                await self.exchange_with(str(peer))
+                return str(peer)
+            except P2PError as exc:
+                failures.append(f"{addr}: {exc}")
+                log.warning("bootstrap %s failed: %s", addr, exc)
+        raise MembershipError("no bootstrap address answered: " + "; ".join(failures or ["none given"]))
+
+    async def exchange_with(self, peer_id: str) -> None:
+        """One push-pull exchange with `peer_id` (dialled first if not connected)."""
+        entry = self.neighbours.get(peer_id)
+        if not self._connected(peer_id) and entry is not None:
+            await self.p2p.connect(_peer(peer_id), entry.addrs)
+        reply = await self.protocols.exchange_neighbours(peer_id, self._mine())
+        self._learn(peer_id, reply)
+        self.rounds += 1
+
+    async def exchange_once(self) -> str | None:
+        """Expire, pick a random neighbour and exchange with it; the peer contacted, or None."""
+        self.neighbours.expire()
+        target = self.neighbours.pick()
+        if target is None:
+            return None
+        try:
+            await self.exchange_with(target.peer_id)
+        except P2PError as exc:
+            log.info("neighbour exchange with %s failed: %s", target.peer_id, exc)
+        return target.peer_id
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Join (when bootstrap addresses are set) and exchange every `exchange_period` until cancelled."""
+        if self.settings.bootstrap:
+            try:
+                await self.join()
+            except MembershipError as exc:
+                log.warning("%s; waiting to be contacted", exc)
+        task_status.started()
+        while True:
+            # jitter keeps a crowd started together from exchanging in lock step
+            await trio.sleep(self.settings.exchange_period * self.rng.uniform(0.5, 1.5))
+            if not len(self.neighbours) and self.settings.bootstrap:
+                with contextlib.suppress(MembershipError):  # alone again: the bootstrap may be back
+                    await self.join()
+            await self.exchange_once()
+
+    def _mine(self) -> NeighbourExchange:
+        return to_message(self.neighbours.snapshot(self.p2p.transport_addrs()))
+
+    async def _answer(self, peer: str, request: NeighbourExchange) -> NeighbourExchange:
+        mine = self._mine()
+        self._learn(peer, request)
+        return mine
+
+    def _learn(self, peer: str, message: NeighbourExchange) -> None:
+        entries = from_message(message)
+        self.neighbours.merge(entries)
+        own_entry = next((e for e in entries if e.peer_id == peer), None)
+        self.neighbours.touch(peer, own_entry.addrs if own_entry else ())
+        for entry in self.neighbours.peers():
+            self.p2p.remember(_peer(entry.peer_id), entry.addrs, self.settings.neighbour_ttl)
+
+    def _connected(self, peer_id: str) -> bool:
+        return self.p2p.is_connected(_peer(peer_id))
+
+    def _listen_to_mdns(self) -> None:
+        from libp2p.discovery.events.peerDiscovery import peerDiscovery
+
+        def discovered(info: Any) -> None:
+            self.neighbours.touch(str(info.peer_id), [str(a) for a in info.addrs])
+
+        peerDiscovery.register_peer_discovered_handler(discovered)
+
+
+def _peer(peer_id: str) -> Any:
+    from libp2p.peer.id import ID
+
+    return ID.from_base58(peer_id)

@@ -1,0 +1,287 @@
+"""Request/response protocols over libp2p streams: one stream per exchange, length-prefixed msgpack frames.
+
+Every frame a peer sends passes `p2p.limits.PeerGuard` (ban check, per-peer rate limit, the message type's
+frame limit, strict schema validation); models and results are checked against their origin's signature.
+A violation is answered with `Reject`, logged with the peer and reason, and counted against the peer; the
+exchange is bounded by `request_timeout` and the number of handlers running at once is bounded too, so no
+peer can crash or stall the host. The served data comes from provider callbacks the node plugs in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import trio
+from libp2p.custom_types import TProtocol
+from libp2p.peer.id import ID
+
+from p2p.codec import HEADER_SIZE, decode_frame, encode_frame, read_frame
+from p2p.errors import P2PError, WireError
+from p2p.host import P2PHost, exception_reason
+from p2p.limits import PeerGuard, PeerLedger, RateLimiter
+from p2p.schemas import (
+    CovarianceReport,
+    CrossValidationReport,
+    Message,
+    MetaClassifierOffer,
+    MetaRequest,
+    ModelRequest,
+    ModelResponse,
+    NeighbourExchange,
+    Reject,
+    ResultSyncRequest,
+    ResultSyncResponse,
+    SignedModel,
+    SignedResult,
+)
+from p2p.signing import verify_model, verify_result
+
+log = logging.getLogger(__name__)
+
+NEIGHBOURS = TProtocol("/topicswarm/neighbours/1.0.0")
+MODEL = TProtocol("/topicswarm/model/1.0.0")
+RESULTS = TProtocol("/topicswarm/results/1.0.0")
+META = TProtocol("/topicswarm/meta/1.0.0")
+META_OFFER = TProtocol("/topicswarm/meta-offer/1.0.0")
+
+MAX_CONCURRENT_HANDLERS = 64
+"""Streams served at once; more are reset at once rather than queued (a flood must not build a backlog)."""
+
+M = TypeVar("M", bound=Message)
+Respond = Callable[[str, Any], Awaitable[Sequence[Message]]]
+ModelProvider = Callable[[str, "int | None"], Awaitable["SignedModel | None"]]
+"""(topic, version or None for the latest) -> the signed model, or None when this node has none."""
+
+
+@dataclass(frozen=True)
+class ResultPage:
+    """What a result provider returns: items after the cursor, the cursor to ask from next, and whether
+    more are waiting."""
+
+    items: Sequence[SignedResult]
+    next_cursor: int
+    more: bool = False
+
+
+ResultProvider = Callable[[str, int, int], Awaitable[ResultPage]]
+"""(topic, cursor, limit) -> the page of signed results after `cursor`."""
+MetaHandler = Callable[[str, MetaRequest], Awaitable[Sequence[Message]]]
+"""(peer, METAREQUEST) -> the replies: [CrossValidationReport, CovarianceReport] for "estimate",
+[MetaClassifierOffer] for "build"."""
+OfferHandler = Callable[[str, MetaClassifierOffer], Awaitable[MetaClassifierOffer]]
+"""(peer, its classifier offer) -> this node's own offer for the same session."""
+
+
+class ProtocolError(P2PError):
+    """A request to a peer failed: unreachable, too slow, refused, or answered against the rules."""
+
+
+class Protocols:
+    """The request/response protocols of one host: a client side and provider-backed handlers."""
+
+    def __init__(self, p2p: P2PHost, guard: PeerGuard | None = None) -> None:
+        settings = p2p.settings
+        self.p2p = p2p
+        self.guard = guard or PeerGuard(
+            RateLimiter(settings.requests_per_second, settings.request_burst),
+            PeerLedger(max_violations=settings.max_violations),
+        )
+        self.timeout = settings.request_timeout
+        self.bytes_in: Counter[str] = Counter()
+        self.bytes_out: Counter[str] = Counter()
+        self._handlers = trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS)
+
+    # -- serving ----------------------------------------------------------------------------------------
+    def serve(self, protocol: TProtocol, expected: type[Message], respond: Respond) -> None:
+        """Answer each `expected` request on `protocol` with the messages `respond(peer, request)` returns."""
+
+        async def handler(stream: Any) -> None:
+            peer = str(stream.muxed_conn.peer_id)
+            try:
+                self._handlers.acquire_nowait()
+            except trio.WouldBlock:
+                log.warning(
+                    "%s from %s refused: %d exchanges already running",
+                    protocol,
+                    peer,
+                    self._handlers.total_tokens,
+                )
+                await _reset(stream)
+                return
+            try:
+                with trio.fail_after(self.timeout):
+                    request = await self._receive(peer, stream, expected)
+                    for reply in await respond(peer, request):
+                        await self._send(peer, stream, reply)
+            except WireError as error:
+                await self._try_send(peer, stream, Reject(error.reason, error.detail[:200]))
+            except trio.TooSlowError:
+                self.guard.reject(peer, WireError("timeout", f"{protocol} exchange exceeded {self.timeout}s"))
+            except Exception as exc:  # a broken stream or a failing provider must not take the host down
+                log.warning("%s from %s failed: %s", protocol, peer, exception_reason(exc))
+            finally:
+                self._handlers.release()
+                await _close(stream)
+
+        self.p2p.host.set_stream_handler(protocol, handler)
+
+    def serve_neighbours(
+        self, respond: Callable[[str, NeighbourExchange], Awaitable[NeighbourExchange]]
+    ) -> None:
+        async def answer(peer: str, request: NeighbourExchange) -> list[Message]:
+            return [await respond(peer, request)]
+
+        self.serve(NEIGHBOURS, NeighbourExchange, answer)
+
+    def serve_models(self, provider: ModelProvider) -> None:
+        async def answer(peer: str, request: ModelRequest) -> list[Message]:
+            return [ModelResponse(request.topic, await provider(request.topic, request.version))]
+
+        self.serve(MODEL, ModelRequest, answer)
+
+    def serve_results(self, provider: ResultProvider) -> None:
+        async def answer(peer: str, request: ResultSyncRequest) -> list[Message]:
+            page = await provider(request.topic, request.cursor, request.limit)
+            items = tuple(page.items)[: request.limit]
+            more = page.more or len(page.items) > request.limit
+            return [ResultSyncResponse(request.topic, items, page.next_cursor, more)]
+
+        self.serve(RESULTS, ResultSyncRequest, answer)
+
+    def serve_meta(self, handler: MetaHandler, offers: OfferHandler | None = None) -> None:
+        self.serve(META, MetaRequest, handler)
+        if offers is not None:
+
+            async def answer(peer: str, offer: MetaClassifierOffer) -> list[Message]:
+                _verify_offer(offer)
+                return [await offers(peer, offer)]
+
+            self.serve(META_OFFER, MetaClassifierOffer, answer)
+
+    # -- requesting -------------------------------------------------------------------------------------
+    async def request(
+        self, peer: str | ID, protocol: TProtocol, message: Message, replies: Sequence[type[Message]]
+    ) -> list[Message]:
+        """Send `message` on a new stream and read one reply of each type in `replies`, in order."""
+        peer_id = peer if isinstance(peer, ID) else ID.from_base58(peer)
+        name = str(peer_id)
+        stream = None
+        try:
+            with trio.fail_after(self.timeout):
+                stream = await self.p2p.host.new_stream(peer_id, [protocol])
+                await self._send(name, stream, message)
+                return [await self._receive(name, stream, kind) for kind in replies]
+        except ProtocolError:
+            raise
+        except WireError as error:
+            raise ProtocolError(f"peer {name} answered {protocol} against the rules: {error}") from error
+        except trio.TooSlowError as exc:
+            raise ProtocolError(f"peer {name} did not answer {protocol} within {self.timeout}s") from exc
+        except Exception as exc:  # libp2p raises many kinds, wrapped in exception groups
+            raise ProtocolError(f"peer {name} unreachable for {protocol}: {exception_reason(exc)}") from exc
+        finally:
+            if stream is not None:
+                await _close(stream)
+
+    async def exchange_neighbours(self, peer: str | ID, mine: NeighbourExchange) -> NeighbourExchange:
+        (reply,) = await self.request(peer, NEIGHBOURS, mine, [NeighbourExchange])
+        return reply  # type: ignore[return-value]
+
+    async def fetch_model(self, peer: str | ID, topic: str, version: int | None = None) -> SignedModel | None:
+        """The peer's model of `topic` (latest or `version`), signature checked; None if it has none."""
+        (reply,) = await self.request(peer, MODEL, ModelRequest(topic, version), [ModelResponse])
+        model = reply.model  # type: ignore[attr-defined]
+        if model is None:
+            return None
+        if version is not None and model.payload.version != version:
+            self._violation(
+                peer, WireError("bad_value", f"asked for version {version}, got {model.payload.version}")
+            )
+        self._checked(peer, verify_model, model)
+        return model
+
+    async def fetch_results(
+        self, peer: str | ID, topic: str, cursor: int = 0, limit: int = 500
+    ) -> ResultSyncResponse:
+        """One page of the peer's results of `topic` after `cursor`, every item's signature checked."""
+        request = ResultSyncRequest(topic, cursor, limit)
+        (reply,) = await self.request(peer, RESULTS, request, [ResultSyncResponse])
+        if len(reply.items) > limit:  # type: ignore[attr-defined]
+            self._violation(peer, WireError("too_many_items", f"{len(reply.items)} items > limit {limit}"))  # type: ignore[attr-defined]
+        for item in reply.items:  # type: ignore[attr-defined]
+            self._checked(peer, verify_result, item)
+        return reply  # type: ignore[return-value]
+
+    async def meta_request(self, peer: str | ID, request: MetaRequest) -> list[Message]:
+        """METAREQUEST: "estimate" returns the peer's cross-validation and covariance reports, "build" its
+        classifier offer (signature checked)."""
+        if request.phase == "estimate":
+            return await self.request(peer, META, request, [CrossValidationReport, CovarianceReport])
+        (offer,) = await self.request(peer, META, request, [MetaClassifierOffer])
+        self._checked(peer, _verify_offer, offer)
+        return [offer]
+
+    async def exchange_offers(self, peer: str | ID, mine: MetaClassifierOffer) -> MetaClassifierOffer:
+        """Swap classifiers with a peer of a meta session (estimation phase, fig. 3.6)."""
+        (offer,) = await self.request(peer, META_OFFER, mine, [MetaClassifierOffer])
+        self._checked(peer, _verify_offer, offer)
+        return offer  # type: ignore[return-value]
+
+    def traffic(self) -> dict[str, int]:
+        return {"in": sum(self.bytes_in.values()), "out": sum(self.bytes_out.values())}
+
+    # -- frames -----------------------------------------------------------------------------------------
+    async def _send(self, peer: str, stream: Any, message: Message) -> None:
+        frame = encode_frame(message, type(message).MAX_FRAME)
+        self.bytes_out[peer] += len(frame)
+        await stream.write(frame)
+
+    async def _receive(self, peer: str, stream: Any, expected: type[M]) -> M:
+        limit = max(expected.MAX_FRAME, Reject.MAX_FRAME)
+        self.guard.admit(peer)
+        try:
+            payload = await read_frame(stream, limit)
+            self.bytes_in[peer] += HEADER_SIZE + len(payload)
+            message = decode_frame(payload, None, limit)
+            if isinstance(message, Reject) and expected is not Reject:
+                raise ProtocolError(f"peer {peer} refused: {message.reason} {message.detail}")
+            if not isinstance(message, expected):
+                raise WireError("unexpected_type", f"got {type(message).__name__}, expected {expected.TYPE}")
+            return message
+        except WireError as error:
+            if error.reason != "closed":
+                self.guard.reject(peer, error)
+            raise
+
+    async def _try_send(self, peer: str, stream: Any, message: Message) -> None:
+        with contextlib.suppress(Exception):  # the peer may be gone already
+            await self._send(peer, stream, message)
+
+    def _violation(self, peer: str | ID, error: WireError) -> None:
+        self.guard.reject(str(peer), error)
+        raise ProtocolError(f"peer {peer} sent a rejected message: {error}") from error
+
+    def _checked(self, peer: str | ID, check: Callable[[Any], Any], value: Any) -> None:
+        try:
+            check(value)
+        except WireError as error:
+            self._violation(peer, error)
+
+
+def _verify_offer(offer: Any) -> None:
+    verify_model(offer.model)
+
+
+async def _close(stream: Any) -> None:
+    with trio.CancelScope(shield=True), trio.move_on_after(1), contextlib.suppress(Exception):
+        await stream.close()
+
+
+async def _reset(stream: Any) -> None:
+    with trio.CancelScope(shield=True), trio.move_on_after(1), contextlib.suppress(Exception):
+        await stream.reset()

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+
+from p2p.membership import Neighbour, NeighbourList
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_list(bound: int = 10, ttl: float = 60.0, clock: FakeClock | None = None) -> NeighbourList:
+    return NeighbourList("me", bound, ttl, clock or FakeClock(), random.Random(7))
+
+
+def test_merge_keeps_the_younger_timestamp_of_a_shared_entry():
+    neighbours = make_list()
+    neighbours.merge([Neighbour("a", ("/ip4/127.0.0.1/tcp/1",), 990.0)])
+    neighbours.merge([Neighbour("a", ("/ip4/127.0.0.1/tcp/2",), 980.0)])
+    assert neighbours.get("a") == Neighbour("a", ("/ip4/127.0.0.1/tcp/1",), 990.0)
+    neighbours.merge([Neighbour("a", ("/ip4/127.0.0.1/tcp/3",), 995.0)])
+    assert neighbours.get("a") == Neighbour("a", ("/ip4/127.0.0.1/tcp/3",), 995.0)
+
+
+def test_own_entry_is_never_kept():
+    neighbours = make_list()
+    neighbours.merge([Neighbour("me", (), 999.0), Neighbour("a", (), 999.0)])
+    assert [n.peer_id for n in neighbours.peers()] == ["a"]
+
+
+def test_entries_older_than_the_ttl_are_dropped():
+    clock = FakeClock()
+    neighbours = make_list(ttl=60.0, clock=clock)
+    neighbours.merge([Neighbour("old", (), 930.0), Neighbour("young", (), 990.0)])
+    assert "old" not in neighbours and "young" in neighbours
+    clock.now = 1051.0
+    assert neighbours.expire() == ["young"]
+    assert len(neighbours) == 0
+
+
+def test_future_timestamps_count_as_now_so_they_still_expire():
+    clock = FakeClock()
+    neighbours = make_list(ttl=60.0, clock=clock)
+    neighbours.merge([Neighbour("liar", (), 1e9)])
+    clock.now = 1061.0
+    neighbours.expire()
+    assert "liar" not in neighbours
+
+
+def test_list_is_trimmed_randomly_to_the_bound():
+    neighbours = make_list(bound=5)
+    neighbours.merge([Neighbour(f"p{i}", (), 999.0) for i in range(20)])
+    assert len(neighbours) == 5
+    other = NeighbourList("me", 5, 60.0, FakeClock(), random.Random(8))
+    other.merge([Neighbour(f"p{i}", (), 999.0) for i in range(20)])
+    assert {n.peer_id for n in neighbours.peers()} != {n.peer_id for n in other.peers()}
+
+
+def test_snapshot_includes_self_contacted_now():
+    clock = FakeClock(1234.0)
+    neighbours = make_list(clock=clock)
+    neighbours.touch("a", ["/ip4/127.0.0.1/tcp/9"])
+    snapshot = neighbours.snapshot(["/ip4/127.0.0.1/tcp/1"])
+    assert snapshot[0] == Neighbour("me", ("/ip4/127.0.0.1/tcp/1",), 1234.0)
+    assert snapshot[1] == Neighbour("a", ("/ip4/127.0.0.1/tcp/9",), 1234.0)
+
+
+def test_epidemic_spreads_over_many_lists_in_a_few_rounds():
+    """Push-pull between random neighbours: 64 peers knowing only peer 0 all learn one another's ids."""
+    clock = FakeClock()
+    rng = random.Random(3)
+    lists = {f"p{i}": NeighbourList(f"p{i}", 40, 600.0, clock, rng) for i in range(64)}
+    for name, neighbours in lists.items():
+        if name != "p0":
+            neighbours.touch("p0")
+    for _ in range(12):
+        for neighbours in lists.values():
+            target = neighbours.pick()
+            if target is None:
+                continue
+            mine, theirs = neighbours.snapshot([]), lists[target.peer_id].snapshot([])
+            lists[target.peer_id].merge(mine)
+            neighbours.merge(theirs)
+    assert all(len(neighbours) == 40 for neighbours in lists.values())
+    assert len(set().union(*({n.peer_id for n in nl.peers()} for nl in lists.values()))) == 64
+
+
+async def _wait_until(predicate, timeout: float) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.05)
+
+
+@pytest.mark.trio
+async def test_three_peers_join_through_one_bootstrap_address_and_learn_each_other(start_services):
+    with trio.fail_after(30):
+        async with start_services(3) as nodes:
+            ids = {n.peer_id for n in nodes}
+            await _wait_until(
+                lambda: all(set(n.membership.peer_ids()) == ids - {n.peer_id} for n in nodes), timeout=20
+            )
+
+
+@pytest.mark.trio
+@pytest.mark.slow
+async def test_killed_peer_disappears_from_the_others_lists_after_the_ttl(start_services):
+    ttl = 2.0
+    with trio.fail_after(40):
+        async with start_services(3, neighbour_ttl=ttl) as nodes:
+            ids = {n.peer_id for n in nodes}
+            await _wait_until(
+                lambda: all(set(n.membership.peer_ids()) == ids - {n.peer_id} for n in nodes), timeout=20
+            )
+            dead = nodes[2]
+            dead.kill()
+            killed_at = trio.current_time()
+            await _wait_until(lambda: all(dead.peer_id not in n.membership.peer_ids() for n in nodes[:2]), 20)
+            assert (
+                trio.current_time() - killed_at <= ttl + 3.0
+            )  # gone by TTL + one exchange period (hang guard)
+            assert nodes[1].peer_id in nodes[0].membership.peer_ids()
