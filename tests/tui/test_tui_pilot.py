@@ -53,8 +53,8 @@ async def test_every_screen_is_reachable_by_keys(node_data):
         expected = [DashboardScreen, TopicsScreen, ResultsScreen, PeersScreen, MetaScreen, RefineScreen]
         for key, screen in zip("123456", expected, strict=True):
             if isinstance(app.screen, ResultsScreen):
-                await pilot.press("escape", "tab")  # leave the search box, whose keys are text
-                app.screen.query_one(DataTable).focus()
+                await pilot.press("escape")  # leave the search box, whose keys are text
+                await settle(pilot, lambda: isinstance(app.focused, DataTable))
             await pilot.press(key)
             await settle(pilot, lambda screen=screen: isinstance(app.screen, screen))
         await pilot.press("question_mark")

@@ -138,7 +138,7 @@ class FixedLink(NodeLink):
                 ("Index Types", "Multicolumn"),
                 14,
                 2,
-                "proposed",
+                "open",
             ),
             Proposal(
                 "p2",
@@ -148,7 +148,7 @@ class FixedLink(NodeLink):
                 ("Transaction Isolation",),
                 9,
                 1,
-                "proposed",
+                "open",
             ),
         ]
 

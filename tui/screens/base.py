@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from node.client import ClientError
 from tui.widgets.nav import NavBar
@@ -25,7 +25,11 @@ class NodeScreen(Screen[None]):
     """A screen over one node; subclasses compose `body()` and load their data in `reload()`."""
 
     NAME = ""
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "reload", "Refresh")]
+    LIST = ""  # selector of the screen's main list, where Escape from a text field goes
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "reload", "Refresh"),
+        Binding("escape", "leave_field", "Leave field", show=False),
+    ]
 
     @property
     def swarm(self) -> TopicSwarmApp:
@@ -47,6 +51,16 @@ class NodeScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         self.swarm.paint_status_bar(self.query_one(StatusBar))
         self.reload()
+
+    def action_leave_field(self) -> None:
+        """Escape from a text field to the screen's list, so the keys 1-6 and the screen's keys work again."""
+        if not isinstance(self.focused, Input):
+            return
+        target = next(iter(self.query(self.LIST)), None) if self.LIST else None
+        if target is None or not target.focusable:
+            target = next((w for w in self.focus_chain if not isinstance(w, Input)), None)
+        if target is not None:
+            target.focus()
 
     def action_reload(self) -> None:
         self.reload()

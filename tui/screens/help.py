@@ -18,6 +18,7 @@ HELP = """\
 | 1-6 | anywhere (not while typing) | dashboard, topics, results, peers, meta, refine |
 | ctrl+p | anywhere | command palette (screens, start/pause/stop crawling, theme) |
 | tab / shift+tab | anywhere | move between fields and lists |
+| escape | in a text field | leave it for the screen's list (then 1-6 and the keys below work) |
 | r | any screen | refresh from the node |
 | q | anywhere | quit (the node keeps running) |
 | s / p / x | topics | start / pause / stop crawling the selected topic |

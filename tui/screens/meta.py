@@ -33,6 +33,7 @@ def build_report(answer: dict) -> str:
 
 class MetaScreen(NodeScreen):
     NAME = "meta"
+    LIST = "#meta-topic"
     AUTO_FOCUS = "#meta-topic"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left_square_bracket", "step(-1)", "Loss -"),

@@ -31,6 +31,7 @@ def proposal_details(p: Proposal) -> str:
 
 class RefineScreen(NodeScreen):
     NAME = "refine"
+    LIST = "#proposals"
     AUTO_FOCUS = "#proposals"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("g", "propose", "Propose"),

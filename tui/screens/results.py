@@ -39,6 +39,7 @@ def preview(hit: Hit) -> str:
 
 class ResultsScreen(NodeScreen):
     NAME = "results"
+    LIST = "#hits"
     AUTO_FOCUS = "#query"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_search", "Search"),
@@ -66,9 +67,10 @@ class ResultsScreen(NodeScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#hits", DataTable)
-        table.add_column("title", width=30, key="title")
+        # 22 + 10 + 10 + 4 plus a padding of 2 per column fit the table's 56 columns at 100x30
+        table.add_column("title", width=22, key="title")
         table.add_column("origin", width=10, key="origin")
-        table.add_column("topic", width=11, key="topic")
+        table.add_column("topic", width=10, key="topic")
         table.add_column("conf", width=4, key="conf")
         self.query_one("#query", Input).focus()
 
