@@ -14,6 +14,8 @@ from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTr
 from p2p.host import NetworkError
 from p2p.identity import IdentityError, load_or_create_identity, peer_id_of
 
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
+
 
 def test_identity_created_on_first_start_with_owner_only_mode(tmp_path):
     path = tmp_path / "data" / "identity.key"

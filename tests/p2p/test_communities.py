@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import trio
+
+from p2p.communities import provider_key
+from p2p.wire_testing import sample_model
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
+
+
+def own_model(node, topic: str, version: int = 1):
+    return sample_model(SimpleNamespace(peer_id=node.peer_id), topic=topic, version=version, n_features=4096)
+
+
+async def _wait_until(predicate, timeout: float) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.05)
+
+
+@pytest.mark.trio
+@pytest.mark.slow
+async def test_published_model_reaches_every_community_peer_and_no_peer_outside(start_services):
+    with trio.fail_after(60):
+        async with start_services(4) as nodes:
+            received: dict[str, list] = {n.peer_id: [] for n in nodes}
+            for node in nodes:
+                node.on_model(lambda model, peer, node=node: received[node.peer_id].append((model, peer)))
+            for node in nodes[1:3]:
+                await node.hold_topic("databases")
+            await nodes[3].hold_topic("astronomy")
+            signed = await nodes[0].publish_model("databases", own_model(nodes[0], "databases"))
+            await _wait_until(lambda: all(received[n.peer_id] for n in nodes[1:3]), timeout=40)
+            for node in nodes[1:3]:
+                model, peer = received[node.peer_id][0]
+                assert peer == nodes[0].peer_id
+                assert model == signed
+            await trio.sleep(1.5)  # several announcement periods more: the outsider still hears nothing
+            assert received[nodes[3].peer_id] == []
+            assert received[nodes[0].peer_id] == []  # gossipsub echoes a publisher's own messages: ignored
+            assert nodes[0].peer_id in nodes[1].communities.community("databases")
+            assert "databases" not in nodes[3].communities.versions
+
+
+@pytest.mark.trio
+async def test_a_newcomer_finds_a_community_through_deduplicated_dht_providers(start_hosts):
+    from p2p.communities import Communities
+    from p2p.protocols import Protocols
+
+    with trio.fail_after(30):
+        async with start_hosts(2) as (a, b):
+            await b.connect_addr(a.addrs()[0])
+            await a.dht.add_peer(b.peer_id, skip_server_mode_check=True)
+            for _ in range(3):  # providing again must not list the peer again
+                await a.dht.provide(provider_key("databases"))
+            communities = Communities(b, Protocols(b).guard)
+            providers = await communities.find_providers("databases")
+            assert [peer for peer, _ in providers] == [str(a.peer_id)]
+            assert await communities.find_providers("astronomy") == []

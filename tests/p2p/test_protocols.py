@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import trio
+from libp2p.custom_types import TProtocol
+
+from p2p.codec import decode_frame, read_frame
+from p2p.protocols import MODEL, ProtocolError, Protocols, ResultPage
+from p2p.schemas import CrawlResult, Reject, SignedModel
+from p2p.signing import sign_model
+from p2p.wire_testing import sample_model, wire_key
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
+
+
+def results(origin: str, start: int, count: int) -> list[CrawlResult]:
+    return [
+        CrawlResult(
+            url=f"http://127.0.0.3:8080/docs/page{n}.html",
+            title=f"Page {n}",
+            preview="PostgreSQL is an object-relational database",
+            topic="databases",
+            confidence=0.5,
+            fingerprint=f"{n:016x}",
+            origin=origin,
+            fetched_at=1_700_000_000.0 + n,
+        )
+        for n in range(start, start + count)
+    ]
+
+
+@pytest.mark.trio
+async def test_result_sync_transfers_exactly_the_new_items_and_resumes_from_its_cursor(start_services):
+    with trio.fail_after(40):
+        async with start_services(2) as (a, b):
+            a.add_results("databases", results(a.peer_id, 0, 3))
+            first, cursor = await b.sync_results(a.peer_id, "databases", 0)
+            assert [r.url for r in first] == [r.url for r in results(a.peer_id, 0, 3)]
+            a.add_results("databases", results(a.peer_id, 3, 2))
+            second, cursor = await b.sync_results(a.peer_id, "databases", cursor)
+            assert [r.fingerprint for r in second] == [f"{n:016x}" for n in (3, 4)]
+            third, same = await b.sync_results(a.peer_id, "databases", cursor)
+            assert third == [] and same == cursor
+
+
+@pytest.mark.trio
+async def test_result_sync_pages_through_more_than_one_response(start_services):
+    with trio.fail_after(40):
+        async with start_services(2) as (a, b):
+            a.add_results("databases", results(a.peer_id, 0, 1203))
+            items, cursor = await b.sync_results(a.peer_id, "databases", 0)
+            assert len({r.url for r in items}) == 1203 and cursor == 1203
+
+
+@pytest.mark.trio
+async def test_garbage_request_is_rejected_counted_and_the_host_keeps_serving(start_hosts):
+    with trio.fail_after(30):
+        async with start_hosts(3) as (a, bad, honest):
+            server = Protocols(a)
+            model = sign_model(a.host.get_private_key(), sample_model(_named(a), "databases"))
+
+            async def provide(topic, version):
+                return model
+
+            server.serve_models(provide)
+            await bad.connect_addr(a.addrs()[0])
+            stream = await bad.host.new_stream(a.peer_id, [TProtocol(MODEL)])
+            await stream.write(b"\x00\x00\x00\x05\xc1\xc1\xc1\xc1\xc1")  # 0xc1 is never valid msgpack
+            reply = decode_frame(await read_frame(stream, Reject.MAX_FRAME))
+            await stream.close()
+            assert isinstance(reply, Reject) and reply.reason == "malformed_msgpack"
+            record = server.guard.ledger.record_of(str(bad.peer_id))
+            assert record is not None and record.reasons["malformed_msgpack"] == 1
+            await honest.connect_addr(a.addrs()[0])
+            fetched = await Protocols(honest).fetch_model(a.peer_id, "databases")
+            assert fetched == model
+
+
+@pytest.mark.trio
+async def test_model_with_a_bad_signature_is_refused_and_counted_against_the_server(start_hosts):
+    with trio.fail_after(30):
+        async with start_hosts(2) as (a, b):
+            server = Protocols(a)
+            genuine = sign_model(wire_key(1), sample_model(wire_key(1), "databases"))
+            forged = SignedModel(genuine.payload, bytes(64))
+
+            async def provide(topic, version):
+                return forged
+
+            server.serve_models(provide)
+            await b.connect_addr(a.addrs()[0])
+            client = Protocols(b)
+            with pytest.raises(ProtocolError, match="bad_signature"):
+                await client.fetch_model(a.peer_id, "databases")
+            assert client.guard.ledger.record_of(str(a.peer_id)).reasons["bad_signature"] == 1
+
+
+@pytest.mark.trio
+async def test_requests_above_the_rate_limit_are_refused(start_hosts):
+    with trio.fail_after(30):
+        async with start_hosts(2, requests_per_second=0.1, request_burst=2) as (a, b):
+            server = Protocols(a)
+
+            async def provide(topic, cursor, limit):
+                return ResultPage((), cursor)
+
+            server.serve_results(provide)
+            await b.connect_addr(a.addrs()[0])
+            client = Protocols(b)
+            for _ in range(2):
+                await client.fetch_results(a.peer_id, "databases")
+            with pytest.raises(ProtocolError, match="rate_limited"):
+                await client.fetch_results(a.peer_id, "databases")
+            assert server.guard.ledger.record_of(str(b.peer_id)).reasons["rate_limited"] == 1
+
+
+def _named(host):
+    return dataclasses.make_dataclass("Named", [("peer_id", str)])(str(host.peer_id))
