@@ -368,14 +368,18 @@ class Crawler:
     async def _fetch_one(
         self, entry: FrontierEntry, send: trio.MemorySendChannel, limiter: trio.Semaphore
     ) -> None:
+        # The request slot is held until processing accepts the result: when parsing and storing fall
+        # behind (a busy CPU), fetching waits instead of piling fetched bodies up in memory.
         try:
-            result = await self.fetcher.fetch(entry.url)
+            try:
+                result = await self.fetcher.fetch(entry.url)
+            finally:
+                self.frontier.release(entry)
+                self._in_flight -= 1
+                self._wake.set()
+            await send.send((entry, result))
         finally:
             limiter.release()
-            self.frontier.release(entry)
-            self._in_flight -= 1
-            self._wake.set()
-        await send.send((entry, result))
 
     # -- processing ---------------------------------------------------------------------------------------
     async def _process_loop(self, receive: trio.MemoryReceiveChannel) -> None:

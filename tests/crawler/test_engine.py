@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -291,4 +292,37 @@ async def test_crawl_of_the_fixture_web_served_by_simnet(tmp_path):
     assert len(page_requests) == len(set(page_requests)), "a page was requested twice"
     hub = repo.document_by_url(web.hub_url)
     assert len(repo.links_of(hub["id"])) >= len(web.sites)
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_fetched_pages_wait_for_processing_instead_of_piling_up(tmp_path):
+    """Slow processing (a busy CPU) must hold fetching back: memory stays bounded by the settings."""
+    pages = site(300)
+    fetcher = FakeFetcher(pages)
+    peak = 0
+
+    def slow_score(page):
+        time.sleep(0.002)  # processing far slower than the in-memory fetcher
+        return PageVerdict(None, 1.0, True)
+
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=4, write_batch_size=2, parse_in_thread=False)
+    crawler = Crawler(
+        repo, crawler.settings, fetcher=fetcher, politeness=fetcher.politeness, score_page=slow_score
+    )
+    crawler.add_seeds(["http://a.test/"])
+
+    async def watch():
+        nonlocal peak
+        while True:
+            peak = max(peak, crawler._pending)
+            await trio.sleep(0)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch)
+        await crawler.run()
+        nursery.cancel_scope.cancel()
+    assert repo.document_count() == 301
+    # requests in flight + results queued for processing + the batch being processed
+    assert peak <= 4 + 2 + 2, peak
     repo.close()
