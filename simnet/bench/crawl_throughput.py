@@ -25,6 +25,7 @@ import trio
 from crawler.engine import Crawler
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
+from simnet.bench.rawhttp import read_response
 from simnet.web import load_web, serve_web_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,17 +53,10 @@ async def _load_worker(targets, index: int, stride: int, deadline: float, counts
             if t_host != host:
                 continue
             await stream.send_all(f"GET {path} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode())
-            while b"\r\n\r\n" not in buffer:
-                buffer += await stream.receive_some(65536)
-            head, buffer = buffer.split(b"\r\n\r\n", 1)
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            while len(buffer) < length:
-                buffer += await stream.receive_some(65536)
-            buffer = buffer[length:]
+            response = await read_response(stream, buffer)
+            if response is None:
+                return
+            buffer = response[2]
             counts[0] += 1
 
 

@@ -17,6 +17,7 @@ import time
 
 import trio
 
+from simnet.bench.rawhttp import read_response
 from simnet.web import load_web, serve_web_in_subprocess
 
 MAX_PATHS = 5000
@@ -36,23 +37,10 @@ async def fetch_loop(
             path = paths[index % len(paths)]
             index += 1
             await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            while b"\r\n\r\n" not in buffer:
-                data = await stream.receive_some(262144)
-                if not data:
-                    return
-                buffer += data
-            head, buffer = buffer.split(b"\r\n\r\n", 1)
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            while len(buffer) < length:
-                data = await stream.receive_some(262144)
-                if not data:
-                    return
-                buffer += data
-            buffer = buffer[length:]
+            response = await read_response(stream, buffer, chunk=262144)
+            if response is None:
+                return
+            head, length, buffer = response
             totals["requests"] += 1
             totals["bytes"] += length
             if not head.startswith(b"HTTP/1.1 200"):
