@@ -21,8 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-b
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 META_LOSS = 0.2
+MODELS_TIMEOUT = 60.0  # two cooperation rounds at the default interval and then some
 _HREF = re.compile(r'HREF="([^"]+)"', re.IGNORECASE)
 _FOLDER = re.compile(r"<H3[^>]*>(.*?)</H3>", re.IGNORECASE)
 
@@ -104,8 +107,11 @@ def _demo(root: Path, args: argparse.Namespace, stack: ExitStack) -> int:
         answer = client.import_topics(bookmarks_html=subset)
         say(f"node {i + 1}: imported {len(answer['imported'])} topics, {answer['seeds']} seed pages")
     wait_for_crawl(clients, args.pages, args.timeout)
+    if not args.offline:
+        wait_for_exchange(clients, MODELS_TIMEOUT)
     cooperate(clients)
-    summary = [node_summary(client) for client in clients]
+    truth = GroundTruth.of(mapped, web.label_of)
+    summary = [node_summary(client, node.data, truth) for client, node in zip(clients, nodes, strict=True)]
     if sys.stdout.isatty() and not args.no_ui and not args.json and tui_available():
         say(f"attaching the UI to node 1 ({nodes[0].data.root}); quit it to stop the demo")
         subprocess.run(
@@ -113,7 +119,7 @@ def _demo(root: Path, args: argparse.Namespace, stack: ExitStack) -> int:
         )
         return 0
     if args.json:
-        print(json.dumps({"nodes": summary}))
+        print(json.dumps({"nodes": summary, "loss": META_LOSS, "targets": truth.targets}))
     else:
         print(format_summary(summary))
     return 0
@@ -126,37 +132,12 @@ def map_bookmarks(html: str, mapper: Callable[[str], str | None]) -> str:
 
 
 def bookmark_subset(html: str, node: int, nodes: int) -> str:
-    """A different seed subset per node: in each topic folder with several bookmarks, node i leaves out
-    every bookmark j with (i + j) % nodes == 0 (at least one always stays); OTHERS folders stay whole."""
-    lines = html.splitlines(keepends=True)
-    kept: list[str] = []
-    folder, index, others = "", 0, False
-    counts = _bookmarks_per_folder(lines)
-    for line in lines:
-        heading = _FOLDER.search(line)
-        if heading:
-            folder, index = heading.group(1).strip(), 0
-            others = folder.lower() == "others"
-            kept.append(line)
-            continue
-        if _HREF.search(line):
-            j, index = index, index + 1
-            if not others and counts.get(folder, 0) >= 2 and nodes > 1 and (node + j) % nodes == 0:
-                continue
-        kept.append(line)
-    return "".join(kept)
+    """Node `node`'s seed subset: the community scenario's (simnet.scenarios.community.seed_subset), which
+    keeps at least two positives per topic, the fewest a local model trains on; with fewer (the fixture has
+    two bookmarks per topic) a node had no model of its own ('topic has no model yet')."""
+    from simnet.scenarios.community import seed_subset
 
-
-def _bookmarks_per_folder(lines: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    folder = ""
-    for line in lines:
-        heading = _FOLDER.search(line)
-        if heading:
-            folder = heading.group(1).strip()
-        elif _HREF.search(line):
-            counts[folder] = counts.get(folder, 0) + 1
-    return counts
+    return seed_subset(html, node, nodes)
 
 
 # -- node processes ---------------------------------------------------------------------------------------
@@ -262,6 +243,34 @@ def wait_for_crawl(clients: list[NodeClient], pages: int, timeout: float) -> Non
     say(f"crawl time is up ({timeout:.0f} s)")
 
 
+def wait_for_exchange(clients: list[NodeClient], timeout: float) -> None:
+    """Until every node holds a model of each of its topics from every other node and pooled some peer
+    results (bounded: the meta-classifiers are then built with what the nodes hold)."""
+    wanted = len(clients) - 1
+    deadline = time.monotonic() + timeout
+    short: list[int] = []
+    while wanted and time.monotonic() < deadline:
+        short = [i + 1 for i, client in enumerate(clients) if not _exchanged(client, wanted)]
+        if not short:
+            return
+        time.sleep(1.0)
+    if short:
+        say(f"models or pooled results still missing on node(s) {short} after {timeout:.0f} s")
+
+
+def _exchanged(client: NodeClient, wanted: int) -> bool:
+    try:
+        held = Counter(m["topic"] for m in client.models()["models"] if _received(m))
+    except NodeError:
+        return True  # no cooperation layer: nothing to wait for
+    topics = [t["key"] for t in client.topics()["topics"]]
+    return all(held[t] >= wanted for t in topics) and client.status()["documents"]["pooled"] > 0
+
+
+def _received(model: dict[str, Any]) -> bool:
+    return model.get("origin") not in (None, "local") and model.get("kind", "linear") == "linear"
+
+
 def cooperate(clients: list[NodeClient]) -> None:
     """With the cooperation layer: each node builds a meta-classifier per topic from its peers' models."""
     for i, client in enumerate(clients):
@@ -274,71 +283,123 @@ def cooperate(clients: list[NodeClient]) -> None:
                     return
                 say(f"node {i + 1}: meta-classifier for {topic} failed: {exc.detail}")
                 continue
-            measured = (built.get("measured") or {}).get("accuracy")
             say(
-                f"node {i + 1}: meta-classifier for {topic} from {built.get('peers_used')} peers, "
-                f"accuracy {measured}"
+                f"node {i + 1}: meta-classifier for {topic} from its own and {built.get('peers_used')} "
+                f"peers' models, {built.get('kept')} documents kept, {built.get('abstained')} abstained"
             )
 
 
-def node_summary(client: NodeClient) -> dict[str, Any]:
+# -- the summary ------------------------------------------------------------------------------------------
+_OWN_URLS = "SELECT url FROM documents WHERE origin IS NULL"
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """What the simulated web knows: each page's group, and the group each topic's bookmarks point into."""
+
+    label_of: Callable[[str], str | None]
+    targets: dict[str, str]
+
+    @classmethod
+    def of(cls, bookmarks_html: str, label_of: Callable[[str], str | None]) -> GroundTruth:
+        from crawler.taxonomy import parse_bookmarks
+        from simnet.scenarios.community import topic_targets
+
+        return cls(label_of, topic_targets(parse_bookmarks(bookmarks_html), label_of))
+
+
+def node_summary(client: NodeClient, data: DataDir, truth: GroundTruth) -> dict[str, Any]:
+    """Per node: what its API says, and harvest and filtering accuracy against the web's ground truth."""
+    from simnet.scenarios.community import filter_figures, read_only
+
     status = client.status()
-    topics = client.topics()["topics"]
     try:
         models = client.models()["models"]
     except NodeError:
         models = []
-    metas = {}
-    for topic in topics:
+    metas: dict[str, Any] = {}
+    for topic in client.topics()["topics"]:
         try:
             meta = client.meta(topic["key"])
-        except NodeError:
+        except NodeError as exc:
+            metas[topic["key"]] = {"missing": exc.detail}
             continue
-        metas[topic["key"]] = {"loss": meta.get("loss"), "accuracy": _accuracy_at(meta)}
-    harvest = status["harvest"]
+        members = meta.get("models") or []
+        metas[topic["key"]] = {
+            "loss": meta.get("loss"),
+            "kept": meta.get("kept"),
+            "abstained": meta.get("abstained"),
+            "peer_models": sum(1 for m in members if m.get("origin") != "local"),
+            "own_model": any(m.get("origin") == "local" for m in members),
+        }
+    with read_only(data.repository) as repo:
+        groups = set(truth.targets.values())
+        fetched = [truth.label_of(url) for (url,) in repo.db.execute(_OWN_URLS)]
+        filtering = filter_figures(repo, truth.targets, truth.label_of, META_LOSS)
+    for topic, figures in filtering["filter_topics"].items():
+        metas.setdefault(topic, {}).update(
+            {
+                "accuracy_local": figures["local"],
+                "accuracy_meta": figures["meta"],
+                "tested": figures["documents"],
+            }
+        )
     return {
         "peer_id": status["peer_id"],
         "pages": status["crawl"]["pages"],
-        "harvest_rate": sum(harvest.values()) / len(harvest) if harvest else 0.0,
-        "harvest": harvest,
+        "harvest": sum(g in groups for g in fetched) / len(fetched) if fetched else None,
+        "fetched": len(fetched),
+        "accepted_share": status["harvest"],
         "peers": status["peers_online"],
-        "models_received": sum(
-            1 for m in models if m.get("origin") not in (None, "local", status["peer_id"])
-        ),
+        "models_received": sum(1 for m in models if _received(m)),
         "documents": status["documents"],
         "meta": metas,
     }
 
 
-def _accuracy_at(meta: dict[str, Any]) -> float | None:
-    curve = meta.get("curve") or []
-    loss = meta.get("loss")
-    if not curve or loss is None:
-        return None
-    return min(curve, key=lambda p: abs(p["loss"] - loss)).get("accuracy")
-
-
 def format_summary(summary: list[dict[str, Any]]) -> str:
-    lines = ["", "demo summary"]
+    lines = [
+        "",
+        f"demo summary (ground truth: the simulated web's page groups; filtering at loss {META_LOSS})",
+    ]
     for i, node in enumerate(summary, start=1):
         lines.append(
             f"node {i} {(node['peer_id'] or 'offline')[:16]}: {node['pages']} pages, harvest rate "
-            f"{node['harvest_rate']:.2f}, {node['peers']} peers, {node['models_received']} models received, "
+            f"{_fmt(node['harvest'], 'no page fetched')} (share of its {node.get('fetched', 0)} pages in "
+            "a topic's group), "
+            f"{node['peers']} peers, {node['models_received']} models received, "
             f"{node['documents']['pooled']} pooled results"
         )
-        for topic, rate in sorted(node["harvest"].items()):
-            meta = node["meta"].get(topic)
-            meta_text = (
-                f"meta loss {_fmt(meta['loss'])} accuracy {_fmt(meta['accuracy'])}"
-                if meta
-                else "no meta-model"
+        for topic in sorted(node["meta"]):
+            lines.append(
+                f"    {topic:<12} {_topic_line(node['meta'][topic], node['accepted_share'].get(topic))}"
             )
-            lines.append(f"    {topic:<20} harvest {rate:.2f}  {meta_text}")
     return "\n".join(lines)
 
 
-def _fmt(value: Any) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def _topic_line(meta: dict[str, Any], accepted: float | None) -> str:
+    share = f"accepted/fetched {_fmt(accepted, 'no fetch')}"
+    if "missing" in meta or "loss" not in meta:
+        return f"{share}  meta-model n/a ({meta.get('missing', 'none built')})"
+    kept, abstained = meta["kept"] or 0, meta["abstained"] or 0
+    realised = abstained / (kept + abstained) if kept + abstained else None
+    tested = meta.get("tested")
+    why_untested = "not measured: no local model to compare" if tested is None else "nothing decided"
+    local = _fmt(meta.get("accuracy_local"), why_untested)
+    if meta["peer_models"] == 0:
+        combined = "n/a (no peer model held: the meta-model is the local model)"
+    else:
+        combined = _fmt(meta.get("accuracy_meta"), why_untested)
+    members = f"{'own + ' if meta.get('own_model', True) else 'no own model, '}{meta['peer_models']} peer"
+    return (
+        f"{share}  meta-model of {members} models: loss set {meta['loss']:.2f}, "
+        f"abstained {_fmt(realised, 'no documents')} of {kept + abstained}; "
+        f"accuracy on {tested if tested is not None else 0} unseen pages: local {local}, meta {combined}"
+    )
+
+
+def _fmt(value: float | None, why: str) -> str:
+    return f"n/a ({why})" if value is None else f"{value:.2f}"
 
 
 def tui_available() -> bool:
