@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from metamodels.calibration import PlattScaler, fit_platt
 from metamodels.errors import ModelFormatError, TrainingDataError
 from metamodels.features import FeatureConfig, Featurizer, IdfWeights, check_feature_space
 from metamodels.linear import LinearModel, train_linear_svm
@@ -29,6 +30,7 @@ from metamodels.mi import MI_KINDS, select_features
 TOPIC_MODEL_SCHEMA_VERSION = 1
 TOPIC_MODEL_KIND = "topic_model"
 ROOT = ""
+CONFIDENCES = ("mean", "platt")
 
 
 def topic_key(path: str | Sequence[str]) -> str:
@@ -53,22 +55,32 @@ class TopicModelSettings:
     threshold: float = 0.0  # a child is entered only when its normalised confidence exceeds this
     min_topic_features: int = 3  # N_w: fewer of a node's features in a document and it stays at the node
     min_indicators: int = 1  # a topic with indicator keywords needs this many of them in the document
+    # "mean": SVM output / mean positive training score (thesis eq. 2.22); "platt": 2P - 1 with P a Platt
+    # sigmoid fitted on out-of-fold SVM outputs of the node's training set, comparable across siblings
+    confidence: str = "mean"
+    platt_folds: int = 3  # folds of the out-of-fold decisions that Platt scaling is fitted on
+    # an inner node with at least this many children keeps every feature of its documents (df >= min_df)
+    # instead of the union of its children's MI features; 0 = always MI (the thesis)
+    full_space_children: int = 0
 
     def __post_init__(self) -> None:
         numbers_ok = all(math.isfinite(v) for v in (self.C, self.threshold)) and self.C > 0
         counts_ok = (
-            min(self.n_top, self.df_candidates) >= 1 and min(self.min_df, self.min_topic_features) >= 0
+            min(self.n_top, self.df_candidates) >= 1
+            and min(self.min_df, self.min_topic_features, self.full_space_children) >= 0
+            and self.platt_folds >= 2
         )
-        if not numbers_ok or not counts_ok or self.min_indicators < 1 or self.mi_kind not in MI_KINDS:
+        kinds_ok = self.mi_kind in MI_KINDS and self.confidence in CONFIDENCES
+        if not numbers_ok or not counts_ok or self.min_indicators < 1 or not kinds_ok:
             raise ModelFormatError(f"invalid TopicModelSettings: {self}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TopicModelSettings:
-        if not isinstance(data, Mapping) or set(data) != set(cls.__dataclass_fields__):
-            raise ModelFormatError(
-                f"topic model settings must hold exactly {sorted(cls.__dataclass_fields__)}"
-            )
-        floats, texts = {"C", "threshold"}, {"mi_kind"}
+        """Validates plain data; fields added after the first release may be absent (their defaults)."""
+        names, later = set(cls.__dataclass_fields__), {"confidence", "platt_folds", "full_space_children"}
+        if not isinstance(data, Mapping) or not names - later <= set(data) <= names:
+            raise ModelFormatError(f"topic model settings must hold exactly {sorted(names)}")
+        floats, texts = {"C", "threshold"}, {"mi_kind", "confidence"}
         for name, value in data.items():
             expected = float if name in floats else str if name in texts else int
             valid = (
@@ -103,6 +115,7 @@ class TopicModel:
     spaces: Mapping[str, np.ndarray]  # inner node (incl. root "") -> sorted feature indices of its children
     indicators: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # topic -> user keywords
     idf: IdfWeights | None = None
+    scalers: Mapping[str, PlattScaler] = field(default_factory=dict)  # topic -> Platt ("platt" confidence)
 
     def __post_init__(self) -> None:
         _check_structure(self)
@@ -115,10 +128,13 @@ class TopicModel:
             weights = sp.hstack([self.models[k].weight_column() for k in kids], format="csc")
             biases = np.array([self.models[k].bias for k in kids])
             scales = np.array([self.models[k].calibration.scale for k in kids])
+            platt = (
+                np.array([[self.scalers[k].a, self.scalers[k].b] for k in kids]).T if self.scalers else None
+            )
             space = np.zeros(self.config.n_features, dtype=bool)
             space[self.spaces[node]] = True
             required = [featurizer.indices_of_words(self.indicators.get(k, ())) for k in kids]
-            routes[node] = _Route(tuple(kids), weights, biases, scales, space, required)
+            routes[node] = _Route(tuple(kids), weights, biases, scales, platt, space, required)
         object.__setattr__(self, "_routes", routes)
         object.__setattr__(self, "featurizer", featurizer)
 
@@ -167,6 +183,8 @@ class TopicModel:
 
     def confidences(self, X: sp.spmatrix, topic: str) -> np.ndarray:
         """Normalised confidence of each row for one topic's own SVM, regardless of the path."""
+        if self.scalers:
+            return self.scalers[topic].confidence(self.models[topic].decision_function(X))
         return self.models[topic].confidence(X)
 
     def __eq__(self, other: object) -> bool:
@@ -187,6 +205,7 @@ class TopicModel:
             "spaces": {node: np.asarray(s, dtype="<i4").tobytes() for node, s in sorted(self.spaces.items())},
             "indicators": {t: list(words) for t, words in sorted(self.indicators.items())},
             "idf": self.idf.to_dict() if self.idf is not None else None,
+            "scalers": {t: self.scalers[t].to_dict() for t in sorted(self.scalers)},
         }
 
     @classmethod
@@ -212,6 +231,10 @@ class TopicModel:
                 if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
                     raise ModelFormatError(f"indicators of {topic!r} must be a list of strings")
             idf = IdfWeights.from_dict(data["idf"]) if data["idf"] is not None else None
+            scalers = {
+                t: PlattScaler.from_dict(_mapping(s, f"scaler of {t!r}"))
+                for t, s in _mapping(data.get("scalers", {}), "scalers").items()
+            }
         except KeyError as exc:
             raise ModelFormatError(f"topic model lacks field {exc}") from exc
         return cls(
@@ -222,6 +245,7 @@ class TopicModel:
             {node: _indices_from_bytes(raw, node) for node, raw in spaces.items()},
             {t: tuple(words) for t, words in indicators.items()},
             idf,
+            scalers,
         )
 
 
@@ -233,6 +257,7 @@ class _Route:
     weights: sp.csc_matrix  # n_features x len(children)
     biases: np.ndarray
     scales: np.ndarray
+    platt: np.ndarray | None  # 2 x len(children): Platt's a and b per child, or None for "mean"
     space: np.ndarray  # bool mask of the node's feature space
     required: list[list[int]]  # per child: indicator feature indices ([] = no indicator rule)
 
@@ -240,7 +265,11 @@ class _Route:
         self, X: sp.csr_matrix, limit: float, settings: TopicModelSettings, to_leaves: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         """(index of the chosen child or -1, its confidence) per row."""
-        conf = (np.asarray((X @ self.weights).todense()) + self.biases) / self.scales
+        decision = np.asarray((X @ self.weights).todense()) + self.biases
+        if self.platt is None:
+            conf = decision / self.scales
+        else:  # 2P - 1 with P = 1 / (1 + exp(a s + b)), as PlattScaler.confidence
+            conf = 2.0 * np.exp(-np.logaddexp(0.0, self.platt[0] * decision + self.platt[1])) - 1.0
         for j, indices in enumerate(self.required):
             if indices:
                 hits = np.asarray((X[:, indices] != 0).sum(axis=1)).ravel()
@@ -270,6 +299,10 @@ def _check_structure(model: TopicModel) -> None:
     inner = {parent_of(t) for t in topics}
     if set(model.spaces) != inner:
         raise ModelFormatError("there must be exactly one feature space per inner node")
+    if model.scalers and set(model.scalers) != known:
+        raise ModelFormatError("Platt scalers must be given for every topic or for none")
+    if bool(model.scalers) != (model.settings.confidence == "platt"):
+        raise ModelFormatError("Platt scalers must be present exactly when settings.confidence is 'platt'")
     if not set(model.indicators) <= known:
         raise ModelFormatError("indicators name topics that the model does not have")
     for topic, linear in model.models.items():
@@ -344,24 +377,26 @@ def train_topic_model(
             )
         d_neg[topic] = rows
     featurizer = Featurizer(config, idf)
-    best = {
-        t: np.union1d(
-            _best_features(X, d_pos[t], d_neg[t], settings),
-            np.asarray(featurizer.indices_of_words(indicator_words.get(t, ())), dtype=np.int64),
-        )
-        for t in topics
-    }
-    spaces = {node: _union([best[k] for k in kids]) for node, kids in children.items()}
-    models = {}
+    spaces = {}
+    for node, kids in children.items():
+        keywords = [featurizer.indices_of_words(indicator_words.get(k, ())) for k in kids]
+        if settings.full_space_children and len(kids) >= settings.full_space_children:
+            rows = _union([d_pos[k] for k in kids] + [d_neg[k] for k in kids])
+            selected = [_frequent_features(X[rows], settings.min_df)]
+        else:
+            selected = [_best_features(X, d_pos[k], d_neg[k], settings) for k in kids]
+        spaces[node] = _union(selected + [np.asarray(k, dtype=np.int64) for k in keywords])
+    models, scalers = {}, {}
     for topic in topics:
         rows = np.concatenate([d_pos[topic], d_neg[topic]])
         y = np.concatenate(
             [np.ones(d_pos[topic].size, dtype=np.int8), np.zeros(d_neg[topic].size, dtype=np.int8)]
         )
-        models[topic] = train_linear_svm(
-            X[rows], y, settings.C, config=config, features=spaces[parent_of(topic)]
-        )
-    return TopicModel(config, settings, tuple(topics), models, spaces, indicator_words, idf)
+        space = spaces[parent_of(topic)]
+        models[topic] = train_linear_svm(X[rows], y, settings.C, config=config, features=space)
+        if settings.confidence == "platt":
+            scalers[topic] = _out_of_fold_platt(X[rows], y, settings, config, space, models[topic])
+    return TopicModel(config, settings, tuple(topics), models, spaces, indicator_words, idf, scalers)
 
 
 def train_topic_model_from_texts(
@@ -427,3 +462,39 @@ def _best_features(
         min_df=settings.min_df,
         kind=settings.mi_kind,
     ).astype(np.int64)
+
+
+def _frequent_features(X: sp.csr_matrix, min_df: int) -> np.ndarray:
+    """Every feature in at least min_df (and at least one) of the rows: a node's space without MI."""
+    df = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+    return np.flatnonzero(df >= max(1, min_df)).astype(np.int64)
+
+
+def _out_of_fold_platt(
+    X: sp.csr_matrix,
+    y: np.ndarray,
+    settings: TopicModelSettings,
+    config: FeatureConfig,
+    features: np.ndarray,
+    model: LinearModel,
+) -> PlattScaler:
+    """Platt's sigmoid fitted on decisions for documents the deciding SVM was not trained on.
+
+    A model's outputs on its own training documents are pushed past the margin, so a sigmoid fitted on them
+    is over-confident, and by how much differs between siblings with different training sets. Folds take
+    each class's rows round-robin (deterministic); with fewer documents of a class than folds, nothing can
+    be held out and the sigmoid is fitted on the trained model's own outputs.
+    """
+    folds = min(settings.platt_folds, int((y == 1).sum()), int((y == 0).sum()))
+    if folds < 2:
+        return fit_platt(model.decision_function(X), y)
+    fold = np.empty(y.size, dtype=np.int64)
+    for label in (0, 1):
+        members = np.flatnonzero(y == label)
+        fold[members] = np.arange(members.size) % folds
+    scores = np.empty(y.size)
+    for k in range(folds):
+        held = fold == k
+        part = train_linear_svm(X[~held], y[~held], settings.C, config=config, features=features)
+        scores[held] = part.decision_function(X[held])
+    return fit_platt(scores, y)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import msgpack
 import numpy as np
 import pytest
@@ -151,3 +153,48 @@ def test_idf_featurizer_is_fitted_and_stored_with_the_model():
     assert model.idf is not None
     assert TopicModel.from_dict(model.to_dict()) == model
     assert model.classify_texts(["theorem lemma proof algebra"])[0].topic == "Science/Math"
+
+
+PLATT = TopicModelSettings(min_df=1, n_top=50, min_topic_features=2, confidence="platt", platt_folds=2)
+
+
+def test_platt_confidence_is_a_calibrated_probability_that_round_trips_exactly():
+    model = train_topic_model_from_texts(Featurizer(CFG), POSITIVES, NEGATIVES, settings=PLATT)
+    assert set(model.scalers) == set(model.topics)
+    assert all(s.a < 0 for s in model.scalers.values())  # higher SVM output, higher probability
+    verdicts = model.classify_texts(["a lemma and a theorem with proof", "portrait in the gallery museum"])
+    assert [v.topic for v in verdicts] == ["Science/Math", "Arts"]
+    assert all(0 < conf <= 1 for v in verdicts for _, conf in v.path)
+    loaded = TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict())))
+    assert loaded == model
+    X = model.featurizer.transform(["theorem lemma proof", "gallery museum", "photon energy"])
+    assert loaded.classify(X) == model.classify(X)
+    for topic in model.topics:
+        assert np.array_equal(loaded.confidences(X, topic), model.confidences(X, topic))
+
+
+def test_scalers_must_match_the_confidence_setting(model):
+    data = msgpack.unpackb(msgpack.packb(model.to_dict()))
+    data["settings"]["confidence"] = "platt"
+    with pytest.raises(ModelFormatError, match="Platt scalers"):
+        TopicModel.from_dict(data)
+
+
+def test_node_with_many_children_keeps_every_feature_of_its_documents():
+    featurizer = Featurizer(CFG)
+    few = replace(SETTINGS, n_top=1)
+    mi_model = train_topic_model_from_texts(featurizer, POSITIVES, NEGATIVES, settings=few)
+    full = replace(few, full_space_children=2)
+    full_model = train_topic_model_from_texts(featurizer, POSITIVES, NEGATIVES, settings=full)
+    all_texts = [t for docs in [*POSITIVES.values(), *NEGATIVES.values()] for t in docs]
+    every_feature = np.unique(featurizer.transform(all_texts).indices)
+    assert mi_model.spaces[""].size == 2  # one MI feature for each of Arts and Science
+    assert np.array_equal(full_model.spaces[""], every_feature)
+
+
+def test_settings_written_before_the_calibration_options_still_load(model):
+    data = model.to_dict()
+    for name in ("confidence", "platt_folds", "full_space_children"):
+        data["settings"].pop(name)
+    data.pop("scalers")
+    assert TopicModel.from_dict(data) == model
