@@ -56,7 +56,7 @@ from crawler.parse import Link, parse_html
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
 from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT, Taxonomy, TrainingDocument, read_taxonomy
-from simnet.experiments.harvest import crawl_settings, fetch_training, target_groups
+from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import WebCorpus, load_web, serve_web_in_subprocess
 
 VARIANTS = ("without", "with")
@@ -248,15 +248,8 @@ async def run_experiment(
     corpus = load_web(web_name)
     taxonomy = read_taxonomy(bookmarks)
     report: dict[str, Any] = {"web": corpus.name, "pages": pages, "topics": {}, "curves": {}, "seconds": {}}
-    with serve_web_in_subprocess(
-        web_name if web_name in ("fixture", "devweb", "webkb") else corpus.root, cross_links=cross_links
-    ) as web:
-        mapped = taxonomy.map_urls(web.map_upstream)
-        unmapped = [d.url for d in mapped.documents if d.url and web.label_of(d.url) is None]
-        if unmapped:
-            print(f"bookmarks the web does not serve (ignored): {', '.join(unmapped)}", file=sys.stderr)
-        fetched = await fetch_training(mapped, crawl_settings())
-        targets = target_groups(fetched, web.label_of)
+    with serve_web_in_subprocess(corpus, cross_links=cross_links) as web:
+        fetched, targets = await prepare_training(web, taxonomy)
         targets = {t: g for t, g in targets.items() if not topics or t in topics}
         report["targets"] = targets
         examples = critic_examples(corpus, targets, critic_per_group) if critic_per_group else []
@@ -300,13 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m simnet.experiments.apprentice", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--web", default="fixture", help="fixture, devweb, webkb or a folder with sites.tsv")
-    parser.add_argument(
-        "--bookmarks", type=Path, required=True, help="a bookmarks export or topic folder tree"
-    )
-    parser.add_argument("--pages", type=int, default=1000, help="pages per topic and crawl (default 1000)")
+    add_web_arguments(parser, 1000, "pages per topic and crawl (default 1000)")
     parser.add_argument("--topics", default="", help="comma-separated topics to crawl (default: all)")
-    parser.add_argument("--no-hub", action="store_true", help="do not start from the web's hub page")
     parser.add_argument("--cross-links", type=int, default=0, help="cross-group links injected in the web")
     parser.add_argument(
         "--critic-examples",

@@ -31,8 +31,8 @@ from crawler.focus import FocusSettings, in_subtree
 from crawler.linkanalysis import LinkGraph, hits
 from crawler.repository import Repository
 from crawler.taxonomy import POSITIVE, read_taxonomy
-from simnet.experiments.apprentice import crawl_variant
-from simnet.experiments.harvest import crawl_settings, fetch_training, target_groups
+from simnet.experiments.harvest import crawl_variant
+from simnet.experiments.webrun import add_web_arguments, prepare_training
 from simnet.web import load_web, serve_web_in_subprocess
 
 TOP = 40
@@ -111,15 +111,12 @@ async def run_experiment(web_name: str, bookmarks: Path, pages: int, focus: Focu
     corpus = load_web(web_name)
     taxonomy = read_taxonomy(bookmarks)
     report: dict[str, Any] = {"web": corpus.name, "pages": pages, "top": TOP, "topics": {}}
-    with serve_web_in_subprocess(
-        web_name if web_name in ("fixture", "devweb", "webkb") else corpus.root
-    ) as web:
-        fetched = await fetch_training(taxonomy.map_urls(web.map_upstream), crawl_settings())
-        targets = target_groups(fetched, web.label_of)
+    with serve_web_in_subprocess(corpus) as web:
+        fetched, targets = await prepare_training(web, taxonomy)
         with tempfile.TemporaryDirectory(prefix="distillation-") as tmp:
             repo = Repository(Path(tmp) / "repository.db")
             try:
-                await crawl_variant("without", repo, fetched, web.hub_url, pages, focus, None)
+                await crawl_variant("focused", repo, fetched, web.hub_url, pages, focus)
                 docs, paths = crawl_graph(repo)
             finally:
                 repo.close()
@@ -137,11 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m simnet.experiments.distillation", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--web", default="fixture", help="fixture, devweb, webkb or a folder with sites.tsv")
-    parser.add_argument(
-        "--bookmarks", type=Path, required=True, help="a bookmarks export or topic folder tree"
-    )
-    parser.add_argument("--pages", type=int, default=1500, help="pages of the crawl that collects the graph")
+    add_web_arguments(parser, 1500, "pages of the crawl that collects the graph", hub=False)
     args = parser.parse_args(argv)
     focus = FocusSettings(retrain=False)
     print(json.dumps(trio.run(run_experiment, args.web, args.bookmarks, args.pages, focus)))

@@ -26,58 +26,19 @@ import json
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from crawler.engine import Crawler
-from crawler.fetch import Fetcher
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.repository import Repository
-from crawler.settings import CrawlSettings
-from crawler.taxonomy import POSITIVE, Taxonomy, fetch_documents, read_taxonomy
+from crawler.taxonomy import Taxonomy, read_taxonomy
+from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import load_web, serve_web_in_subprocess
 
 VARIANTS = ("bfs", "focused", "focused_retrain")
-
-
-def crawl_settings() -> CrawlSettings:
-    """Loopback pages are cheap: no delay, a few requests per host, loopback hosts only."""
-    return dataclasses.replace(
-        CrawlSettings(),
-        download_delay=0.0,
-        autothrottle_enabled=False,
-        autothrottle_start_delay=0.0,
-        concurrent_requests=16,
-        concurrent_requests_per_domain=4,
-        allowed_hosts=("127.0.0.0/8",),
-        stats_interval=5.0,
-    )
-
-
-def target_groups(taxonomy: Taxonomy, label_of: Any) -> dict[str, str]:
-    """Per topic, the majority ground-truth group of the bookmarks in its subtree."""
-    targets = {}
-    for topic in taxonomy.topics:
-        groups = Counter(
-            label_of(d.url)
-            for d in taxonomy.documents
-            if d.polarity == POSITIVE and d.url and in_subtree(d.topic, topic)
-        )
-        groups.pop(None, None)
-        if groups:
-            targets[topic] = groups.most_common(1)[0][0]
-    return targets
-
-
-async def fetch_training(taxonomy: Taxonomy, settings: CrawlSettings) -> Taxonomy:
-    fetcher = Fetcher(settings)
-    try:
-        return await fetch_documents(taxonomy, fetcher)
-    finally:
-        await fetcher.aclose()
 
 
 async def crawl_variant(
@@ -139,15 +100,8 @@ async def run_experiment(
     corpus = load_web(web_name)
     taxonomy = read_taxonomy(bookmarks)
     report: dict[str, Any] = {"web": corpus.name, "pages": pages, "hub": hub, "variants": {}, "seconds": {}}
-    with serve_web_in_subprocess(
-        web_name if web_name in ("fixture", "devweb", "webkb") else corpus.root
-    ) as web:
-        mapped = taxonomy.map_urls(web.map_upstream)
-        unmapped = [d.url for d in mapped.documents if d.url and web.label_of(d.url) is None]
-        if unmapped:
-            print(f"bookmarks the web does not serve (ignored): {', '.join(unmapped)}", file=sys.stderr)
-        fetched = await fetch_training(mapped, crawl_settings())
-        targets = target_groups(fetched, web.label_of)
+    with serve_web_in_subprocess(corpus) as web:
+        fetched, targets = await prepare_training(web, taxonomy)
         report["targets"] = targets
         for variant in variants:
             started = time.monotonic()
@@ -173,12 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m simnet.experiments.harvest", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--web", default="fixture", help="fixture, devweb, webkb or a folder with sites.tsv")
-    parser.add_argument(
-        "--bookmarks", type=Path, required=True, help="a bookmarks export (or topic folder tree)"
-    )
-    parser.add_argument("--pages", type=int, default=3000, help="pages per variant (default 3000)")
-    parser.add_argument("--no-hub", action="store_true", help="do not start from the web's hub page")
+    add_web_arguments(parser, 3000, "pages per variant (default 3000)")
     parser.add_argument(
         "--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ", ".join(VARIANTS)
     )

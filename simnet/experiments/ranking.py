@@ -37,7 +37,8 @@ from crawler.repository import Repository
 from crawler.search import ranked_search
 from crawler.taxonomy import Taxonomy, read_taxonomy
 from metamodels.features import FeatureConfig, Featurizer, tokenize
-from simnet.experiments.harvest import crawl_settings, crawl_variant, fetch_training, target_groups
+from simnet.experiments.harvest import crawl_variant
+from simnet.experiments.webrun import add_web_arguments, prepare_training
 from simnet.web import load_web, serve_web_in_subprocess
 
 VARIANTS = {"bm25": TEXT_ONLY, "bm25+conf": TEXT_AND_CONFIDENCE, "full": RankingWeights()}
@@ -119,12 +120,8 @@ async def run_experiment(web_name: str, bookmarks: Path, pages: int) -> dict[str
     corpus = load_web(web_name)
     taxonomy = read_taxonomy(bookmarks)
     report: dict[str, Any] = {"web": corpus.name, "pages": pages}
-    with serve_web_in_subprocess(
-        web_name if web_name in ("fixture", "devweb", "webkb") else corpus.root
-    ) as web:
-        mapped = taxonomy.map_urls(web.map_upstream)
-        fetched = await fetch_training(mapped, crawl_settings())
-        targets = target_groups(fetched, web.label_of)
+    with serve_web_in_subprocess(corpus) as web:
+        fetched, targets = await prepare_training(web, taxonomy)
         leaves = {t: g for t, g in targets.items() if t in fetched.leaves()}
         focus = FocusSettings(learning_pages=pages // 5, retrain_every=max(pages // 6, 1))
         with (
@@ -159,11 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m simnet.experiments.ranking", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--web", default="fixture", help="fixture, devweb, webkb or a folder with sites.tsv")
-    parser.add_argument(
-        "--bookmarks", type=Path, required=True, help="a bookmarks export (or topic folder tree)"
-    )
-    parser.add_argument("--pages", type=int, default=1500, help="pages to crawl (default 1500)")
+    add_web_arguments(parser, 1500, "pages to crawl (default 1500)", hub=False)
     args = parser.parse_args(argv)
     report = trio.run(run_experiment, args.web, args.bookmarks, args.pages)
     print_table(report)

@@ -6,7 +6,7 @@ import pytest
 
 from crawler.taxonomy import NEGATIVE, POSITIVE, Taxonomy, TrainingDocument
 from node.cli import main as cli
-from simnet.experiments import harvest
+from simnet.experiments import harvest, webrun
 from simnet.web import serve_web_in_subprocess
 
 BOOKMARKS = Path(harvest.__file__).resolve().parents[1] / "webs" / "fixture-bookmarks.html"
@@ -21,7 +21,7 @@ def test_target_group_is_the_majority_of_the_topic_subtree_bookmarks():
         TrainingDocument("", NEGATIVE, url="http://y/3"),
     )
     groups = {"x": "gx", "y": "gy"}
-    targets = harvest.target_groups(
+    targets = webrun.target_groups(
         Taxonomy(("A", "A/B", "C"), docs), lambda url: groups.get(url.split("/")[2])
     )
     assert targets == {"A": "gy", "A/B": "gy"}
