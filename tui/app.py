@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -156,22 +156,22 @@ class TopicSwarmApp(App[None]):
     def on_stats_updated(self, message: StatsUpdated) -> None:
         self.telemetry.add_live(message.figures, message.at)
         self.report_reachable()
-        for bar in self.screen.query(StatusBar):
+        for bar in self.status_bars():
             bar.show_figures(message.figures)
-        if isinstance(self.screen, DashboardScreen):
+        if self.on_dashboard():
             self.screen.schedule_redraw()
 
     def on_status_fetched(self, message: StatusFetched) -> None:
         self.telemetry.set_status(message.status)
         self.report_reachable()
-        for bar in self.screen.query(StatusBar):
+        for bar in self.status_bars():
             bar.show_status(message.status)
-        if isinstance(self.screen, DashboardScreen):
+        if self.on_dashboard():
             self.screen.schedule_redraw()
 
     def on_metrics_fetched(self, message: MetricsFetched) -> None:
         self.telemetry.add_samples(message.samples)
-        if isinstance(self.screen, DashboardScreen):
+        if self.on_dashboard():
             self.screen.schedule_redraw()
 
     def on_node_event(self, message: NodeEvent) -> None:
@@ -183,8 +183,23 @@ class TopicSwarmApp(App[None]):
         self.show_problem(message.text, connection=message.connection)
 
     def on_node_reachable(self, message: NodeReachable) -> None:
-        for bar in self.screen.query(StatusBar):
+        for bar in self.status_bars():
             bar.clear_problem()
+
+    def current_screen(self) -> Screen | None:
+        """The active screen, or None while the app starts or shuts down (a worker's answer can arrive
+        after the last screen left the stack, when `self.screen` raises ScreenStackError)."""
+        try:
+            return self.screen
+        except ScreenStackError:
+            return None
+
+    def status_bars(self) -> list[StatusBar]:
+        screen = self.current_screen()
+        return list(screen.query(StatusBar)) if screen is not None else []
+
+    def on_dashboard(self) -> bool:
+        return isinstance(self.current_screen(), DashboardScreen)
 
     # -- problems --------------------------------------------------------------------------------------------
     def report_problem(self, exc: ClientError) -> None:
@@ -195,7 +210,7 @@ class TopicSwarmApp(App[None]):
         changed = text != self.problem
         self.problem = text
         self.reachable = self.reachable and not connection
-        for bar in self.screen.query(StatusBar):
+        for bar in self.status_bars():
             bar.show_problem(text, connection=connection)
         if changed:
             self.notify(text, title="node", severity="error", timeout=6)
