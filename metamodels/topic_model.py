@@ -30,7 +30,7 @@ from metamodels.mi import MI_KINDS, select_features
 TOPIC_MODEL_SCHEMA_VERSION = 1
 TOPIC_MODEL_KIND = "topic_model"
 ROOT = ""
-CONFIDENCES = ("mean", "platt")
+CONFIDENCES = ("mean", "raw", "platt")
 
 
 def topic_key(path: str | Sequence[str]) -> str:
@@ -55,13 +55,20 @@ class TopicModelSettings:
     threshold: float = 0.0  # a child is entered only when its normalised confidence exceeds this
     min_topic_features: int = 3  # N_w: fewer of a node's features in a document and it stays at the node
     min_indicators: int = 1  # a topic with indicator keywords needs this many of them in the document
-    # "mean": SVM output / mean positive training score (thesis eq. 2.22); "platt": 2P - 1 with P a Platt
+    # "mean": SVM output / mean positive training score (thesis eq. 2.22); "raw": the SVM output itself
+    # (eq. 2.19, one-against-the-rest argmax, comparable when siblings share their training documents);
+    # "platt": 2P - 1 with P a Platt
     # sigmoid fitted on out-of-fold SVM outputs of the node's training set, comparable across siblings
     confidence: str = "mean"
     platt_folds: int = 3  # folds of the out-of-fold decisions that Platt scaling is fitted on
     # an inner node with at least this many children keeps every feature of its documents (df >= min_df)
     # instead of the union of its children's MI features; 0 = always MI (the thesis)
     full_space_children: int = 0
+    # a child with subtopics is scored by the best of its routers instead of its own SVM: one SVM per topic
+    # below it holding documents of its own, trained on them against every other document at the node. A
+    # union of subtopics is rarely linearly separable from its siblings; the best of several linear scores
+    # is piecewise linear (thesis 2.5: "the optimal path can be found by applying all classifiers")
+    route_by_leaves: bool = False
 
     def __post_init__(self) -> None:
         numbers_ok = all(math.isfinite(v) for v in (self.C, self.threshold)) and self.C > 0
@@ -77,15 +84,16 @@ class TopicModelSettings:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TopicModelSettings:
         """Validates plain data; fields added after the first release may be absent (their defaults)."""
-        names, later = set(cls.__dataclass_fields__), {"confidence", "platt_folds", "full_space_children"}
+        names = set(cls.__dataclass_fields__)
+        later = {"confidence", "platt_folds", "full_space_children", "route_by_leaves"}
         if not isinstance(data, Mapping) or not names - later <= set(data) <= names:
             raise ModelFormatError(f"topic model settings must hold exactly {sorted(names)}")
-        floats, texts = {"C", "threshold"}, {"mi_kind", "confidence"}
+        floats, texts, flags = {"C", "threshold"}, {"mi_kind", "confidence"}, {"route_by_leaves"}
         for name, value in data.items():
-            expected = float if name in floats else str if name in texts else int
+            expected = float if name in floats else str if name in texts else bool if name in flags else int
             valid = (
                 isinstance(value, int | float) if expected is float else isinstance(value, expected)
-            ) and not isinstance(value, bool)
+            ) and (expected is bool or not isinstance(value, bool))
             if not valid:
                 raise ModelFormatError(f"settings.{name} must be {expected.__name__}, got {value!r}")
         return cls(**{k: (float(v) if k in floats else v) for k, v in data.items()})
@@ -116,6 +124,10 @@ class TopicModel:
     indicators: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # topic -> user keywords
     idf: IdfWeights | None = None
     scalers: Mapping[str, PlattScaler] = field(default_factory=dict)  # topic -> Platt ("platt" confidence)
+    # route_by_leaves: child with subtopics -> {topic in its subtree: SVM of the topic's own documents
+    # against the rest of the child's parent's documents}
+    routers: Mapping[str, Mapping[str, LinearModel]] = field(default_factory=dict)
+    router_scalers: Mapping[str, Mapping[str, PlattScaler]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_structure(self)
@@ -125,16 +137,24 @@ class TopicModel:
             children.setdefault(parent_of(topic), []).append(topic)
         routes = {}
         for node, kids in children.items():
-            weights = sp.hstack([self.models[k].weight_column() for k in kids], format="csc")
-            biases = np.array([self.models[k].bias for k in kids])
-            scales = np.array([self.models[k].calibration.scale for k in kids])
-            platt = (
-                np.array([[self.scalers[k].a, self.scalers[k].b] for k in kids]).T if self.scalers else None
-            )
+            columns, starts = [], []
+            for k in kids:  # each child's columns side by side: its own SVM or its routers
+                starts.append(len(columns))
+                if k in self.routers:
+                    scalers = self.router_scalers.get(k, {})
+                    columns.extend((self.routers[k][t], scalers.get(t)) for t in sorted(self.routers[k]))
+                else:
+                    columns.append((self.models[k], self.scalers.get(k)))
+            weights = sp.hstack([m.weight_column() for m, _ in columns], format="csc")
+            biases = np.array([m.bias for m, _ in columns])
+            scales = np.array([m.calibration.scale for m, _ in columns])
+            platt = np.array([[p.a, p.b] for _, p in columns]).T if self.scalers else None
             space = np.zeros(self.config.n_features, dtype=bool)
             space[self.spaces[node]] = True
             required = [featurizer.indices_of_words(self.indicators.get(k, ())) for k in kids]
-            routes[node] = _Route(tuple(kids), weights, biases, scales, platt, space, required)
+            routes[node] = _Route(
+                tuple(kids), weights, biases, scales, platt, np.array(starts), space, required
+            )
         object.__setattr__(self, "_routes", routes)
         object.__setattr__(self, "featurizer", featurizer)
 
@@ -185,6 +205,8 @@ class TopicModel:
         """Normalised confidence of each row for one topic's own SVM, regardless of the path."""
         if self.scalers:
             return self.scalers[topic].confidence(self.models[topic].decision_function(X))
+        if self.settings.confidence == "raw":
+            return self.models[topic].decision_function(X)
         return self.models[topic].confidence(X)
 
     def __eq__(self, other: object) -> bool:
@@ -206,6 +228,14 @@ class TopicModel:
             "indicators": {t: list(words) for t, words in sorted(self.indicators.items())},
             "idf": self.idf.to_dict() if self.idf is not None else None,
             "scalers": {t: self.scalers[t].to_dict() for t in sorted(self.scalers)},
+            "routers": {
+                t: {leaf: m.to_dict() for leaf, m in sorted(self.routers[t].items())}
+                for t in sorted(self.routers)
+            },
+            "router_scalers": {
+                t: {leaf: p.to_dict() for leaf, p in sorted(self.router_scalers[t].items())}
+                for t in sorted(self.router_scalers)
+            },
         }
 
     @classmethod
@@ -235,6 +265,17 @@ class TopicModel:
                 t: PlattScaler.from_dict(_mapping(s, f"scaler of {t!r}"))
                 for t, s in _mapping(data.get("scalers", {}), "scalers").items()
             }
+            routers = {
+                t: {leaf: LinearModel.from_dict(m) for leaf, m in _mapping(r, f"routers of {t!r}").items()}
+                for t, r in _mapping(data.get("routers", {}), "routers").items()
+            }
+            router_scalers = {
+                t: {
+                    leaf: PlattScaler.from_dict(_mapping(p, f"router scaler of {leaf!r}"))
+                    for leaf, p in _mapping(r, f"router scalers of {t!r}").items()
+                }
+                for t, r in _mapping(data.get("router_scalers", {}), "router_scalers").items()
+            }
         except KeyError as exc:
             raise ModelFormatError(f"topic model lacks field {exc}") from exc
         return cls(
@@ -246,6 +287,8 @@ class TopicModel:
             {t: tuple(words) for t, words in indicators.items()},
             idf,
             scalers,
+            routers,
+            router_scalers,
         )
 
 
@@ -257,7 +300,8 @@ class _Route:
     weights: sp.csc_matrix  # n_features x len(children)
     biases: np.ndarray
     scales: np.ndarray
-    platt: np.ndarray | None  # 2 x len(children): Platt's a and b per child, or None for "mean"
+    platt: np.ndarray | None  # 2 x columns: Platt's a and b per column, or None for "mean"
+    starts: np.ndarray  # the first column of each child (its own SVM, or its routers)
     space: np.ndarray  # bool mask of the node's feature space
     required: list[list[int]]  # per child: indicator feature indices ([] = no indicator rule)
 
@@ -267,9 +311,10 @@ class _Route:
         """(index of the chosen child or -1, its confidence) per row."""
         decision = np.asarray((X @ self.weights).todense()) + self.biases
         if self.platt is None:
-            conf = decision / self.scales
+            conf = decision if settings.confidence == "raw" else decision / self.scales
         else:  # 2P - 1 with P = 1 / (1 + exp(a s + b)), as PlattScaler.confidence
             conf = 2.0 * np.exp(-np.logaddexp(0.0, self.platt[0] * decision + self.platt[1])) - 1.0
+        conf = np.maximum.reduceat(conf, self.starts, axis=1)
         for j, indices in enumerate(self.required):
             if indices:
                 hits = np.asarray((X[:, indices] != 0).sum(axis=1)).ravel()
@@ -303,6 +348,15 @@ def _check_structure(model: TopicModel) -> None:
         raise ModelFormatError("Platt scalers must be given for every topic or for none")
     if bool(model.scalers) != (model.settings.confidence == "platt"):
         raise ModelFormatError("Platt scalers must be present exactly when settings.confidence is 'platt'")
+    for kid, routers in model.routers.items():
+        inside = all(t in known and (t == kid or t.startswith(kid + "/")) for t in routers)
+        if kid not in known or not routers or not inside:
+            raise ModelFormatError(f"routers of {kid!r} must be keyed by known topics below it")
+        if any(m.config != model.config for m in routers.values()):
+            raise ModelFormatError(f"a router of {kid!r} lives in another feature space")
+    scaled = {k: set(v) for k, v in model.router_scalers.items()}
+    if scaled != ({k: set(v) for k, v in model.routers.items()} if model.scalers else {}):
+        raise ModelFormatError("router scalers must match the routers exactly when confidence is 'platt'")
     if not set(model.indicators) <= known:
         raise ModelFormatError("indicators name topics that the model does not have")
     for topic, linear in model.models.items():
@@ -396,7 +450,33 @@ def train_topic_model(
         models[topic] = train_linear_svm(X[rows], y, settings.C, config=config, features=space)
         if settings.confidence == "platt":
             scalers[topic] = _out_of_fold_platt(X[rows], y, settings, config, space, models[topic])
-    return TopicModel(config, settings, tuple(topics), models, spaces, indicator_words, idf, scalers)
+    routers: dict[str, dict[str, LinearModel]] = {}
+    router_scalers: dict[str, dict[str, PlattScaler]] = {}
+    for node, kids in children.items() if settings.route_by_leaves else ():
+        node_rows = _union([d_pos[k] for k in kids] + [d_neg[k] for k in kids])
+        Xn = X[node_rows]
+        for kid in (k for k in kids if k in children):
+            for topic in (t for t in topics if t == kid or t.startswith(kid + "/")):
+                y = np.isin(node_rows, own_pos.get(topic, _NO_ROWS)).astype(np.int8)
+                if not y.any():
+                    continue
+                model = train_linear_svm(Xn, y, settings.C, config=config, features=spaces[node])
+                routers.setdefault(kid, {})[topic] = model
+                if settings.confidence == "platt":
+                    scaler = _out_of_fold_platt(Xn, y, settings, config, spaces[node], model)
+                    router_scalers.setdefault(kid, {})[topic] = scaler
+    return TopicModel(
+        config,
+        settings,
+        tuple(topics),
+        models,
+        spaces,
+        indicator_words,
+        idf,
+        scalers,
+        routers,
+        router_scalers,
+    )
 
 
 def train_topic_model_from_texts(

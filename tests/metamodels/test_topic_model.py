@@ -102,12 +102,7 @@ def test_indicator_keywords_restrict_a_topic_to_documents_containing_them():
 
 
 def test_round_trip_through_msgpack_is_exact(model):
-    loaded = TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict())))
-    assert loaded == model
-    X = model.featurizer.transform(["theorem lemma proof", "gallery museum", "photon energy"])
-    assert loaded.classify(X) == model.classify(X)
-    for topic in model.topics:
-        assert np.array_equal(loaded.confidences(X, topic), model.confidences(X, topic))
+    _assert_round_trip_is_exact(model)
 
 
 @pytest.mark.parametrize(
@@ -165,12 +160,7 @@ def test_platt_confidence_is_a_calibrated_probability_that_round_trips_exactly()
     verdicts = model.classify_texts(["a lemma and a theorem with proof", "portrait in the gallery museum"])
     assert [v.topic for v in verdicts] == ["Science/Math", "Arts"]
     assert all(0 < conf <= 1 for v in verdicts for _, conf in v.path)
-    loaded = TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict())))
-    assert loaded == model
-    X = model.featurizer.transform(["theorem lemma proof", "gallery museum", "photon energy"])
-    assert loaded.classify(X) == model.classify(X)
-    for topic in model.topics:
-        assert np.array_equal(loaded.confidences(X, topic), model.confidences(X, topic))
+    _assert_round_trip_is_exact(model)
 
 
 def test_scalers_must_match_the_confidence_setting(model):
@@ -198,3 +188,34 @@ def test_settings_written_before_the_calibration_options_still_load(model):
         data["settings"].pop(name)
     data.pop("scalers")
     assert TopicModel.from_dict(data) == model
+
+
+def _assert_round_trip_is_exact(model: TopicModel) -> None:
+    loaded = TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict())))
+    assert loaded == model
+    X = model.featurizer.transform(["theorem lemma proof", "gallery museum", "photon energy"])
+    assert loaded.classify(X) == model.classify(X)
+    for topic in model.topics:
+        assert np.array_equal(loaded.confidences(X, topic), model.confidences(X, topic))
+
+
+@pytest.mark.parametrize("confidence", ["raw", "platt"])
+def test_child_with_subtopics_is_scored_by_the_best_of_its_leaves_routers(confidence):
+    settings = replace(PLATT, confidence=confidence, route_by_leaves=True)
+    model = train_topic_model_from_texts(Featurizer(CFG), POSITIVES, NEGATIVES, settings=settings)
+    assert {kid: sorted(r) for kid, r in model.routers.items()} == {
+        "Science": ["Science/Math", "Science/Physics"]
+    }
+    # each router separates its leaf's documents from all 4 + 3 + 3 + 2 + 2 documents at the root
+    assert model.routers["Science"]["Science/Physics"].calibration.n_positive == 3
+    assert model.routers["Science"]["Science/Physics"].calibration.n_negative == 11
+    texts = ["a lemma and a theorem with proof", "the electron and photon energy", "museum gallery"]
+    verdicts = model.classify_texts(texts)
+    assert [v.topic for v in verdicts] == ["Science/Math", "Science/Physics", "Arts"]
+    X = model.featurizer.transform(texts[:2])
+    routed = [model.routers["Science"][t].decision_function(X) for t in model.routers["Science"]]
+    if confidence == "platt":
+        scalers = model.router_scalers["Science"]
+        routed = [scalers[t].confidence(s) for t, s in zip(model.routers["Science"], routed, strict=True)]
+    assert [v.path[0][1] for v in verdicts[:2]] == pytest.approx(np.max(routed, axis=0).tolist())
+    _assert_round_trip_is_exact(model)
