@@ -21,7 +21,7 @@ import json
 import resource
 import sys
 import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from crawler.parse import parse_html
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
 from simnet.web import Fault, FaultPlan, RequestRecord, Site, load_web, serve_web_in_subprocess
+from simnet.web.manners import by_host
 
 # fault kind -> the error kind(s) a correct crawler reports for it
 EXPECTED_ERRORS: dict[str, tuple[str, ...]] = {
@@ -171,15 +172,11 @@ def judge(
 ) -> Judgement:
     """Check the crawler's manners from the server's side only."""
     verdict = Judgement()
-    by_host: dict[str, list[RequestRecord]] = defaultdict(list)
-    for record in log:
-        by_host[record.host].append(record)
     crawl_delay = {f.host: min(f.crawl_delay, settings.crawl_delay_cap) for f in faults if f.crawl_delay}
     disallowed = {f.host: f.disallowed for f in faults if f.kind == "robots"}
     blocked = {f.host for f in faults if f.kind in ("robots_5xx", "robots_429")}
     ratios = []
-    for host, records in by_host.items():
-        records.sort(key=lambda r: r.start)
+    for host, records in by_host(log).items():
         site = web_hosts.get(host)
         allowed = max(settings.download_delay, crawl_delay.get(site, 0.0))
         for before, after in itertools.pairwise(records):
