@@ -84,6 +84,13 @@ def prepare_corpus(documents: Sequence[Document], config: FeatureConfig | None =
     return PreparedCorpus(labelled, featurizer.transform([d.text for d in labelled]))
 
 
+def add_pair_arguments(parser: argparse.ArgumentParser, pairs: int) -> None:
+    """The options every experiment on the 3.4.4 protocol shares: corpus, topic pairs, seed."""
+    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb")
+    parser.add_argument("--pairs", type=int, default=pairs, help="random topic pairs (all when fewer exist)")
+    parser.add_argument("--seed", type=int, default=1)
+
+
 def train_peer_models(corpus: PreparedCorpus, split: TopicPairSplit, svm_c: float) -> list:
     """One linear SVM per peer on its training subset."""
     models = []
@@ -202,10 +209,8 @@ def goals(result: dict) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb")
-    parser.add_argument("--pairs", type=int, default=40, help="random topic pairs (all when fewer exist)")
+    add_pair_arguments(parser, pairs=40)
     parser.add_argument("--repeats", type=int, default=1, help="random splits per pair")
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--train-per-class", type=int, default=Setup.train_per_class)
     parser.add_argument("--validation-per-class", type=int, default=Setup.validation_per_class)
     parser.add_argument("--peers", type=int, default=Setup.n_peers)

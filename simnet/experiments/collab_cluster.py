@@ -28,7 +28,7 @@ from metamodels.clustering import ClusteringModel, clustering_accuracy, kmeans, 
 from metamodels.features import FeatureConfig
 from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
 from simnet.corpora import load_corpus
-from simnet.experiments.collab_classify import Tally
+from simnet.experiments.collab_classify import LOSSES, Setup, Tally, group_sizes
 from simnet.experiments.meta_cluster import (
     TopicCollection,
     add_tuple_arguments,
@@ -37,9 +37,6 @@ from simnet.experiments.meta_cluster import (
     tuple_documents,
 )
 from simnet.experiments.peersplit import peer_groups, shared_fraction, stratified_split_with_overlap
-
-GROUP_SIZES = (1, 2, 4, 8, 16)
-LOSSES = tuple(round(0.1 * i, 1) for i in range(10))
 
 
 def travelled(model: ClusteringModel) -> tuple[ClusteringModel, int]:
@@ -72,7 +69,7 @@ def run_tuple(
     ]
     received = [travelled(fit.model) for fit in local]
     models = [model for model, _ in received]
-    for size in (s for s in GROUP_SIZES if args.peers % s == 0):
+    for size in group_sizes(Setup(n_peers=args.peers)):
         run: dict[float, list[int]] = {loss: [0, 0] for loss in LOSSES}
         for group in peer_groups(args.peers, size, rng):
             for peer in group:
@@ -138,7 +135,7 @@ def run_experiment(collection: TopicCollection, args: argparse.Namespace) -> dic
     rng = np.random.default_rng(args.seed)
     tuples = random_tuples(len(collection.topics), args.k, args.tuples, rng)
     tally = Tally()
-    sizes = tuple(s for s in GROUP_SIZES if args.peers % s == 0)
+    sizes = group_sizes(Setup(n_peers=args.peers))
     facts = []
     for number, topics in enumerate(tuples):
         facts.append(run_tuple(collection, topics, args, rng, tally, args.seed + number))

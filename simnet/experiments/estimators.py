@@ -33,7 +33,13 @@ from metamodels.estimators import (
 from metamodels.meta_functions import unanimous
 from metamodels.restrictive import correct_and_decided, loss
 from simnet.corpora import load_corpus
-from simnet.experiments.collab_classify import Setup, pair_splits, prepare_corpus, train_peer_models
+from simnet.experiments.collab_classify import (
+    Setup,
+    add_pair_arguments,
+    pair_splits,
+    prepare_corpus,
+    train_peer_models,
+)
 from simnet.experiments.peersplit import TopicPairSplit, peer_groups
 
 SIZES = (2, 4, 8, 16)
@@ -83,9 +89,7 @@ def measured_unanimous(decisions: np.ndarray, truth: np.ndarray) -> tuple[float,
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb")
-    parser.add_argument("--pairs", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=1)
+    add_pair_arguments(parser, pairs=20)
     args = parser.parse_args(argv)
     started = time.monotonic()
     setup = Setup()

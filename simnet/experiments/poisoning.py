@@ -37,6 +37,7 @@ from simnet.corpora import load_corpus
 from simnet.experiments.collab_classify import (
     PreparedCorpus,
     Setup,
+    add_pair_arguments,
     pair_splits,
     prepare_corpus,
     train_peer_models,
@@ -105,9 +106,7 @@ def robust_confidences(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb")
-    parser.add_argument("--pairs", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=1)
+    add_pair_arguments(parser, pairs=20)
     args = parser.parse_args(argv)
     started = time.monotonic()
     setup = Setup()
