@@ -419,19 +419,14 @@ class NodeService:
         return 0 if self.network is None else int(self.network.peers_online())
 
     def _traffic(self) -> dict[str, int]:
-        """Bytes of the p2p service plus the cooperation layer's own protocols (counted by its links)."""
-        totals = {"in": 0, "out": 0}
-        for source in (self.network, self.cooperation):
-            traffic = getattr(source, "traffic", None)
-            if traffic is not None:
-                for direction, count in traffic().items():
-                    totals[direction] = totals.get(direction, 0) + int(count)
-        return totals
+        """Bytes the p2p service exchanged (the cooperation layer's exchanges run over it)."""
+        traffic = getattr(self.network, "traffic", None)
+        return {d: int(n) for d, n in traffic().items()} if traffic else {"in": 0, "out": 0}
 
     def _traffic_by_message(self) -> dict[str, int]:
-        """The cooperation protocols' bytes per direction and message type ("out hello", ...)."""
-        links = getattr(self.cooperation, "links", None)
-        return dict(sorted(getattr(links, "bytes_by_message", {}).items()))
+        """Bytes per direction and message type ("out model_response", "in announcement", ...)."""
+        by_message = getattr(self.network, "bytes_by_message", None)
+        return by_message() if by_message else {}
 
     # -- API: status, metrics, topics ---------------------------------------------------------------------
     async def status(self) -> dict[str, Any]:

@@ -69,6 +69,9 @@ class Communities:
         self._subscriptions: dict[str, Any] = {}
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.bytes = {"in": 0, "out": 0}
+        """Announcement bytes: each published frame once per subscribed peer it is sent to (gossip
+        forwarding between peers is the router's and not counted), each delivered frame once."""
 
     @property
     def own_id(self) -> str:
@@ -158,6 +161,7 @@ class Communities:
         frame = encode_frame(message, TopicAnnouncement.MAX_FRAME)
         try:
             await self.p2p.pubsub.publish(gossip_topic(key), frame)
+            self.bytes["out"] += len(frame) * len(self.p2p.pubsub.peer_topics.get(gossip_topic(key), ()))
         except Exception as exc:  # a publish with no peers yet must not stop the loop
             log.info("announcement of %s not sent: %s", key, exc)
 
@@ -181,6 +185,7 @@ class Communities:
             if sender == self.own_id:
                 continue  # gossipsub delivers a publisher its own messages
             announcement = self._decode(sender, key, message.data)
+            self.bytes["in"] += len(message.data)
             if announcement is None:
                 continue
             self.members.setdefault(key, {})[sender] = time.time()

@@ -48,6 +48,7 @@ MODEL = TProtocol("/topicswarm/model/1.0.0")
 RESULTS = TProtocol("/topicswarm/results/1.0.0")
 META = TProtocol("/topicswarm/meta/1.0.0")
 META_OFFER = TProtocol("/topicswarm/meta-offer/1.0.0")
+CENTROIDS = TProtocol("/topicswarm/centroids/1.0.0")
 
 MAX_CONCURRENT_HANDLERS = 64
 """Streams served at once; more are reset at once rather than queued (a flood must not build a backlog)."""
@@ -75,6 +76,8 @@ MetaHandler = Callable[[str, MetaRequest], Awaitable[Sequence[Message]]]
 [MetaClassifierOffer] for "build"."""
 OfferHandler = Callable[[str, MetaClassifierOffer], Awaitable[MetaClassifierOffer]]
 """(peer, its classifier offer) -> this node's own offer for the same session."""
+CentroidsProvider = Callable[[str, str, int], Awaitable["SignedModel | None"]]
+"""(asking peer, topic, k) -> this node's signed k-means model of the topic (kind "centroids"), or None."""
 
 
 class ProtocolError(P2PError):
@@ -94,6 +97,8 @@ class Protocols:
         self.timeout = settings.request_timeout
         self.bytes_in: Counter[str] = Counter()
         self.bytes_out: Counter[str] = Counter()
+        self.bytes_by_message: Counter[str] = Counter()
+        """Frame bytes per direction and message type ("out model_response", "in meta_request", ...)."""
         self._handlers = trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS)
 
     # -- serving ----------------------------------------------------------------------------------------
@@ -153,6 +158,18 @@ class Protocols:
 
         self.serve(RESULTS, ResultSyncRequest, answer)
 
+    def serve_centroids(self, provider: CentroidsProvider) -> None:
+        """Collaborative clustering (thesis 3.3.3): answer a `ModelRequest` whose version field names k
+        with this node's k-means centroids of the topic."""
+
+        async def answer(peer: str, request: ModelRequest) -> list[Message]:
+            k = request.version or 0
+            if not 2 <= k <= 32:
+                raise WireError("out_of_range", "k must lie in [2, 32]")
+            return [ModelResponse(request.topic, await provider(peer, request.topic, k))]
+
+        self.serve(CENTROIDS, ModelRequest, answer)
+
     def serve_meta(self, handler: MetaHandler, offers: OfferHandler | None = None) -> None:
         self.serve(META, MetaRequest, handler)
         if offers is not None:
@@ -205,6 +222,14 @@ class Protocols:
         self._checked(peer, verify_model, model)
         return model
 
+    async def fetch_centroids(self, peer: str | ID, topic: str, k: int) -> SignedModel | None:
+        """The peer's k-means model of `topic` with k centroids, signature checked; None if it has none."""
+        (reply,) = await self.request(peer, CENTROIDS, ModelRequest(topic, k), [ModelResponse])
+        model = reply.model  # type: ignore[attr-defined]
+        if model is not None:
+            self._checked(peer, verify_model, model)
+        return model
+
     async def fetch_results(
         self, peer: str | ID, topic: str, cursor: int = 0, limit: int = 500
     ) -> ResultSyncResponse:
@@ -223,6 +248,8 @@ class Protocols:
         if request.phase == "estimate":
             return await self.request(peer, META, request, [CrossValidationReport, CovarianceReport])
         (offer,) = await self.request(peer, META, request, [MetaClassifierOffer])
+        if offer.model is None and not _references_held(offer, request, str(peer)):  # type: ignore[attr-defined]
+            self._violation(peer, WireError("bad_value", "offer references a model the initiator lacks"))
         self._checked(peer, _verify_offer, offer)
         return [offer]
 
@@ -235,10 +262,15 @@ class Protocols:
     def traffic(self) -> dict[str, int]:
         return {"in": sum(self.bytes_in.values()), "out": sum(self.bytes_out.values())}
 
+    def count(self, direction: str, kind: str, size: int) -> None:
+        """Count bytes exchanged outside request/response streams (gossip announcements)."""
+        self.bytes_by_message[f"{direction} {kind}"] += size
+
     # -- frames -----------------------------------------------------------------------------------------
     async def _send(self, peer: str, stream: Any, message: Message) -> None:
         frame = encode_frame(message, type(message).MAX_FRAME)
         self.bytes_out[peer] += len(frame)
+        self.bytes_by_message[f"out {message.TYPE}"] += len(frame)
         await stream.write(frame)
 
     async def _receive(self, peer: str, stream: Any, expected: type[M]) -> M:
@@ -248,6 +280,7 @@ class Protocols:
             payload = await read_frame(stream, limit)
             self.bytes_in[peer] += HEADER_SIZE + len(payload)
             message = decode_frame(payload, None, limit)
+            self.bytes_by_message[f"in {message.TYPE}"] += HEADER_SIZE + len(payload)
             if isinstance(message, Reject) and expected is not Reject:
                 raise ProtocolError(f"peer {peer} refused: {message.reason} {message.detail}")
             if not isinstance(message, expected):
@@ -274,7 +307,13 @@ class Protocols:
 
 
 def _verify_offer(offer: Any) -> None:
-    verify_model(offer.model)
+    if offer.model is not None:
+        verify_model(offer.model)
+
+
+def _references_held(offer: Any, request: MetaRequest, peer: str) -> bool:
+    """A build offer without a model must name the version of the peer's model the initiator holds."""
+    return any(h.origin == peer and h.model_version == offer.model_version for h in request.held)
 
 
 async def _close(stream: Any) -> None:

@@ -784,10 +784,29 @@ class ResultSyncResponse(Message):
 
 # ---------------------------------------------------------------- meta-model protocol (fig. 3.5/3.6)
 @dataclass(frozen=True)
+class HeldModel:
+    """A model the initiator of a meta session already holds, so a peer offers it by reference."""
+
+    origin: str
+    model_version: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"origin": self.origin, "model_version": self.model_version}
+
+    @classmethod
+    def parse(cls, f: _Fields) -> Self:
+        return cls(
+            origin=f.get("origin", check_peer_id),
+            model_version=f.get("model_version", check_int, 1, MAX_VERSION),
+        )
+
+
+@dataclass(frozen=True)
 class MetaRequest(Message):
     """METAREQUEST. Phase "estimate": exchange classifiers with `participants`, cross-validate and report
     errors and covariances to the initiator (fig. 3.6, participants given). Phase "build": send the own
-    classifier to the initiator (fig. 3.6, participants null)."""
+    classifier to the initiator (fig. 3.6, participants null). `held` lists the (origin, version) pairs the
+    initiator already holds: a peer whose classifier is among them offers it by reference, not again."""
 
     TYPE: ClassVar[str] = "meta_request"
     MAX_FRAME: ClassVar[int] = 64 * KIB
@@ -798,9 +817,10 @@ class MetaRequest(Message):
     goal_loss: float
     goal_error: float | None = None
     participants: tuple[str, ...] = ()
+    held: tuple[HeldModel, ...] = ()
 
     def body(self) -> dict[str, Any]:
-        return {
+        body = {
             "session": self.session,
             "topic": self.topic,
             "initiator": self.initiator,
@@ -809,6 +829,9 @@ class MetaRequest(Message):
             "goal_error": None if self.goal_error is None else float(self.goal_error),
             "participants": list(self.participants),
         }
+        if self.held:
+            body["held"] = [h.to_wire() for h in self.held]
+        return body
 
     @classmethod
     def parse(cls, f: _Fields) -> Self:
@@ -823,25 +846,45 @@ class MetaRequest(Message):
             goal_loss=f.get("goal_loss", check_float, 0.0, 1.0),
             goal_error=f.optional("goal_error", check_float, 0.0, 1.0),
             participants=f.get("participants", check_seq, MAX_PARTICIPANTS, check_peer_id),
+            held=f.optional("held", check_seq, MAX_PARTICIPANTS, _record(HeldModel)) or (),
         )
 
 
 @dataclass(frozen=True)
 class MetaClassifierOffer(Message):
     """A peer's classifier for a meta session, with the IDs (not contents) of its training documents
-    inside the signed model so receivers can cross-validate on D_b - D_a (thesis 3.15)."""
+    inside the signed model so receivers can cross-validate on D_b - D_a (thesis 3.15). When the initiator
+    holds that classifier already (`MetaRequest.held`), `model` is None and `model_version` names it."""
 
     TYPE: ClassVar[str] = "meta_offer"
     MAX_FRAME: ClassVar[int] = 16 * MIB
     session: str
-    model: SignedModel
+    model: SignedModel | None
+    model_version: int = 0
+
+    def __post_init__(self) -> None:
+        if self.model is not None and not self.model_version:
+            object.__setattr__(self, "model_version", self.model.payload.version)
 
     def body(self) -> dict[str, Any]:
-        return {"session": self.session, "model": self.model.to_wire()}
+        body: dict[str, Any] = {"session": self.session, "model_version": self.model_version}
+        if self.model is not None:
+            body["model"] = self.model.to_wire()
+        return body
 
     @classmethod
     def parse(cls, f: _Fields) -> Self:
-        return cls(session=f.get("session", check_session), model=f.get("model", _record(SignedModel)))
+        model = f.optional("model", _record(SignedModel))
+        version = f.optional("model_version", check_int, 1, MAX_VERSION)
+        if model is None and version is None:
+            raise _fail("missing_field", "meta_offer", "an offer needs a model or the version it references")
+        if model is not None and version is not None and version != model.payload.version:
+            raise _fail("bad_value", "meta_offer.model_version", "differs from the model's version")
+        return cls(
+            session=f.get("session", check_session),
+            model=model,
+            model_version=version or (model.payload.version if model else 0),
+        )
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 ModelCallback = Callable[[SignedModel, str], "Awaitable[None] | None"]
 """(the verified model, the peer it came from)."""
+ModelFilter = Callable[[str, str, int], bool]
+"""(topic, announcing peer, announced version) -> whether to fetch that model."""
 
 
 class P2PService:
@@ -49,6 +51,7 @@ class P2PService:
         self._model_callbacks: list[ModelCallback] = []
         self._model_provider: ModelProvider = self._stored_model
         self._result_provider: ResultProvider = self._stored_results
+        self._wanted: ModelFilter = self._newer_than_received
         self._fetching: set[tuple[str, str, int]] = set()
         self._nursery: trio.Nursery | None = None
         self.protocols.serve_models(lambda topic, version: self._model_provider(topic, version))
@@ -75,6 +78,24 @@ class P2PService:
 
     def set_result_provider(self, provider: ResultProvider) -> None:
         self._result_provider = provider
+
+    def set_model_filter(self, wanted: ModelFilter) -> None:
+        """Decide which announced models are fetched (a node with its own model store knows the versions
+        it holds across restarts; the default remembers the ones received since start)."""
+        self._wanted = wanted
+
+    async def announce_version(self, topic: str, version: int) -> None:
+        """Hold `topic` and announce model `version` of it, served by the node's model provider."""
+        await self.communities.hold(topic, version)
+        self.communities.announce(topic, version)
+
+    def bytes_by_message(self) -> dict[str, int]:
+        """Bytes per direction and message type: request/response frames and gossip announcements."""
+        counts = dict(self.protocols.bytes_by_message)
+        for direction, size in self.communities.bytes.items():
+            if size:
+                counts[f"{direction} announcement"] = size
+        return dict(sorted(counts.items()))
 
     async def hold_topic(self, topic: str) -> None:
         """Join the community of `topic` (gossip subscription and DHT provider record)."""
@@ -117,7 +138,9 @@ class P2PService:
         return len(self.connected())
 
     def traffic(self) -> dict[str, int]:
-        return self.protocols.traffic()
+        """Bytes in and out: request/response frames and gossip announcements."""
+        totals = self.protocols.traffic()
+        return {d: totals[d] + self.communities.bytes[d] for d in ("in", "out")}
 
     def peer_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -148,10 +171,9 @@ class P2PService:
 
     async def _on_announcement(self, announcement: Announcement) -> None:
         key = (announcement.key, announcement.peer_id, announcement.model_version)
-        have = self.received.get((announcement.key, announcement.peer_id))
         if announcement.model_version == 0 or key in self._fetching:
             return
-        if have is not None and have.payload.version >= announcement.model_version:
+        if not self._wanted(*key):
             return
         self._fetching.add(key)
         if self._nursery is not None:
@@ -184,6 +206,10 @@ class P2PService:
             )
         finally:
             self._fetching.discard(key)
+
+    def _newer_than_received(self, topic: str, peer: str, version: int) -> bool:
+        have = self.received.get((topic, peer))
+        return have is None or have.payload.version < version
 
     async def _stored_model(self, topic: str, version: int | None) -> SignedModel | None:
         versions = self.own_models.get(topic, {})

@@ -15,6 +15,7 @@ from p2p.schemas import (
     CrawlResult,
     CrossValidationReport,
     CvEntry,
+    HeldModel,
     MemberRef,
     Message,
     MetaClassifierOffer,
@@ -128,7 +129,16 @@ def sample_messages() -> Iterator[Message]:
         participants=(b.peer_id, c.peer_id),
     )
     yield MetaRequest(session="s-1", topic=topic, initiator=a.peer_id, phase="build", goal_loss=0.0)
+    yield MetaRequest(
+        session="s-1",
+        topic=topic,
+        initiator=a.peer_id,
+        phase="build",
+        goal_loss=0.2,
+        held=(HeldModel(b.peer_id, 3),),
+    )
     yield MetaClassifierOffer(session="s-1", model=sign_model(b, sample_model(b)))
+    yield MetaClassifierOffer(session="s-1", model=None, model_version=3)
     yield CrossValidationReport(
         session="s-1", topic=topic, reporter=b.peer_id, entries=(CvEntry(a.peer_id, 1, 120, 11),)
     )

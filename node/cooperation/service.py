@@ -1,12 +1,15 @@
 """`Cooperation`: the semantic layer of thesis 3.3 for one running node.
 
-Each round (every `sync_interval` seconds, or at once after a topics import) the node retrains the local
-model of every topic whose training documents changed and signs the new version; exchanges neighbour lists
-with the peers it knows (push-pull, thesis 3.3.1) and connects to new ones; tells every peer its topic keys
-and model versions and learns theirs (the topic communities); fetches newer models of shared topics, checks
-them (schema, signature, origin), measures them on its own labelled documents and stores them; rebuilds the
-topic's meta-classifier from everything it holds; and syncs the peers' crawl results of shared topics into
-its repository as pooled documents, queueing the URLs of their most confident pages as seeds.
+The network is the p2p layer's `p2p.service.P2PService`: it owns membership (thesis 3.3.1 push-pull), the
+topic communities (gossip announcements of topic keys and model versions) and the framed request/response
+protocols with their guards; this layer plugs its providers and handlers into them. Each round (every
+`sync_interval` seconds, or at once after a topics import) the node retrains the local model of every topic
+whose training documents changed, signs the new version and announces it to the topic's community; fetches
+the model of a community peer it holds none of (announcements bring newer versions, fetched only when newer
+than the one held), checks them (schema, signature, origin), measures them on its own labelled documents and
+stores them; rebuilds the topic's meta-classifier from everything it holds; and syncs the peers' crawl
+results of shared topics into its repository as pooled documents by cursor (a peer with nothing new is asked
+less and less often), queueing the URLs of their most confident pages as seeds.
 
 The distributed meta-classifier protocol of figures 3.5/3.6 is `build_meta`: METAREQUEST "estimate" to the
 community (each peer cross-validates the others' classifiers on its data without their training documents
@@ -29,7 +32,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +53,6 @@ from metamodels.meta_classifier import MetaClassifier
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning, store
 from node.cooperation.focus import MetaFocus
-from node.cooperation.links import (
-    CENTROIDS,
-    HELLO,
-    META,
-    MODEL,
-    NEIGHBOURS,
-    RESULTS,
-    ExchangeError,
-    Links,
-)
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import (
     centroids_from_payload,
@@ -68,38 +61,38 @@ from node.cooperation.wiremodels import (
     linear_from_payload,
     linear_payload,
 )
-from p2p.errors import WireError
-from p2p.limits import PeerGuard, PeerLedger, RateLimiter
+from p2p.errors import P2PError, WireError
+from p2p.protocols import ResultPage
 from p2p.schemas import (
-    MAX_PREVIEW_LEN,
     MAX_TITLE_LEN,
     CovarianceReport,
     CovEntry,
     CrawlResult,
     CrossValidationReport,
     CvEntry,
+    HeldModel,
     MetaClassifierOffer,
     MetaRequest,
-    ModelRequest,
-    ModelResponse,
-    NeighbourEntry,
-    NeighbourExchange,
-    ResultSyncRequest,
-    ResultSyncResponse,
     SignedModel,
-    TopicAnnouncement,
-    TopicEntry,
 )
-from p2p.signing import sign_model, sign_results, verify_model, verify_result
+from p2p.signing import sign_model, sign_results, verify_model
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class PeerState:
-    addrs: tuple[str, ...] = ()
-    topics: dict[str, int] = field(default_factory=dict)
-    last_seen: float = 0.0
+class Backoff:
+    """Rounds to skip before asking a peer again about a topic that had nothing new (doubling, capped)."""
+
+    skip_until: int = 0
+    streak: int = 0
+
+    def idle(self, round_no: int, cap: int) -> None:
+        self.streak = min(self.streak + 1, 16)
+        self.skip_until = round_no + min(cap, 2 ** (self.streak - 1))
+
+    def busy(self) -> None:
+        self.skip_until = self.streak = 0
 
 
 class Cooperation:
@@ -108,8 +101,7 @@ class Cooperation:
     def __init__(
         self,
         repository: Path | str,
-        host: Any,
-        key: Any,
+        network: Any,
         settings: CooperationSettings | None = None,
         *,
         service: Any = None,
@@ -118,15 +110,17 @@ class Cooperation:
         self.settings = settings or CooperationSettings()
         self.repo = Repository(repository)
         store.ensure_schema(self.repo)
-        self.host = host
-        self.key = key
+        self.network = network  # p2p.service.P2PService
+        self.protocols = network.protocols
+        self.key = network.key
+        self.ledger = self.protocols.guard.ledger
         self.service = service
         self.featurizer = Featurizer(feature_config or FeatureConfig())
-        p2p = getattr(host, "settings", None)
-        self.ledger = PeerLedger(max_violations=getattr(p2p, "max_violations", 20))
-        limiter = RateLimiter(getattr(p2p, "requests_per_second", 20.0), getattr(p2p, "request_burst", 40))
-        self.links = Links(host, PeerGuard(limiter, self.ledger), self.settings.request_timeout)
-        self.peers_state: dict[str, PeerState] = {}
+        self._held: dict[tuple[str, str], int] = {}  # (topic, origin) -> version of the received model
+        self._asked: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of first-contact model fetches
+        self._synced: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of result syncs
+        self._stale: set[str] = set()  # topics whose meta-classifier waits for a rebuild
+        self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
         self._db_limiter = trio.CapacityLimiter(1)
         self._metas: dict[str, MetaClassifier] = {}
         # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
@@ -139,15 +133,12 @@ class Cooperation:
     @classmethod
     def for_node(cls, service: Any) -> Cooperation:
         """Built by `node.service.NodeService` once its network runs."""
-        network = service.network
-        host = getattr(network, "host", network)
-        key = host.host.get_private_key()
         settings = getattr(service.config, "cooperation", None) or CooperationSettings()
-        return cls(service.data.repository, host, key, settings, service=service)
+        return cls(service.data.repository, service.network, settings, service=service)
 
     @property
     def peer_id(self) -> str:
-        return self.links.peer_id
+        return self.network.peer_id
 
     async def _db(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await self._work(lambda: fn(self.repo, *args, **kwargs))
@@ -162,19 +153,22 @@ class Cooperation:
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the protocols and cooperate in rounds until cancelled."""
-        self.links.handle(HELLO, TopicAnnouncement, self._on_hello)
-        self.links.handle(NEIGHBOURS, NeighbourExchange, self._on_neighbours)
-        self.links.handle(MODEL, ModelRequest, self._on_model)
-        self.links.handle(CENTROIDS, ModelRequest, self._on_centroids)
-        self.links.handle(RESULTS, ResultSyncRequest, self._on_results)
-        self.links.handle(META, MetaRequest, self._on_meta)
+        self.network.set_model_provider(self._serve_model)
+        self.network.set_result_provider(self._serve_results)
+        self.network.set_model_filter(self._wants_model)
+        self.network.on_model(self._on_announced_model)
+        self.protocols.serve_meta(self._on_meta)
+        self.protocols.serve_centroids(self._on_centroids)
         await self._load_metas()
+        for m in await self._db(store.load_models, None, "linear", store.RECEIVED):
+            self._held[(m.topic, m.origin)] = m.version
+        await self.announce()
         task_status.started(self)
         try:
             while True:
                 try:
                     await self.round()
-                except (MetamodelError, ExchangeError, OSError, sqlite3.Error) as exc:
+                except (MetamodelError, P2PError, OSError, sqlite3.Error) as exc:
                     # a busy repository (the crawler writes constantly) costs one round, not the layer
                     log.warning("cooperation round failed: %s", exc)
                 with trio.move_on_after(self.settings.sync_interval):
@@ -190,9 +184,10 @@ class Cooperation:
     async def round(self) -> None:
         """One cooperation round (see the module docstring)."""
         await self.refresh_local_models()
-        await self.exchange_neighbours()
         await self.announce()
         await self.fetch_models()
+        for topic in sorted(self._stale):
+            await self.rebuild_meta(topic)
         await self.gather_reports()
         await self.sync_results()
         await self.install_focus()
@@ -257,99 +252,43 @@ class Cooperation:
         bad = flipped(linear_from_payload(stored.model.payload))
         return sign_model(self.key, linear_payload(bad, topic, stored.version, self.peer_id))
 
-    # -- membership and communities -----------------------------------------------------------------------
+    # -- membership and communities (the p2p layer's) ----------------------------------------------------
     def connected_peers(self) -> list[str]:
-        network = self.host.host.get_network()
-        return sorted(str(p) for p in network.connections if str(p) != self.peer_id)
+        return sorted(str(p) for p in self.network.connected() if str(p) != self.peer_id)
 
     def known_peers(self) -> list[str]:
-        return sorted(set(self.connected_peers()) | set(self.peers_state))
+        """Connected peers and those in the membership's neighbour list (thesis 3.3.1)."""
+        return sorted(set(self.connected_peers()) | set(self.network.membership.peer_ids()))
 
     def community(self, topic: str) -> list[str]:
-        """Peers that announced the topic key (thesis: peers sharing a topic of the taxonomy)."""
-        return sorted(p for p, s in self.peers_state.items() if topic in s.topics and not self._banned(p))
+        """Peers that hold the topic key (its gossip subscribers and announcers), banned ones left out."""
+        return [p for p in self.network.communities.community(topic) if not self._banned(p)]
 
     def _banned(self, peer: str) -> bool:
         return self.ledger.is_banned(peer)
 
-    def _my_entries(self) -> tuple[NeighbourEntry, ...]:
-        now = time.time()
-        entries = [NeighbourEntry(self.peer_id, tuple(self.host.transport_addrs()[:8]), now)]
-        for peer, state in self.peers_state.items():
-            if state.addrs:
-                entries.append(NeighbourEntry(peer, state.addrs[:8], state.last_seen))
-        return tuple(entries[:256])
-
-    def _learn_neighbours(self, message: NeighbourExchange) -> None:
-        for entry in message.entries:
-            if entry.peer_id == self.peer_id:
-                continue
-            state = self.peers_state.setdefault(entry.peer_id, PeerState())
-            state.addrs = entry.addrs or state.addrs
-
-    async def _on_neighbours(self, peer: str, message: NeighbourExchange) -> list[NeighbourExchange]:
-        self._learn_neighbours(message)
-        return [NeighbourExchange(self._my_entries())]
-
-    async def exchange_neighbours(self) -> None:
-        for peer in self.connected_peers():
-            try:
-                (reply,) = await self.links.request(
-                    peer, NEIGHBOURS, NeighbourExchange(self._my_entries()), [NeighbourExchange]
-                )
-            except ExchangeError as exc:
-                log.info("neighbour exchange: %s", exc)
-                continue
-            self._learn_neighbours(reply)  # type: ignore[arg-type]
-        connected = set(self.connected_peers())
-        for peer, state in list(self.peers_state.items()):
-            if peer not in connected and state.addrs and not self._banned(peer):
-                await self._connect(peer, state.addrs)
-
-    async def _connect(self, peer: str, addrs: Sequence[str]) -> None:
-        from libp2p.peer.id import ID
-
-        try:
-            await self.host.connect(ID.from_base58(peer), list(addrs))
-        except Exception as exc:  # unreachable peers are normal
-            log.info("cannot reach %s: %s", peer, exc)
-
-    async def _announcement(self) -> TopicAnnouncement:
+    async def announce(self) -> None:
+        """Hold every topic key in the p2p layer's communities with the local model's version: gossip
+        tells the topic's community (re-announced periodically for newcomers)."""
         versions = {
             m.topic: m.version for m in await self._db(store.load_models, None, "linear", store.LOCAL)
         }
-        topics = await self.topics()
-        entries = tuple(TopicEntry(t, versions.get(t, 0)) for t in topics[:64] if len(t) <= 128)
-        return TopicAnnouncement(self.peer_id, entries)
-
-    def _learn_topics(self, peer: str, message: TopicAnnouncement) -> None:
-        if message.origin != peer:
-            self.links.reject(peer, WireError("wrong_origin", "announcement names another peer"))
-            return
-        state = self.peers_state.setdefault(peer, PeerState())
-        state.topics = {t.key: t.model_version for t in message.topics}
-        state.last_seen = time.time()
-
-    async def _on_hello(self, peer: str, message: TopicAnnouncement) -> list[TopicAnnouncement]:
-        self._learn_topics(peer, message)
-        return [await self._announcement()]
-
-    async def announce(self) -> None:
-        """Push-pull of topic keys and model versions with every connected peer."""
-        mine = await self._announcement()
-        for peer in self.connected_peers():
-            if self._banned(peer):
-                continue
-            try:
-                (reply,) = await self.links.request(peer, HELLO, mine, [TopicAnnouncement])
-            except ExchangeError as exc:
-                log.info("hello: %s", exc)
-                continue
-            self._learn_topics(peer, reply)  # type: ignore[arg-type]
+        for topic in (await self.topics())[:64]:
+            version = versions.get(topic, 0)
+            if len(topic) <= 128 and self._announced.get(topic) != version:
+                await self.network.announce_version(topic, version)
+                self._announced[topic] = version
 
     # -- model exchange -----------------------------------------------------------------------------------
-    async def _on_model(self, peer: str, request: ModelRequest) -> list[ModelResponse]:
-        return [ModelResponse(request.topic, await self._offered(request.topic))]
+    async def _serve_model(self, topic: str, version: int | None) -> SignedModel | None:
+        offered = await self._offered(topic)
+        if offered is None or (version is not None and offered.payload.version != version):
+            return None
+        return offered
+
+    def _wants_model(self, topic: str, peer: str, version: int) -> bool:
+        """An announced model is fetched only when its version is newer than the one held."""
+        return not self._banned(peer) and version > self._held.get((topic, peer), 0)
 
     def _checked_model(
         self, peer: str, signed: SignedModel | None, topic: str, kind: str
@@ -368,14 +307,19 @@ class Cooperation:
             else:
                 centroids_from_payload(payload)
         except WireError as error:
-            self.links.reject(peer, error)
+            self.protocols.guard.reject(peer, error)
             return None
         return signed
 
-    async def fetch_model(self, peer: str, topic: str) -> SignedModel | None:
-        """Fetch, check, measure and store a peer's model of a topic."""
-        (reply,) = await self.links.request(peer, MODEL, ModelRequest(topic), [ModelResponse])
-        signed = self._checked_model(peer, reply.model, topic, "linear")  # type: ignore[attr-defined]
+    async def _on_announced_model(self, signed: SignedModel, peer: str) -> None:
+        """The p2p layer fetched an announced model (signature and origin checked): keep it if it is ours."""
+        topic = signed.payload.topic
+        if topic in await self.topics() and await self._keep(peer, signed, topic) is not None:
+            self._stale.add(topic)
+
+    async def _keep(self, peer: str, signed: SignedModel | None, topic: str) -> SignedModel | None:
+        """Check, measure and store a peer's linear model of a topic."""
+        signed = self._checked_model(peer, signed, topic, "linear")
         if signed is None:
             return None
         member = await self._work(self._measure_received, signed)
@@ -387,11 +331,16 @@ class Cooperation:
             evaluated=member.evaluated,
             weight=member.weight,
         )
+        self._held[(topic, peer)] = max(signed.payload.version, self._held.get((topic, peer), 0))
         self._publish(
             "model",
             {"topic": topic, "origin": peer, "version": signed.payload.version, "weight": member.weight},
         )
         return signed
+
+    async def fetch_model(self, peer: str, topic: str) -> SignedModel | None:
+        """Fetch, check, measure and store a peer's latest model of a topic."""
+        return await self._keep(peer, await self.protocols.fetch_model(peer, topic), topic)
 
     def _measure_received(self, signed: SignedModel) -> learning.Member:
         payload = signed.payload
@@ -399,25 +348,24 @@ class Cooperation:
         return learning.received_member(payload.origin, payload.version, linear_from_payload(payload), data)
 
     async def fetch_models(self) -> int:
-        """Fetch every shared topic's model whose announced version is newer than the one held."""
-        held = {(m.topic, m.origin): m.version for m in await self._db(store.load_models, None, "linear")}
-        mine = set(await self.topics())
+        """Fetch the model of every community peer this node holds none of (newer versions arrive through
+        announcements); a peer without one is asked again after a growing number of rounds."""
         fetched = 0
-        touched: set[str] = set()
-        for peer, state in list(self.peers_state.items()):
-            if self._banned(peer):
-                continue
-            for topic, version in state.topics.items():
-                if topic not in mine or version <= held.get((topic, peer), 0):
+        for topic in await self.topics():
+            for peer in self.community(topic):
+                backoff = self._asked.setdefault((peer, topic), Backoff())
+                if (topic, peer) in self._held or self.rounds < backoff.skip_until:
                     continue
                 try:
-                    if await self.fetch_model(peer, topic) is not None:
-                        fetched += 1
-                        touched.add(topic)
-                except ExchangeError as exc:
+                    signed = await self.fetch_model(peer, topic)
+                except P2PError as exc:
                     log.info("model fetch: %s", exc)
-        for topic in touched:
-            await self.rebuild_meta(topic)
+                    signed = None
+                if signed is None:
+                    backoff.idle(self.rounds, self.settings.max_backoff_rounds)
+                    continue
+                fetched += 1
+                self._stale.add(topic)
         return fetched
 
     async def gather_reports(self) -> list[str]:
@@ -631,10 +579,8 @@ class Cooperation:
 
         async def ask(peer: str) -> None:
             try:
-                cv, cov = await self.links.request(
-                    peer, META, request, [CrossValidationReport, CovarianceReport]
-                )
-            except ExchangeError as exc:
+                cv, cov = await self.protocols.meta_request(peer, request)
+            except P2PError as exc:
                 log.info("meta estimate: %s", exc)
                 return
             if cv.reporter == peer and cov.reporter == peer:  # type: ignore[attr-defined]
@@ -664,20 +610,28 @@ class Cooperation:
     async def _collect(
         self, topic: str, session: str, loss: float, goal: float | None, chosen: Sequence[str]
     ) -> list[str]:
-        """METAREQUEST "build" to the chosen peers; their classifiers are checked and stored."""
-        request = MetaRequest(session, topic, self.peer_id, "build", loss, goal, ())
+        """METAREQUEST "build" to the chosen peers; their classifiers are checked and stored. The request
+        lists the models held, so a peer whose classifier is among them names its version instead."""
+        held = {
+            m.origin: m.version for m in await self._db(store.load_models, topic, "linear", store.RECEIVED)
+        }
+        refs = tuple(HeldModel(origin, held[origin]) for origin in chosen if origin in held)
+        request = MetaRequest(session, topic, self.peer_id, "build", loss, goal, (), refs)
         used: list[str] = []
 
         async def ask(peer: str) -> None:
             try:
-                (offer,) = await self.links.request(peer, META, request, [MetaClassifierOffer])
-            except ExchangeError as exc:
+                (offer,) = await self.protocols.meta_request(peer, request)
+            except P2PError as exc:
                 log.info("meta build: %s", exc)
+                return
+            if offer.model is None:  # type: ignore[attr-defined]
+                used.append(peer)  # the version held (checked by the protocol)
                 return
             signed = self._checked_model(peer, offer.model, topic, "linear")  # type: ignore[attr-defined]
             if signed is None:
                 return
-            await self._db(store.save_model, signed, store.RECEIVED)
+            await self._keep(peer, signed, topic)
             used.append(peer)
 
         async with trio.open_nursery() as nursery:
@@ -692,6 +646,9 @@ class Cooperation:
             offered = await self._offered(request.topic)
             if offered is None:
                 raise WireError("no_model", f"no model of {request.topic!r} here")
+            version = offered.payload.version
+            if HeldModel(self.peer_id, version) in request.held:
+                return [MetaClassifierOffer(request.session, None, version)]
             return [MetaClassifierOffer(request.session, offered)]
         models: dict[str, LinearModel] = {}
         versions: dict[str, int] = {}
@@ -706,7 +663,7 @@ class Cooperation:
             if signed is None and origin in self.known_peers():
                 try:
                     signed = await self.fetch_model(origin, request.topic)
-                except ExchangeError:
+                except P2PError:
                     signed = None
             if signed is not None:
                 models[origin] = linear_from_payload(signed.payload)
@@ -794,16 +751,12 @@ class Cooperation:
             return None
         return learning.local_centroids(X, k, self.featurizer)
 
-    async def _on_centroids(self, peer: str, request: ModelRequest) -> list[ModelResponse]:
-        """A k-means model of the topic on this node's documents; the request's version field names k."""
-        k = request.version or self.settings.cluster_k
-        if not 2 <= k <= 32:
-            raise WireError("out_of_range", "k must lie in [2, 32]")
-        model = await self._work(self._local_centroids, request.topic, k)
+    async def _on_centroids(self, peer: str, topic: str, k: int) -> SignedModel | None:
+        """A k-means model of the topic on this node's documents (k checked by the protocol)."""
+        model = await self._work(self._local_centroids, topic, k)
         if model is None:
-            return [ModelResponse(request.topic, None)]
-        payload = centroids_payload(model, request.topic, k, self.peer_id)
-        return [ModelResponse(request.topic, sign_model(self.key, payload))]
+            return None
+        return sign_model(self.key, centroids_payload(model, topic, k, self.peer_id))
 
     async def refine(self, topic: str, k: int | None = None) -> list[dict[str, Any]]:
         """Collaborative clustering (3.3.3): peers' centroids of the topic, meta clusters of own documents."""
@@ -815,11 +768,11 @@ class Cooperation:
         models = []
         for peer in self.community(topic):
             try:
-                (reply,) = await self.links.request(peer, CENTROIDS, ModelRequest(topic, k), [ModelResponse])
-            except ExchangeError as exc:
+                reply = await self.protocols.fetch_centroids(peer, topic, k)
+            except P2PError as exc:
                 log.info("centroids: %s", exc)
                 continue
-            signed = self._checked_model(peer, reply.model, topic, "centroids")  # type: ignore[attr-defined]
+            signed = self._checked_model(peer, reply, topic, "centroids")
             if signed is not None:
                 await self._db(store.save_model, signed, store.RECEIVED)
                 models.append(centroids_from_payload(signed.payload))
@@ -887,17 +840,18 @@ class Cooperation:
         return found[0]
 
     # -- pooled results -----------------------------------------------------------------------------------
-    async def _on_results(self, peer: str, request: ResultSyncRequest) -> list[ResultSyncResponse]:
-        limit = min(request.limit, self.settings.results_per_sync)
-        rows = await self._db(store.own_results, request.topic, request.cursor, limit + 1)
+    async def _serve_results(self, topic: str, cursor: int, limit: int) -> ResultPage:
+        """This node's own results of a topic after the cursor, signed, previews cut to `preview_chars`."""
+        limit = min(limit, self.settings.results_per_sync)
+        rows = await self._db(store.own_results, topic, cursor, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         results = [
             CrawlResult(
                 url=row["url"],
                 title=(row["title"] or "")[:MAX_TITLE_LEN],
-                preview=(row["text"] or "")[:MAX_PREVIEW_LEN],
-                topic=request.topic,
+                preview=(row["text"] or "")[: self.settings.preview_chars],
+                topic=topic,
                 confidence=float(row["confidence"] or 0.0)
                 if math.isfinite(row["confidence"] or 0.0)
                 else 0.0,
@@ -908,38 +862,47 @@ class Cooperation:
             for _, row in rows
             if len(row["url"]) <= 2048 and row["url"].startswith(("http://", "https://"))
         ]
-        cursor = rows[-1][0] if rows else request.cursor
-        return [ResultSyncResponse(request.topic, sign_results(self.key, results), cursor, more)]
+        next_cursor = rows[-1][0] if rows else cursor
+        return ResultPage(sign_results(self.key, results), next_cursor, more)
 
     async def sync_results(self) -> int:
-        """Pull new crawl results of shared topics from every community peer; returns new pooled documents."""
+        """Pull new crawl results of shared topics from every community peer; returns new pooled documents.
+        A (peer, topic) that had nothing new is asked again after a growing number of rounds."""
         added = 0
         for topic in await self.topics():
             for peer in self.community(topic):
-                added += await self._sync_peer(peer, topic)
+                backoff = self._synced.setdefault((peer, topic), Backoff())
+                if self.rounds < backoff.skip_until:
+                    continue
+                got = await self._sync_peer(peer, topic)
+                if got is None:
+                    backoff.idle(self.rounds, self.settings.max_backoff_rounds)
+                else:
+                    backoff.busy()
+                    added += got
         if added and self.service is not None:
             await self._seed_from_hubs()
         return added
 
-    async def _sync_peer(self, peer: str, topic: str) -> int:
+    async def _sync_peer(self, peer: str, topic: str) -> int | None:
+        """Pooled documents added from one page of the peer's results; None when it had nothing new."""
         cursor = await self._db(store.cursor_of, peer, topic)
-        request = ResultSyncRequest(topic, cursor, self.settings.results_per_sync)
         try:
-            (reply,) = await self.links.request(peer, RESULTS, request, [ResultSyncResponse])
-        except ExchangeError as exc:
+            page = await self.protocols.fetch_results(peer, topic, cursor, self.settings.results_per_sync)
+        except P2PError as exc:
             log.info("result sync: %s", exc)
-            return 0
+            return None
         good = []
-        for item in reply.items:  # type: ignore[attr-defined]
-            try:
-                result = verify_result(item)
-                if result.origin != peer:
-                    raise WireError("wrong_origin", "a peer may only sync its own results")
-            except WireError as error:
-                self.links.reject(peer, error)
+        for item in page.items:
+            if item.result.origin != peer:
+                self.protocols.guard.reject(
+                    peer, WireError("wrong_origin", "a peer may only sync its own results")
+                )
                 continue
-            good.append(result)
-        added = await self._db(store.pool_results, peer, topic, good, reply.next_cursor)  # type: ignore[attr-defined]
+            good.append(item.result)
+        if not page.items and page.next_cursor == cursor:
+            return None
+        added = await self._db(store.pool_results, peer, topic, good, page.next_cursor)
         if added:
             self._publish("peer", {"peer": peer, "topic": topic, "pooled": added})
         return added
@@ -970,17 +933,19 @@ class Cooperation:
         now = time.time()
         mine = set(await self.topics())
         rows = []
+        shared = {topic: set(self.community(topic)) for topic in mine}
+        neighbours = {n.peer_id: n for n in self.network.membership.neighbours.peers()}
         for peer in self.known_peers():
-            state = self.peers_state.get(peer, PeerState())
+            entry = neighbours.get(peer)
             record = self.ledger.record_of(peer)
             rows.append(
                 {
                     "peer_id": peer,
-                    "addrs": list(state.addrs),
-                    "last_seen": state.last_seen or now,
-                    "shared_topics": sorted(mine & set(state.topics)),
-                    "bytes_in": self.links.bytes_in[peer],
-                    "bytes_out": self.links.bytes_out[peer],
+                    "addrs": list(entry.addrs) if entry else [],
+                    "last_seen": entry.last_contact if entry else now,
+                    "shared_topics": sorted(t for t, members in shared.items() if peer in members),
+                    "bytes_in": self.protocols.bytes_in[peer],
+                    "bytes_out": self.protocols.bytes_out[peer],
                     "rejected": [
                         {"reason": reason, "count": count}
                         for reason, count in (record.reasons if record else {}).items()
@@ -993,14 +958,11 @@ class Cooperation:
         return {
             "models_received": await self._db(store.count_received),
             "results_pooled": await self._db(store.count_pooled),
-            "bytes_exchanged": self.links.traffic(),
-            "bytes_by_message": dict(sorted(self.links.bytes_by_message.items())),
+            "bytes_exchanged": self.network.traffic(),
+            "bytes_by_message": self.network.bytes_by_message(),
             "peers": len(self.known_peers()),
             "rounds": self.rounds,
         }
-
-    def traffic(self) -> dict[str, int]:
-        return self.links.traffic()
 
     def _publish(self, kind: str, data: dict[str, Any]) -> None:
         if self.service is not None and hasattr(self.service, "publish"):

@@ -126,25 +126,28 @@ def fast_settings(**overrides: Any) -> CooperationSettings:
 async def running_nodes(
     tmp: Path, n: int, *, hostile: Sequence[int] = (), crawled: int = 20, start: bool = True
 ) -> AsyncIterator[list[Any]]:
-    """n Cooperation instances on real loopback hosts, each with its own synthetic repository, all
-    connected to the first. Rounds run in the background when `start` is true."""
+    """n Cooperation instances over real `P2PService`s on loopback, each with its own synthetic repository,
+    all joining through the first. Rounds run in the background when `start` is true."""
     import dataclasses
 
     from node.cooperation.service import Cooperation
-    from p2p.host import start_host
+    from p2p.service import start_service
     from p2p.settings import P2PSettings
 
-    settings = dataclasses.replace(P2PSettings(), listen_addrs=("/ip4/127.0.0.1/tcp/0",), dht_enabled=False)
+    settings = dataclasses.replace(
+        P2PSettings(), listen_addrs=("/ip4/127.0.0.1/tcp/0",), dht_enabled=False, exchange_period=1.0
+    )
     async with AsyncExitStack() as stack:
         nodes = []
+        bootstrap: tuple[str, ...] = ()
         for i in range(n):
-            host = await stack.enter_async_context(start_host(settings))
+            network = await stack.enter_async_context(
+                start_service(dataclasses.replace(settings, bootstrap=bootstrap))
+            )
+            bootstrap = bootstrap or (network.addrs()[0],)
             path = tmp / f"node{i}" / "repository.sqlite"
             make_repository(path, i, crawled)
-            coop = Cooperation(path, host, host.host.get_private_key(), fast_settings(hostile=i in hostile))
-            nodes.append(coop)
-        for coop in nodes[1:]:
-            await coop.host.connect_addr(nodes[0].host.addrs()[0])
+            nodes.append(Cooperation(path, network, fast_settings(hostile=i in hostile)))
         nursery = await stack.enter_async_context(trio.open_nursery())
         for coop in nodes:
             if start:

@@ -27,8 +27,10 @@ with page labels):
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
   counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
   classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
-- bytes_exchanged: bytes in plus out of every node's cooperation protocols (each byte counted by sender and
-  receiver); bytes_crawled: bytes every node fetched from the web.
+- bytes_exchanged: bytes every node sent to its peers (request/response frames and gossip announcements,
+  each transferred byte counted once, by its sender; libp2p's own framing, Noise and gossip control traffic
+  not included); bytes_by_message splits them by message type; bytes_crawled: bytes every node fetched from
+  the web (each once).
 - With --hostile K the last K nodes offer label-flipped models (`[cooperation] hostile = true`); every honest
   node reports `hostile_weights`, the weights it gave their models (GET /api/models).
 Model and meta figures are read through the API and, after the nodes stopped, from their repositories
@@ -299,8 +301,12 @@ def node_api_figures(member: Member, hostile_ids: set[str]) -> dict[str, Any]:
         "hostile": member.hostile,
         "pages": status["crawl"]["pages"],
         "bytes_crawled": status["crawl"]["bytes_crawled"],
-        "bytes_exchanged": status["bytes_exchanged"]["in"] + status["bytes_exchanged"]["out"],
-        "bytes_by_message": status.get("bytes_by_message", {}),
+        "bytes_exchanged": status["bytes_exchanged"]["out"],
+        "bytes_by_message": {
+            k.removeprefix("out "): v
+            for k, v in status.get("bytes_by_message", {}).items()
+            if k.startswith("out ")
+        },
         "models_received": len(received),
         "results_pooled": status["documents"]["pooled"],
         "peers_online": status["peers_online"],

@@ -7,6 +7,7 @@ import trio
 
 from crawler.repository import Repository
 from node.cooperation import store
+from node.cooperation.service import Backoff
 from node.cooperation.testing import running_nodes
 from p2p.schemas import CvEntry
 
@@ -147,3 +148,31 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
         members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
         assert members.get(bad.peer_id, 0.0) == 0.0
         assert result["measured"]["accuracy"] > 0.8
+
+
+@pytest.mark.trio
+async def test_meta_build_peers_offer_models_the_initiator_holds_by_reference(tmp_path):
+    async with running_nodes(tmp_path, 3) as (a, _b, _c):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        before = dict(a.protocols.bytes_by_message)
+        built = await a.build_meta("Databases", loss=0.2)
+        offers = a.protocols.bytes_by_message["in meta_offer"] - before.get("in meta_offer", 0)
+        assert built["peers_used"] == 2
+        assert 0 < offers < 2 * 100  # two offers naming a version, no model re-sent
+        members = {m["origin"] for m in (await a.meta("Databases"))["models"]}
+        assert members == {"local", _b.peer_id, _c.peer_id}
+
+
+def test_backoff_doubles_the_rounds_skipped_up_to_the_cap_and_resets_on_news():
+    backoff = Backoff()
+    skipped = []
+    for round_no in range(5):
+        backoff.idle(round_no, cap=4)
+        skipped.append(backoff.skip_until - round_no)
+    assert skipped == [1, 2, 4, 4, 4]
+    backoff.busy()
+    assert backoff.skip_until == 0 and backoff.streak == 0

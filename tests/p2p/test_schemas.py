@@ -15,6 +15,7 @@ from p2p.schemas import (
     MAX_NEIGHBOURS,
     MAX_RESULTS,
     MESSAGE_TYPES,
+    MetaClassifierOffer,
     ModelPayload,
     ModelRequest,
     ModelResponse,
@@ -311,3 +312,21 @@ def test_model_extra_nests_one_level_only():
 @pytest.mark.parametrize("extra", [[1, 2], b"x", 5])
 def test_model_extra_must_be_a_map(extra):
     rejects(model_wire(extra=extra), "wrong_type")
+
+
+def test_meta_offer_needs_a_model_or_the_version_it_references():
+    rejects({"type": "meta_offer", "version": 1, "session": "s-1"}, "missing_field")
+
+
+def test_meta_offer_version_must_match_its_model():
+    key = wire_key(2)
+    wire = MetaClassifierOffer(session="s-1", model=sign_model(key, sample_model(key))).to_wire()
+    wire["model_version"] += 1
+    rejects(wire, "bad_value")
+
+
+def test_meta_offer_by_reference_is_a_small_frame():
+    key = wire_key(2)
+    full = encode_frame(MetaClassifierOffer(session="s-1", model=sign_model(key, sample_model(key))))
+    by_reference = encode_frame(MetaClassifierOffer(session="s-1", model=None, model_version=1))
+    assert len(by_reference) < 64 < len(full)
