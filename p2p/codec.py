@@ -1,14 +1,18 @@
 """Length-prefixed msgpack frames: the only way bytes from a peer become Python values.
 
-A frame is a 4-byte big-endian payload length followed by a msgpack payload. Every limit is checked
-before the corresponding memory is spent: the length before the body is read, msgpack's own length
-limits before containers are built. Anything wrong raises `WireError`, nothing else escapes.
+A frame is a 4-byte big-endian payload length followed by a msgpack payload. A payload of more than
+`COMPRESS_MIN` bytes travels zlib-compressed when that is smaller, marked by a first byte msgpack never uses
+(0xc1); it is inflated no further than the receiver's size limit, so a small frame cannot become a large one.
+Every limit is checked before the corresponding memory is spent: the length before the body is read,
+msgpack's own length limits before containers are built. Anything wrong raises `WireError`, nothing
+else escapes.
 """
 
 from __future__ import annotations
 
 import struct
 import sys
+import zlib
 from typing import Any, Protocol
 
 import msgpack
@@ -38,6 +42,31 @@ MAX_ARRAY_LEN = 1 << 18
 MAX_MAP_LEN = 256
 """Largest msgpack map; every schema has a few named fields."""
 _HEADER = struct.Struct(">I")
+COMPRESSED = b"\xc1"
+"""First byte of a compressed payload (msgpack's one never-used type byte)."""
+COMPRESS_MIN = 1024
+"""Smallest msgpack payload worth compressing (models, result pages and reports; not requests)."""
+
+
+def compress(body: bytes) -> bytes:
+    """The payload for a msgpack body: compressed when it is large and that saves bytes."""
+    if len(body) < COMPRESS_MIN:
+        return body
+    packed = COMPRESSED + zlib.compress(body, 6)
+    return packed if len(packed) < len(body) else body
+
+
+def _inflate(payload: bytes, max_size: int) -> bytes:
+    inflater = zlib.decompressobj()
+    try:
+        body = inflater.decompress(payload[1:], max_size + 1)
+    except zlib.error as exc:
+        raise WireError("malformed_msgpack", f"bad compressed payload: {exc}") from None
+    if len(body) > max_size or inflater.unconsumed_tail:
+        raise WireError("oversize_frame", f"compressed payload inflates beyond the limit {max_size}")
+    if not inflater.eof or inflater.unused_data:
+        raise WireError("malformed_msgpack", "compressed payload is truncated or has trailing bytes")
+    return body
 
 
 class Message(Protocol):
@@ -62,6 +91,8 @@ def unpack(payload: bytes, max_size: int = MAX_FRAME) -> Any:
     """Decode untrusted msgpack into plain values (dict, tuple, str, bytes, int, float, bool, None)."""
     if len(payload) > max_size:
         raise WireError("oversize_frame", f"{len(payload)} bytes > limit {max_size}")
+    if payload[:1] == COMPRESSED:
+        payload = _inflate(payload, max_size)
     try:
         return msgpack.unpackb(
             payload,
@@ -94,6 +125,7 @@ def encode_frame(message: Message | dict[str, Any], max_size: int | None = None)
     body = pack(wire)
     if len(body) > max_size:
         raise WireError("oversize_frame", f"encoded message is {len(body)} bytes > limit {max_size}")
+    body = compress(body)
     return _HEADER.pack(len(body)) + body
 
 

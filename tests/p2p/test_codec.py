@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 
 import msgpack
@@ -9,7 +10,17 @@ import pytest
 import trio
 import trio.testing
 
-from p2p.codec import MAX_FRAME, WireError, decode_frame, encode_frame, pack, read_frame, unpack, write_frame
+from p2p.codec import (
+    COMPRESSED,
+    MAX_FRAME,
+    WireError,
+    decode_frame,
+    encode_frame,
+    pack,
+    read_frame,
+    unpack,
+    write_frame,
+)
 from p2p.schemas import ModelRequest, ModelResponse, NeighbourExchange
 from p2p.wire_testing import ShortReadStream
 
@@ -134,7 +145,7 @@ async def test_each_message_type_has_its_own_frame_limit():
         "version": 1,
         "topic": "t",
         "model_version": None,
-        "pad": "x" * 20000,
+        "pad": os.urandom(20000).hex(),  # incompressible: the frame stays over the limit
     }
     frame = encode_frame(big_request, max_size=MAX_FRAME)
     with pytest.raises(WireError, match="oversize_frame"):
@@ -142,3 +153,31 @@ async def test_each_message_type_has_its_own_frame_limit():
     with pytest.raises(WireError, match="oversize_frame"):
         decode_frame(frame[4:], ModelRequest)
     assert ModelRequest.MAX_FRAME < MAX_FRAME < ModelResponse.MAX_FRAME
+
+
+def test_large_payloads_travel_compressed_and_decode_to_the_same_message():
+    from p2p.schemas import NeighbourEntry
+
+    peer = "12D3KooWLKsakJPED1th1pebHPWaMcDKhzQmuqtoMuChLEGuSTFh"
+    big = NeighbourExchange(tuple(NeighbourEntry(peer, ("/ip4/127.0.0.1/tcp/4001",), 1.0) for _ in range(50)))
+    frame = encode_frame(big)
+    assert frame[4:5] == COMPRESSED and len(frame) < len(pack(big.to_wire()))
+    assert decode_frame(frame[4:]) == big
+    small = encode_frame(ModelRequest("databases", 3))
+    assert small[4:5] != COMPRESSED
+
+
+def test_compressed_payload_inflating_beyond_the_limit_is_rejected():
+    import zlib
+
+    bomb = COMPRESSED + zlib.compress(pack({"type": "x" * 100_000}))
+    with pytest.raises(WireError) as info:
+        unpack(bomb, max_size=10_000)
+    assert info.value.reason == "oversize_frame"
+
+
+@pytest.mark.parametrize("payload", [COMPRESSED + b"not zlib", COMPRESSED])
+def test_garbage_after_the_compression_mark_is_malformed(payload):
+    with pytest.raises(WireError) as info:
+        unpack(payload)
+    assert info.value.reason == "malformed_msgpack"
