@@ -218,7 +218,8 @@ def train_linear_svm(
     X = sp.csr_matrix(X)
     columns = np.unique(np.asarray(features, dtype=np.int64)) if features is not None else None
     X_fit = X[:, columns] if columns is not None else X
-    svm = LinearSVC(C=C, class_weight=class_weight, dual=True, max_iter=5000)
+    # a fixed seed for liblinear's shuffling: the same documents give the same model on every run
+    svm = LinearSVC(C=C, class_weight=class_weight, dual=True, max_iter=5000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the last iterate is still a usable separator
         svm.fit(X_fit, y)
