@@ -193,9 +193,17 @@ class P2PService:
                 return
             self.received[(announcement.key, peer)] = model
             for callback in self._model_callbacks:
-                outcome = callback(model, peer)
-                if inspect.isawaitable(outcome):
-                    await outcome
+                try:
+                    outcome = callback(model, peer)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:  # a failing consumer (one shutting down) must not take the service down
+                    log.exception(
+                        "model callback failed on %s v%d from %s",
+                        model.payload.topic,
+                        model.payload.version,
+                        peer,
+                    )
         except P2PError as exc:
             log.info(
                 "model %s v%d from %s not fetched: %s",

@@ -128,6 +128,7 @@ class Cooperation:
         self._reports: dict[str, dict[tuple[str, int], dict[str, tuple[int, int]]]] = {}
         self._reported: dict[str, tuple[tuple[str, int], ...]] = {}
         self._poke = trio.Event()
+        self._closed = False
         self.rounds = 0
 
     @classmethod
@@ -145,6 +146,8 @@ class Cooperation:
 
     async def _work(self, fn: Any, *args: Any) -> Any:
         """Run `fn(*args)` in a worker thread; one at a time, since they share one SQLite connection."""
+        if self._closed:
+            raise P2PError("the cooperation layer has stopped")
         return await trio.to_thread.run_sync(fn, *args, limiter=self._db_limiter)
 
     def close(self) -> None:
@@ -175,7 +178,11 @@ class Cooperation:
                     await self._poke.wait()
                 self._poke = trio.Event()
         finally:
-            self.close()
+            # the p2p service may outlive this layer: close the connection only when no worker uses it
+            with trio.CancelScope(shield=True):
+                async with self._db_limiter:
+                    self._closed = True
+                    self.close()
 
     async def topics_changed(self, keys: Sequence[str] = ()) -> None:
         """After a topics import: retrain and announce at once."""
