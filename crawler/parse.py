@@ -83,11 +83,13 @@ ANCHOR_CHARS = 500
 _ATTRIBUTE_TAGS = frozenset(
     {"a", "img", "div", "ul", "ol", "section", "aside", "header", "footer", "span", "table"}
 )
+_LINK_TAGS = frozenset({"a", "img"})  # elements whose attributes the walk reads (href, rel, title, alt)
 _INLINE = frozenset(
     {"span", "a", "b", "i", "em", "strong", "code", "small", "sub", "sup", "abbr", "cite", "kbd"}
 )
 _REFRESH_URL = re.compile(r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['"]?([^'"]*)['"]?\s*$""", re.IGNORECASE)
 _BINARY_SNIFF = 1024
+_CONTROL_BYTES = bytes([*range(9), *range(14, 32)])
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:")
 
 
@@ -144,7 +146,7 @@ def _looks_binary(body: bytes) -> bool:
     head = body[:_BINARY_SNIFF]
     if b"\x00" in head:
         return True
-    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
     return controls > len(head) // 10
 
 
@@ -195,13 +197,13 @@ class _Walker:
         if root is not None:
             self._walk(root)
         text = "".join(self.text_parts)
-        text = "\n".join(line for line in (_clean(part) for part in text.split("\n")) if line)
+        text = "\n".join(filter(None, [" ".join(line.split()) for line in text.split("\n") if line]))
         page_nofollow = "nofollow" in meta.robots or "none" in meta.robots
         links = tuple(self._build_links(page_nofollow))
         hints = tuple(h for h in (meta.html_lang, meta.meta_lang, _header_lang(self.headers)) if h)
         refresh_url, refresh_delay = _parse_refresh(meta.refresh, self.base)
         canonical = normalize_url(meta.canonical, self.base) if meta.canonical else None
-        html = self.tree.css_first("html")
+        html = _html_element(self.tree)
         if html is not None and not hints:
             lang = (html.attributes.get("lang") or "").strip().lower()
             hints = (lang,) if lang else ()
@@ -223,63 +225,79 @@ class _Walker:
         )
 
     def _walk(self, root: LexborNode) -> None:
-        # Explicit stack (no recursion limit on deep pages) of (node, path, in_nav, anchor index); node None
-        # marks the end of an element: a block's line break or an anchor's leaf span.
-        stack: list[tuple] = [(root, (), False, -1)]
-        leaves, text_parts, links = self.leaves, self.text_parts, self.links
-        while stack:
-            node, path, in_nav, anchor = stack.pop()
-            if node is None:
-                if path == "block":
-                    text_parts.append("\n")
+        # lexbor's C traversal yields the nodes in document order; an element ends once its last child has
+        # ended, so a stack of open elements keyed by their last child's id (mem_id) gives the element ends
+        # (a block's line break, an anchor's leaf span) without a Python walk over child pointers. Invisible
+        # subtrees are passed over up to their last descendant.
+        leaves, text_parts = self.leaves, self.text_parts
+        marked = _navigation_marked(root)
+        open_elements: list[tuple[int, int, bool, int, bool]] = []  # (last child id, id, block, anchor, nav)
+        path: list[str] = []  # tags of the open elements
+        in_nav = False
+        skip_to: int | None = None  # id of the last node of an invisible subtree being passed over
+        skipped_id = 0
+        for node in root.traverse(include_text=True):
+            node_id = node.mem_id
+            if skip_to is not None:
+                if node_id != skip_to:
+                    continue
+                skip_to, node_id = None, skipped_id
+            else:
+                tag = node.tag
+                if tag == "-text":
+                    value = node.text_content
+                    if value and not value.isspace():
+                        leaves.append(" ".join(value.split())[:LEAF_CHARS])
+                        if not in_nav:
+                            text_parts.append(value)
+                elif tag in INVISIBLE or tag is None or tag[0] in "-#_":
+                    last = node.last_child
+                    if last is not None:
+                        while (deeper := last.last_child) is not None:
+                            last = deeper
+                        skip_to, skipped_id = last.mem_id, node_id
+                        continue
                 else:
+                    attrs = node.attributes if tag in _LINK_TAGS else None
+                    nav = in_nav or tag in NAVIGATION or (marked and node_id in marked)
+                    is_link = tag == "a" and bool(attrs.get("href"))
+                    last = node.last_child
+                    if last is None:
+                        leaves.append(
+                            ""
+                        )  # empty or void element: a text-less leaf (the apprentice's odd offsets)
+                        if tag in BLOCK:
+                            text_parts.append("\n")
+                        elif tag == "img" and not nav and attrs and attrs.get("alt"):
+                            text_parts.append(f" {attrs['alt']} ")
+                        if is_link:
+                            self._open_anchor(
+                                attrs, "/".join(path) + "/" + tag if path else tag, len(leaves) - 1
+                            )
+                            self._close_anchor(len(self.links) - 1)
+                    else:
+                        block = tag in BLOCK
+                        if not block and tag not in _INLINE:
+                            text_parts.append(" ")
+                        path.append(tag)
+                        anchor = self._open_anchor(attrs, "/".join(path), len(leaves)) if is_link else -1
+                        open_elements.append((last.mem_id, node_id, block, anchor, in_nav))
+                        in_nav = nav
+                        continue
+            # This node has ended, and with it every open element whose last child it was.
+            while open_elements and open_elements[-1][0] == node_id:
+                _, node_id, block, anchor, in_nav = open_elements.pop()
+                path.pop()
+                if anchor >= 0:
                     self._close_anchor(anchor)
-                continue
-            tag = node.tag
-            if tag == "-text":
-                value = node.text_content
-                if value and not value.isspace():
-                    leaves.append(_clean(value)[:LEAF_CHARS])
-                    if not in_nav:
-                        text_parts.append(value)
-                continue
-            if tag in INVISIBLE or tag is None or tag[0] in "-#_":
-                continue
-            attrs = node.attributes if tag in _ATTRIBUTE_TAGS else None
-            if tag in NAVIGATION or (attrs and (attrs.get("role") == "navigation" or "hidden" in attrs)):
-                in_nav = True
-            child = node.first_child
-            is_link = tag == "a" and attrs is not None and bool(attrs.get("href"))
-            if child is None:
-                leaves.append("")  # empty or void element: a text-less leaf (the apprentice's odd offsets)
-                if tag in BLOCK:
+                if block:
                     text_parts.append("\n")
-                elif tag == "img" and not in_nav and attrs and attrs.get("alt"):
-                    text_parts.append(f" {attrs['alt']} ")
-                if is_link:
-                    self._open_anchor(attrs, (*path, tag), len(leaves) - 1)
-                    self._close_anchor(len(links) - 1)
-                continue
-            own_path = (*path, tag)
-            if tag in BLOCK:
-                stack.append((None, "block", in_nav, -1))
-            elif tag not in _INLINE:
-                text_parts.append(" ")
-            if is_link:
-                anchor = self._open_anchor(attrs, own_path, len(leaves))
-                stack.append((None, "anchor", in_nav, anchor))
-            children: list[LexborNode] = []
-            while child is not None:
-                children.append(child)
-                child = child.next
-            for c in reversed(children):
-                stack.append((c, own_path, in_nav, anchor))
 
-    def _open_anchor(self, attrs, path: tuple[str, ...], leaf_start: int) -> int:
+    def _open_anchor(self, attrs, path: str, leaf_start: int) -> int:
         rel = (attrs.get("rel") or "").lower().split()
         title = _clean(attrs.get("title") or "")
         self.links.append(
-            [attrs.get("href") or "", "", "/".join(path), leaf_start, leaf_start, "nofollow" in rel, title]
+            [attrs.get("href") or "", "", path, leaf_start, leaf_start, "nofollow" in rel, title]
         )
         return len(self.links) - 1
 
@@ -288,7 +306,7 @@ class _Walker:
         if len(self.leaves) == link[3]:
             self.leaves.append("")  # an anchor without leaves of its own still occupies one position
         link[4] = len(self.leaves) - 1
-        link[1] = " ".join(t for t in self.leaves[link[3] : link[4] + 1] if t)[:ANCHOR_CHARS]
+        link[1] = " ".join(filter(None, self.leaves[link[3] : link[4] + 1]))[:ANCHOR_CHARS]
 
     def _build_links(self, page_nofollow: bool) -> list[Link]:
         out: list[Link] = []
@@ -300,18 +318,31 @@ class _Walker:
             if target is None:
                 continue
             lo = max(0, start - CONTEXT_RADIUS)
-            context = [(i - start, leaves[i]) for i in range(lo, start) if leaves[i]]
+            context = [item for item in enumerate(leaves[lo:start], lo - start) if item[1]]
             if anchor_text:
                 context.append((0, anchor_text))
             context.extend(
-                (i - end, leaves[i])
-                for i in range(end + 1, min(len(leaves), end + CONTEXT_RADIUS + 1))
-                if leaves[i]
+                item for item in enumerate(leaves[end + 1 : end + CONTEXT_RADIUS + 1], 1) if item[1]
             )
             out.append(
                 Link(target, anchor_text, path, start, end, tuple(context), nofollow or page_nofollow, title)
             )
         return out
+
+
+def _navigation_marked(root: LexborNode) -> set[int] | None:
+    """Ids of the elements that mark navigation or hidden content by attribute (role, hidden), found by one
+    selector pass so that the walk reads attributes of links and images only."""
+    marked = {
+        node.mem_id
+        for node in root.css("[role], [hidden]")
+        if node.tag in _ATTRIBUTE_TAGS and _marks_navigation(node.attributes)
+    }
+    return marked or None
+
+
+def _marks_navigation(attrs: dict[str, str | None]) -> bool:
+    return attrs.get("role") == "navigation" or "hidden" in attrs
 
 
 def offset_context_from(
@@ -343,19 +374,25 @@ class _HeadMeta:
 def _head_meta(head: LexborNode) -> _HeadMeta:
     meta = _HeadMeta()
     parser = head.parser
-    title = parser.css_first("title")
-    if title is not None:
-        meta.title = _clean(title.text() or "")[:1000]
-    base = parser.css_first("base[href]")
-    if base is not None:
-        meta.base = base.attributes.get("href")
-    for node in parser.css("link[rel][href]"):
-        if "canonical" in (node.attributes.get("rel") or "").lower().split():
-            meta.canonical = node.attributes.get("href")
-            break
     robots: set[str] = set()
-    for node in parser.css("meta"):
+    title_seen = base_seen = canonical_seen = False  # the first match counts, even with an empty value
+    # One selector pass in document order: the first title, base and canonical link, and every meta.
+    for node in parser.css("title, base[href], link[rel][href], meta"):
+        tag = node.tag
+        if tag == "title":
+            if not title_seen:
+                title_seen = True
+                meta.title = _clean(node.text() or "")[:1000]
+            continue
         attrs = node.attributes
+        if tag == "base":
+            if not base_seen:
+                base_seen, meta.base = True, attrs.get("href")
+            continue
+        if tag == "link":
+            if not canonical_seen and "canonical" in (attrs.get("rel") or "").lower().split():
+                canonical_seen, meta.canonical = True, attrs.get("href")
+            continue
         content = (attrs.get("content") or "").strip()
         equiv = (attrs.get("http-equiv") or "").lower()
         name = (attrs.get("name") or "").lower()
@@ -370,11 +407,16 @@ def _head_meta(head: LexborNode) -> _HeadMeta:
         elif name == "description":
             meta.description = _clean(content)[:1000]
     meta.robots = frozenset(robots)
-    html = parser.css_first("html")
+    html = _html_element(parser)
     if html is not None:
         lang = (html.attributes.get("lang") or html.attributes.get("xml:lang") or "").strip().lower()
         meta.html_lang = lang or None
     return meta
+
+
+def _html_element(tree: LexborHTMLParser) -> LexborNode | None:
+    root = tree.root  # the html element of any parsed document: no selector search needed
+    return root if root is not None and root.tag == "html" else tree.css_first("html")
 
 
 def _parse_refresh(content: str | None, base: str) -> tuple[str | None, float | None]:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
 from crawler.parse import CONTEXT_RADIUS, offset_context, parse_html
+from simnet.web.corpus import FIXTURE_DIR
 
 BASE = "http://example.org/dir/page.html"
+# Every field parse_html returned for fixture pages and hand-written edge cases before the traversal-based
+# walker, generated once from the per-node DOM walk (commit 6fa5bbc): the speed-up must not change output.
+EXPECTED = json.loads((Path(__file__).parent / "data" / "parse_expected.json").read_text(encoding="utf-8"))
 
 
 def test_apprentice_offsets_follow_the_worked_example():
@@ -116,3 +126,12 @@ def test_encoding_declared_in_meta_is_honoured():
 def test_plain_text_bodies_are_kept_as_text():
     page = parse_html(b"just   some\ntext", BASE, content_type="text/plain")
     assert page.text == "just some text" and page.links == ()
+
+
+@pytest.mark.parametrize("case", EXPECTED, ids=lambda case: case.get("page") or case["html"][:40])
+def test_output_is_identical_to_the_per_node_walk(case):
+    body = (FIXTURE_DIR / case["page"]).read_bytes() if "page" in case else case["html"].encode()
+    page = parse_html(body, case["url"])
+    got = json.loads(json.dumps(dataclasses.asdict(page), ensure_ascii=False))
+    for name, expected in case["expected"].items():
+        assert got[name] == expected, name
