@@ -6,12 +6,20 @@ frames: changes are coalesced until the next send, each gossip topic gets at mos
 `announce_rate_per_topic` messages per second (gossipsub silently drops above about 10 per peer and topic)
 and every frame stays far under gossipsub's silent 1 MiB cap. A newcomer finds a community through the
 DHT's provider records for the key; the DHT can list one provider several times, so results are deduplicated.
+
+Periodic re-announcements (what tells newcomers who holds a key) share one budget per topic: a member
+re-announces every max(`announce_interval`, community size / `reannounce_rate_per_topic`) seconds, jittered.
+With a fixed interval the topic's message rate grew with the community and every message reaches every
+member, so the gossip work of a community grew as N^2: at 10 members re-announcing every 0.5 s each router
+handled about 70 deliveries a second, in-process networks saturated the CPU and multiselect on a new stream
+took seconds (model fetches timed out), and forwarders exceeded gossipsub's 10 messages/s spam limit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -66,6 +74,8 @@ class Communities:
         self.members: dict[str, dict[str, float]] = {}
         self._dirty: set[str] = set()
         self._last_sent: dict[str, float] = {}
+        self._refresh_at: dict[str, float] = {}
+        """When each held key is re-announced next (periodic refresh, not a change)."""
         self._subscriptions: dict[str, Any] = {}
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -93,6 +103,7 @@ class Communities:
             await self.p2p.pubsub.unsubscribe(gossip_topic(key))
         self.versions.pop(key, None)
         self.members.pop(key, None)
+        self._refresh_at.pop(key, None)
 
     def announce(self, key: str, model_version: int) -> None:
         """A new model version of a held key: announced soon, coalesced with other changes."""
@@ -137,12 +148,11 @@ class Communities:
     async def _announce_loop(self) -> None:
         min_gap = 1.0 / self.settings.announce_rate_per_topic
         while True:
-            with trio.move_on_after(self.settings.announce_interval):
+            with trio.move_on_after(self._seconds_to_next_refresh()):
                 await self._wake.wait()
             self._wake = trio.Event()
-            if not self._dirty:  # the periodic re-announcement tells newcomers
-                self._dirty.update(self.versions)
             now = self.clock()
+            self._dirty.update(k for k in self.versions if now >= self._refresh_at.get(k, now))
             due = [
                 k
                 for k in self._dirty
@@ -151,10 +161,24 @@ class Communities:
             for key in due[: self.settings.announce_batch_max]:
                 self._dirty.discard(key)
                 self._last_sent[key] = now
+                self._refresh_at[key] = now + self.refresh_interval(key)
                 await self._publish(key)
             if self._dirty:  # rate-limited keys wait for their gap to pass
                 await trio.sleep(min_gap / 2)
                 self._wake.set()
+
+    def refresh_interval(self, key: str) -> float:
+        """Seconds until `key`'s next periodic re-announcement: the community shares
+        `reannounce_rate_per_topic`, so the topic's message rate stays flat as the community grows."""
+        members = len(self.community(key)) + 1
+        base = max(self.settings.announce_interval, members / self.settings.reannounce_rate_per_topic)
+        return base * random.uniform(0.75, 1.25)  # members that joined together drift apart
+
+    def _seconds_to_next_refresh(self) -> float:
+        pending = [self._refresh_at.get(k, self.clock()) for k in self.versions]
+        if not pending:
+            return self.settings.announce_interval
+        return max(0.0, min(pending) - self.clock())
 
     async def _publish(self, key: str) -> None:
         message = TopicAnnouncement(self.own_id, (TopicEntry(key, self.versions[key]),))

@@ -34,7 +34,15 @@ class P2PSettings:
     gossip_degree: int = doc(6, "Gossipsub mesh degree D (peers each topic message is pushed to directly).")
     gossip_heartbeat: int = doc(1, "Seconds between gossipsub heartbeats (the library default is 120).")
     announce_interval: float = doc(
-        60.0, "Seconds between re-announcements of the topics a node holds (and its DHT provider records)."
+        60.0,
+        "Shortest seconds between periodic re-announcements of a held topic (and its DHT provider records); "
+        "larger communities re-announce less often, see reannounce_rate_per_topic.",
+    )
+    reannounce_rate_per_topic: float = doc(
+        1.0,
+        "Periodic re-announcements per second summed over a topic's whole community: a member re-announces "
+        "every max(announce_interval, community size / this) s, so gossip load stays flat as it grows "
+        "(a new model version is still announced at once).",
     )
     announce_batch_max: int = doc(64, "Most topic keys carried by one announcement message.")
     announce_rate_per_topic: float = doc(
