@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +30,7 @@ from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
 from metamodels.errors import MetamodelError
 from metamodels.estimators import held_out_accuracy, robust_cross_accuracy
 from metamodels.features import Featurizer
-from metamodels.linear import LinearModel, train_linear_svm
+from metamodels.linear import Calibration, LinearModel, train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
 from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT
@@ -108,6 +108,59 @@ def train_local(data: LabelledData, min_positives: int = 1, C: float = 1.0) -> L
     if data.positives < min_positives or data.negatives < 1:
         return None
     return train_linear_svm(data.X, data.labels, C, training_ids=data.ids)
+
+
+def own_documents(repo: Repository, featurizer: Featurizer, limit: int = 1000) -> sp.csr_matrix:
+    """Features of the node's newest own crawled documents (not pooled): where a shipped model's decisions
+    are compared with the full model's."""
+    rows = repo.db.execute(
+        "SELECT title, text FROM documents WHERE origin IS NULL AND duplicate_of IS NULL "
+        "AND text IS NOT NULL AND text != '' ORDER BY id DESC LIMIT ?",
+        [limit],
+    ).fetchall()
+    if not rows:
+        return sp.csr_matrix((0, featurizer.config.n_features))
+    return sp.csr_matrix(featurizer.transform([f"{title}\n{text}" for title, text in rows]))
+
+
+def pruned(
+    model: LinearModel,
+    data: LabelledData,
+    X: sp.spmatrix,
+    loss: float,
+    agreement: float,
+    *,
+    min_weights: int = 64,
+    min_documents: int = 50,
+) -> LinearModel:
+    """The model restricted to its largest weights: the fewest whose loss-targeted decisions (accept,
+    abstain, reject at `loss`, as filtering uses them) agree with the full model's on at least `agreement`
+    of the documents X; recalibrated on the training data. Shipped models shrink with their decisions kept
+    (a weight carried by one training document rarely decides anything). Unchanged without evidence."""
+    n = model.indices.size
+    if agreement >= 1.0 or X.shape[0] < min_documents or n < min_weights:
+        return model
+    full = loss_targeted_decisions(model.decision_function(X), loss)
+    order = np.argsort(-np.abs(model.weights), kind="stable")
+
+    def top(k: int) -> LinearModel:
+        keep = np.sort(order[:k])
+        return replace(model, indices=model.indices[keep], weights=model.weights[keep])
+
+    def agrees(k: int) -> bool:
+        return float(np.mean(loss_targeted_decisions(top(k).decision_function(X), loss) == full)) >= agreement
+
+    low, high = max(1, n // 32), n
+    while low < high:
+        mid = (low + high) // 2
+        if agrees(mid):
+            high = mid
+        else:
+            low = mid + 1
+    if high == n:
+        return model
+    small = top(high)
+    return replace(small, calibration=Calibration.of(small.decision_function(data.X), data.labels))
 
 
 def cross_validated(data: LabelledData, folds: int = 5, C: float = 1.0) -> tuple[int, int]:

@@ -119,6 +119,9 @@ class Cooperation:
         self._held: dict[tuple[str, str], int] = {}  # (topic, origin) -> version of the received model
         self._asked: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of first-contact model fetches
         self._synced: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of result syncs
+        # (topic, origin) -> (deadline, arrival) of a model fetch under way, so that an announcement, a
+        # first contact and a cross-validation request never fetch the same model twice at once
+        self._inflight: dict[tuple[str, str], tuple[float, trio.Event]] = {}
         self._stale: set[str] = set()  # topics whose meta-classifier waits for a rebuild
         self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
         self._db_limiter = trio.CapacityLimiter(1)
@@ -242,8 +245,14 @@ class Cooperation:
         return self.repo
 
     def _train(self, topic: str) -> LinearModel | None:
+        """The topic's new local model as it is stored and shipped: its smallest weights dropped while its
+        decisions on the node's own documents stay (`prune_agreement`)."""
         data = self._labelled(topic)
-        return learning.train_local(data, self.settings.min_training_docs)
+        model = learning.train_local(data, self.settings.min_training_docs)
+        if model is None:
+            return None
+        X = learning.own_documents(self._thread_repo(), self.featurizer)
+        return learning.pruned(model, data, X, self.settings.default_loss, self.settings.prune_agreement)
 
     async def local_model(self, topic: str) -> store.StoredModel | None:
         stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
@@ -294,8 +303,31 @@ class Cooperation:
         return offered
 
     def _wants_model(self, topic: str, peer: str, version: int) -> bool:
-        """An announced model is fetched only when its version is newer than the one held."""
-        return not self._banned(peer) and version > self._held.get((topic, peer), 0)
+        """An announced model is fetched only when its version is newer than the one held and no fetch of
+        the peer's model is under way (a newer version missed meanwhile comes with a re-announcement)."""
+        if self._banned(peer) or version <= self._held.get((topic, peer), 0):
+            return False
+        if self._pending(topic, peer) is not None:
+            return False
+        self._expect(topic, peer)
+        return True
+
+    def _pending(self, topic: str, peer: str) -> trio.Event | None:
+        """The arrival of the peer's model while a fetch of it is under way (and not timed out)."""
+        entry = self._inflight.get((topic, peer))
+        if entry is None or entry[1].is_set() or trio.current_time() > entry[0]:
+            return None
+        return entry[1]
+
+    def _expect(self, topic: str, peer: str) -> trio.Event:
+        arrival = trio.Event()
+        self._inflight[(topic, peer)] = (trio.current_time() + self.settings.request_timeout, arrival)
+        return arrival
+
+    def _arrived(self, topic: str, peer: str) -> None:
+        entry = self._inflight.pop((topic, peer), None)
+        if entry is not None:
+            entry[1].set()
 
     def _checked_model(
         self, peer: str, signed: SignedModel | None, topic: str, kind: str
@@ -339,6 +371,7 @@ class Cooperation:
             weight=member.weight,
         )
         self._held[(topic, peer)] = max(signed.payload.version, self._held.get((topic, peer), 0))
+        self._arrived(topic, peer)
         self._publish(
             "model",
             {"topic": topic, "origin": peer, "version": signed.payload.version, "weight": member.weight},
@@ -346,8 +379,25 @@ class Cooperation:
         return signed
 
     async def fetch_model(self, peer: str, topic: str) -> SignedModel | None:
-        """Fetch, check, measure and store a peer's latest model of a topic."""
-        return await self._keep(peer, await self.protocols.fetch_model(peer, topic), topic)
+        """Fetch, check, measure and store a peer's latest model of a topic; while a fetch of it is already
+        under way, wait for that one instead of transferring the model twice."""
+        pending = self._pending(topic, peer)
+        if pending is not None:
+            with trio.move_on_after(self.settings.request_timeout):
+                await pending.wait()
+            return await self._held_model(topic, peer)
+        arrival = self._expect(topic, peer)
+        try:
+            return await self._keep(peer, await self.protocols.fetch_model(peer, topic), topic)
+        finally:
+            if self._inflight.get((topic, peer), (0, None))[1] is arrival:
+                self._arrived(topic, peer)
+
+    async def _held_model(self, topic: str, peer: str) -> SignedModel | None:
+        for stored in await self._db(store.load_models, topic, "linear", store.RECEIVED):
+            if stored.origin == peer:
+                return stored.model
+        return None
 
     def _measure_received(self, signed: SignedModel) -> learning.Member:
         payload = signed.payload
@@ -362,6 +412,8 @@ class Cooperation:
             for peer in self.community(topic):
                 backoff = self._asked.setdefault((peer, topic), Backoff())
                 if (topic, peer) in self._held or self.rounds < backoff.skip_until:
+                    continue
+                if self._pending(topic, peer) is not None:  # announced: the p2p layer fetches it
                     continue
                 try:
                     signed = await self.fetch_model(peer, topic)

@@ -28,9 +28,20 @@ def _doc_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(i for i in ids if len(i) <= MAX_DOC_ID)[:MAX_TRAINING_DOCS]
 
 
+def coarse(weights: np.ndarray) -> np.ndarray:
+    """float32 weights rounded to 8 significant bits (bfloat16's precision, relative error <= 2**-9): the
+    low two bytes of each value become zero, which the frame compression removes, so a shipped model costs
+    about a quarter less with its decisions unchanged; a nonzero weight stays nonzero."""
+    exact = np.ascontiguousarray(weights, dtype=np.float32)
+    bits = exact.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    truncated = (bits & 0xFFFF0000).astype(np.uint32).view(np.float32)  # never rounds up to infinity
+    return np.where(np.isfinite(rounded) | ~np.isfinite(exact), rounded, truncated)
+
+
 def linear_payload(model: LinearModel, topic: str, version: int, origin: str) -> ModelPayload:
     row = np.zeros((1, model.config.n_features), dtype=np.float32)
-    row[0, model.indices] = model.weights
+    row[0, model.indices] = coarse(model.weights)
     return ModelPayload(
         topic=topic,
         version=version,

@@ -9,10 +9,11 @@ import numpy as np
 from crawler.engine import PageVerdict
 from crawler.repository import Repository
 from metamodels.features import FeatureConfig, Featurizer
+from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning
 from node.cooperation.focus import MetaFocus
 from node.cooperation.testing import make_repository
-from node.cooperation.wiremodels import flipped, linear_from_payload, linear_payload
+from node.cooperation.wiremodels import coarse, flipped, linear_from_payload, linear_payload
 from p2p.signing import LocalEd25519Key, sign_model, verify_model
 
 
@@ -30,8 +31,30 @@ def test_linear_model_survives_the_signed_wire_form(tmp_path):
     key = LocalEd25519Key(b"k" * 32)
     signed = sign_model(key, linear_payload(model, "Databases", 3, key.peer_id))
     back = linear_from_payload(verify_model(signed))
-    assert np.allclose(back.confidence(data.X), model.confidence(data.X), atol=1e-5)
+    # weights travel with 8 significant bits: each is off by at most 2**-9 of itself
+    bound = np.abs(data.X) @ np.abs(model.weight_column()) / model.calibration.scale * 2.0**-9
+    gap = np.abs(back.confidence(data.X) - model.confidence(data.X))
+    assert np.all(gap <= bound.toarray().ravel() + 1e-6)
     assert back.training_ids == model.training_ids
+
+
+def test_coarse_weights_keep_sign_and_finiteness_within_relative_error():
+    w = np.array([1.0, -0.3, 1e-30, 3.4e38, -0.123456, 7.0e-3], dtype=np.float32)
+    c = coarse(w)
+    assert np.all(np.isfinite(c)) and np.all(np.sign(c) == np.sign(w))
+    assert np.all(np.abs(c / w - 1) <= 2.0**-8)
+    assert np.all(c.view(np.uint32) & 0xFFFF == 0)
+
+
+def test_pruned_model_keeps_decisions_on_own_documents(tmp_path):
+    data = labelled(tmp_path, 0)
+    model = learning.train_local(data)
+    X = data.X
+    small = learning.pruned(model, data, X, 0.2, 0.95, min_weights=8, min_documents=10)
+    assert small.indices.size < model.indices.size
+    full = loss_targeted_decisions(model.decision_function(X), 0.2)
+    assert np.mean(loss_targeted_decisions(small.decision_function(X), 0.2) == full) >= 0.95
+    assert learning.pruned(model, data, X, 0.2, 1.0) is model
 
 
 def test_flipped_model_measured_on_other_data_gets_weight_zero(tmp_path):
