@@ -197,7 +197,7 @@ class _Walker:
         if root is not None:
             self._walk(root)
         text = "".join(self.text_parts)
-        text = "\n".join(filter(None, [" ".join(line.split()) for line in text.split("\n") if line]))
+        text = "\n".join([" ".join(line.split()) for line in text.split("\n") if line and not line.isspace()])
         page_nofollow = "nofollow" in meta.robots or "none" in meta.robots
         links = tuple(self._build_links(page_nofollow))
         hints = tuple(h for h in (meta.html_lang, meta.meta_lang, _header_lang(self.headers)) if h)
@@ -230,68 +230,79 @@ class _Walker:
         # (a block's line break, an anchor's leaf span) without a Python walk over child pointers. Invisible
         # subtrees are passed over up to their last descendant.
         leaves, text_parts = self.leaves, self.text_parts
-        marked = _navigation_marked(root)
-        open_elements: list[tuple[int, int, bool, int, bool]] = []  # (last child id, id, block, anchor, nav)
-        path: list[str] = []  # tags of the open elements
+        add_leaf, add_text = leaves.append, text_parts.append
+        marked = _navigation_marked(root) or ()
+        # Open elements: (last child id of the enclosing element, id, tag, kind, anchor, in_nav before it).
+        open_elements: list[tuple[int, int, str, int, int, bool]] = []
+        expect = 0  # id of the innermost open element's last child (no node has id 0)
         in_nav = False
-        skip_to: int | None = None  # id of the last node of an invisible subtree being passed over
+        skip_to = 0  # id of the last node of an invisible subtree being passed over (0: none)
         skipped_id = 0
+        kinds = _TAG_KINDS
         for node in root.traverse(include_text=True):
             node_id = node.mem_id
-            if skip_to is not None:
+            if skip_to:
                 if node_id != skip_to:
                     continue
-                skip_to, node_id = None, skipped_id
+                skip_to, node_id = 0, skipped_id
             else:
                 tag = node.tag
                 if tag == "-text":
                     value = node.text_content
                     if value and not value.isspace():
-                        leaves.append(" ".join(value.split())[:LEAF_CHARS])
+                        add_leaf(" ".join(value.split())[:LEAF_CHARS])
                         if not in_nav:
-                            text_parts.append(value)
-                elif tag in INVISIBLE or tag is None or tag[0] in "-#_":
-                    last = node.last_child
-                    if last is not None:
-                        while (deeper := last.last_child) is not None:
-                            last = deeper
-                        skip_to, skipped_id = last.mem_id, node_id
+                            add_text(value)
+                    if node_id != expect:
                         continue
                 else:
-                    attrs = node.attributes if tag in _LINK_TAGS else None
-                    nav = in_nav or tag in NAVIGATION or (marked and node_id in marked)
-                    is_link = tag == "a" and bool(attrs.get("href"))
-                    last = node.last_child
-                    if last is None:
-                        leaves.append(
-                            ""
-                        )  # empty or void element: a text-less leaf (the apprentice's odd offsets)
-                        if tag in BLOCK:
-                            text_parts.append("\n")
-                        elif tag == "img" and not nav and attrs and attrs.get("alt"):
-                            text_parts.append(f" {attrs['alt']} ")
-                        if is_link:
-                            self._open_anchor(
-                                attrs, "/".join(path) + "/" + tag if path else tag, len(leaves) - 1
-                            )
-                            self._close_anchor(len(self.links) - 1)
+                    kind = kinds.get(tag)
+                    if kind is None:
+                        kind = _tag_kind(tag)
+                    if kind & _SKIP:
+                        last = node.last_child
+                        if last is not None:
+                            while (deeper := last.last_child) is not None:
+                                last = deeper
+                            skip_to, skipped_id = last.mem_id, node_id
+                            continue
                     else:
-                        block = tag in BLOCK
-                        if not block and tag not in _INLINE:
-                            text_parts.append(" ")
-                        path.append(tag)
-                        anchor = self._open_anchor(attrs, "/".join(path), len(leaves)) if is_link else -1
-                        open_elements.append((last.mem_id, node_id, block, anchor, in_nav))
-                        in_nav = nav
-                        continue
+                        nav = in_nav or bool(kind & _NAV) or node_id in marked
+                        last = node.last_child
+                        if kind & _LINK_OR_IMAGE:
+                            attrs = node.attributes
+                            anchor = -1
+                            if tag == "a" and attrs.get("href"):
+                                own_path = "/".join([entry[2] for entry in open_elements] + ["a"])
+                                anchor = self._open_anchor(attrs, own_path, len(leaves))
+                            if last is None:
+                                add_leaf("")  # a text-less leaf (the apprentice's odd offsets)
+                                if tag == "img" and not nav and attrs.get("alt"):
+                                    add_text(f" {attrs['alt']} ")
+                                if anchor >= 0:
+                                    self._close_anchor(anchor)
+                        else:
+                            anchor = -1
+                            if last is None:
+                                add_leaf("")  # empty or void element: a text-less leaf
+                                if kind & _BLOCK:
+                                    add_text("\n")
+                        if last is not None:
+                            if kind & _SPACE:
+                                add_text(" ")
+                            open_elements.append((expect, node_id, tag, kind, anchor, in_nav))
+                            expect = last.mem_id
+                            in_nav = nav
+                            continue
+                if node_id != expect:
+                    continue
             # This node has ended, and with it every open element whose last child it was.
-            while open_elements and open_elements[-1][0] == node_id:
-                _, node_id, block, anchor, in_nav = open_elements.pop()
-                path.pop()
+            while node_id == expect:
+                expect, node_id, _, kind, anchor, in_nav = open_elements.pop()
                 if anchor >= 0:
                     self._close_anchor(anchor)
-                if block:
-                    text_parts.append("\n")
+                if kind & _BLOCK:
+                    add_text("\n")
 
     def _open_anchor(self, attrs, path: str, leaf_start: int) -> int:
         rel = (attrs.get("rel") or "").lower().split()
@@ -321,13 +332,27 @@ class _Walker:
             context = [item for item in enumerate(leaves[lo:start], lo - start) if item[1]]
             if anchor_text:
                 context.append((0, anchor_text))
-            context.extend(
-                item for item in enumerate(leaves[end + 1 : end + CONTEXT_RADIUS + 1], 1) if item[1]
-            )
+            context += [item for item in enumerate(leaves[end + 1 : end + CONTEXT_RADIUS + 1], 1) if item[1]]
             out.append(
                 Link(target, anchor_text, path, start, end, tuple(context), nofollow or page_nofollow, title)
             )
         return out
+
+
+# What the walk does with an element, as bit flags looked up once per tag name.
+_SKIP, _BLOCK, _SPACE, _NAV, _LINK_OR_IMAGE = 1, 2, 4, 8, 16
+_TAG_KINDS: dict[str, int] = {}
+_TAG_KINDS_MAX = 4096  # custom element names are unbounded: stop remembering new ones past this
+
+
+def _tag_kind(tag: str | None) -> int:
+    if tag in INVISIBLE or tag is None or tag[0] in "-#_":
+        return _SKIP
+    kind = _BLOCK if tag in BLOCK else 0 if tag in _INLINE else _SPACE
+    kind |= (_NAV if tag in NAVIGATION else 0) | (_LINK_OR_IMAGE if tag in _LINK_TAGS else 0)
+    if len(_TAG_KINDS) < _TAG_KINDS_MAX:
+        _TAG_KINDS[tag] = kind
+    return kind
 
 
 def _navigation_marked(root: LexborNode) -> set[int] | None:
