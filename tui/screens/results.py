@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import webbrowser
 from typing import ClassVar
 
@@ -26,13 +27,24 @@ def origin_label(hit: Hit) -> str:
     return "this node" if hit.is_local else f"peer {hit.origin[:10]}"
 
 
+QUERY_TERM = re.compile(r"\[\[(.+?)\]\]")  # the node marks query terms in previews as [[term]]
+
+
+def highlighted(text: str) -> str:
+    """The preview as markup: its text escaped, the node's query-term marks shown in bold reverse."""
+    parts = QUERY_TERM.split(text)
+    marked = (escape(part) if i % 2 == 0 else f"[b reverse]{escape(part)}[/]" for i, part in enumerate(parts))
+    return "".join(marked)
+
+
 def preview(hit: Hit) -> str:
-    also = f" (also {', '.join(hit.origins)})" if len(hit.origins) > 1 else ""
+    peers = [o for o in hit.origins if o not in ("local", hit.origin)]
+    also = f" (also from {len(peers)} peer{'s' if len(peers) != 1 else ''})" if peers else ""
     return (
         f"[b]{escape(hit.title)}[/b]\n{escape(hit.url)}\n\n"
         f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}"
         f" · verdict {escape(hit.verdict or '–')}\n"
-        f"origin: {escape(origin_label(hit) + also)}\n\n{escape(hit.preview)}\n\n"
+        f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
         "[dim]+ relevant · - irrelevant · o open in browser[/dim]"
     )
 
