@@ -175,9 +175,15 @@ class TopicSwarmApp(App[None]):
             self.screen.schedule_redraw()
 
     def on_node_event(self, message: NodeEvent) -> None:
-        if message.kind in ("model", "refine", "meta") and isinstance(message.data, dict):
-            what = message.data.get("topic") or message.data.get("origin") or ""
-            self.notify(f"{message.kind} event {what}".strip(), timeout=3)
+        # Meta-classifiers are rebuilt every cooperation round: the Meta screen shows them; a toast is noise.
+        if message.kind in ("model", "refine") and isinstance(message.data, dict):
+            topic = message.data.get("topic") or "a topic"
+            if message.kind == "model":
+                origin = str(message.data.get("origin") or "a peer")
+                source = "this node retrained it" if origin == "local" else f"from {origin[:8]}…{origin[-6:]}"
+                self.notify(f"new model for {topic}: {source}", timeout=3)
+            else:
+                self.notify(f"subtopic proposals for {topic}: see Refine (6)", timeout=3)
 
     def on_node_problem(self, message: NodeProblem) -> None:
         self.show_problem(message.text, connection=message.connection)
