@@ -100,7 +100,7 @@ class MetaScreen(NodeScreen):
             return
         self.query_one(CurvePlot).show(meta.curve, meta.loss)
         nearest = min(meta.curve, key=lambda p: abs(p.loss - meta.loss), default=None)
-        accuracy = "" if nearest is None else f" · accuracy ≈ {nearest.accuracy:.3f}"
+        accuracy = "" if nearest is None else f" · accuracy on labelled docs ≈ {nearest.accuracy:.3f}"
         self.query_one("#meta-counts", Static).update(
             f"loss [b]{meta.loss:.2f}[/b] · kept [b]{meta.kept}[/b] · "
             f"abstained [b]{meta.abstained}[/b]{accuracy}"
