@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import resource
 import sys
 import tempfile
 from collections import Counter
@@ -34,6 +33,7 @@ from crawler.fetch import Fetcher, FetchResult
 from crawler.parse import parse_html
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
+from simnet.measure import peak_rss_mb
 from simnet.web import Fault, FaultPlan, RequestRecord, Site, load_web, serve_web_in_subprocess
 from simnet.web.manners import by_host
 
@@ -292,7 +292,7 @@ def run(web_name: str, pages: int, tolerance: float, max_seconds: float, server_
         "server_faults_served": dict(sorted(server_faults.items())),
         "faults": table,
         "missing_faults": [name for name, row in table.items() if not row["ok"]],
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
         "elapsed_s": round(stats.elapsed, 1),
         "finished": finished,
         "reason": stats.reason,

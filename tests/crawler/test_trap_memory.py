@@ -13,11 +13,12 @@ from simnet.paths import PROJECT_ROOT
 
 CRAWL = textwrap.dedent(
     """
-    import json, resource, tempfile, trio
+    import json, tempfile, trio
     from pathlib import Path
     from crawler.engine import Crawler
     from crawler.repository import Repository
     from crawler.settings import CrawlSettings
+    from simnet.measure import peak_rss_mb
     from simnet.web import Fault, FaultPlan, load_web, serve_web
 
     PAGES = {pages}
@@ -41,7 +42,7 @@ CRAWL = textwrap.dedent(
                     await crawler.aclose()
                     repo.close()
                 trap_requests = sum(1 for r in web.request_log if r.fault == "trap")
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = peak_rss_mb()
         print(json.dumps({{"pages": stats.pages, "frontier": stats.frontier_size,
                           "trap_requests": trap_requests, "peak_rss_mb": peak}}))
 
