@@ -25,13 +25,14 @@ import dataclasses
 import json
 import logging
 import math
-import resource
 import sys
 import time
 from contextlib import AsyncExitStack
 
 import numpy as np
 import trio
+
+from simnet.measure import peak_rss_mb
 
 FEATURES = 1 << 18
 log = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ async def run(peers: int, fanout: int, nonzero: int, training_docs: int, timeout
         "model_frame_bytes": frame_bytes,
         "fanout": fanout,
         "join_seconds": round(joined_after, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
     }
 
 
