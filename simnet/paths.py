@@ -30,6 +30,6 @@ def shared_file(relative: str) -> Path:
     path = shared_data_dir() / relative
     if not path.exists():
         raise SharedDataMissing(
-            f"{path} is absent: this needs the shared data folder (set TOPICSWARM_SHARED_DATA to its location)"
+            f"{path} is absent: this needs the shared data folder (set TOPICSWARM_SHARED_DATA to where it is)"
         )
     return path
