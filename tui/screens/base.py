@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Footer, Input, Select
 
 from node.client import ClientError
 from tui.widgets.nav import NavBar
@@ -77,3 +78,37 @@ class NodeScreen(Screen[None]):
             return None
         self.swarm.report_reachable()
         return answer
+
+
+class TopicScreen(NodeScreen):
+    """A screen about one topic at a time, chosen in its Select (Meta, Refine)."""
+
+    TOPIC_SELECT: ClassVar[str] = ""  # the Select's CSS id, e.g. "#meta-topic"
+
+    def reload(self) -> None:
+        self.fetch_topics()
+
+    def topic(self) -> str | None:
+        value = self.query_one(self.TOPIC_SELECT, Select).value
+        return value if isinstance(value, str) else None
+
+    @work(exclusive=True, group="topics")
+    async def fetch_topics(self) -> None:
+        topics = await self.ask(self.link.topics)
+        if topics is None:
+            return
+        select = self.query_one(self.TOPIC_SELECT, Select)
+        current = self.topic()
+        keys = [t.key for t in topics]
+        select.set_options([(k, k) for k in keys])
+        if keys:
+            select.value = current if current in keys else keys[0]
+            self.topic_chosen(str(select.value))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            self.topic_chosen(event.value)
+
+    def topic_chosen(self, topic: str) -> None:
+        """Load what the screen shows about `topic`."""
+        raise NotImplementedError

@@ -13,7 +13,7 @@ from textual.widgets import Input, Select, Static
 
 from tui.messages import LossChanged, MetaFetched
 from tui.records import MetaState
-from tui.screens.base import NodeScreen
+from tui.screens.base import TopicScreen
 from tui.widgets.plots import CurvePlot
 
 LOSS_STEP = 0.05
@@ -31,8 +31,9 @@ def build_report(answer: dict) -> str:
     return f"built from {answer.get('peers_used', '?')} peers; accuracy on local training data {accuracy}"
 
 
-class MetaScreen(NodeScreen):
+class MetaScreen(TopicScreen):
     NAME = "meta"
+    TOPIC_SELECT = "#meta-topic"
     LIST = "#meta-topic"
     AUTO_FOCUS = "#meta-topic"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,29 +60,8 @@ class MetaScreen(NodeScreen):
         self.query_one("#meta-topic", Select).focus()
         self.query_one(CurvePlot).show((), None)
 
-    def reload(self) -> None:
-        self.fetch_topics()
-
-    def topic(self) -> str | None:
-        value = self.query_one("#meta-topic", Select).value
-        return value if isinstance(value, str) else None
-
-    @work(exclusive=True, group="topics")
-    async def fetch_topics(self) -> None:
-        topics = await self.ask(self.link.topics)
-        if topics is None:
-            return
-        select = self.query_one("#meta-topic", Select)
-        current = self.topic()
-        keys = [t.key for t in topics]
-        select.set_options([(k, k) for k in keys])
-        if keys:
-            select.value = current if current in keys else keys[0]
-            self.fetch_meta(str(select.value))
-
-    def on_select_changed(self, event: Select.Changed) -> None:
-        if isinstance(event.value, str):
-            self.fetch_meta(event.value)
+    def topic_chosen(self, topic: str) -> None:
+        self.fetch_meta(topic)
 
     @work(exclusive=True, group="meta")
     async def fetch_meta(self, topic: str) -> None:

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from tui.messages import ProposalDecided, ProposalsFetched
 from tui.records import Proposal
-from tui.screens.base import NodeScreen
+from tui.screens.base import TopicScreen
 from tui.widgets.prompt import Prompt
 
 DEFAULT_K = 3
@@ -29,8 +29,9 @@ def proposal_details(p: Proposal) -> str:
     )
 
 
-class RefineScreen(NodeScreen):
+class RefineScreen(TopicScreen):
     NAME = "refine"
+    TOPIC_SELECT = "#refine-topic"
     LIST = "#proposals"
     AUTO_FOCUS = "#proposals"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -62,29 +63,8 @@ class RefineScreen(NodeScreen):
         table.add_column("status", width=9, key="status")
         self.query_one("#refine-topic", Select).focus()
 
-    def reload(self) -> None:
-        self.fetch_topics()
-
-    def topic(self) -> str | None:
-        value = self.query_one("#refine-topic", Select).value
-        return value if isinstance(value, str) else None
-
-    @work(exclusive=True, group="topics")
-    async def fetch_topics(self) -> None:
-        topics = await self.ask(self.link.topics)
-        if topics is None:
-            return
-        select = self.query_one("#refine-topic", Select)
-        current = self.topic()
-        keys = [t.key for t in topics]
-        select.set_options([(k, k) for k in keys])
-        if keys:
-            select.value = current if current in keys else keys[0]
-            self.fetch_proposals(str(select.value))
-
-    def on_select_changed(self, event: Select.Changed) -> None:
-        if isinstance(event.value, str):
-            self.fetch_proposals(event.value)
+    def topic_chosen(self, topic: str) -> None:
+        self.fetch_proposals(topic)
 
     @work(exclusive=True, group="proposals")
     async def fetch_proposals(self, topic: str) -> None:
