@@ -43,7 +43,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -470,25 +470,6 @@ class ApprenticeFocus:
 
 
 def rescore_entries(frontier: Any, rescore: Any) -> int:
-    """Give queued entries the priorities `rescore([(url, topic, priority)]) -> {url: priority}` returns.
-    Reaches into the frontier's per-topic queues as `crawler.focus.boost_entries` does (the frontier has
-    no re-prioritising method of its own); returns how many entries changed."""
-    changed_total = 0
-    for queue in frontier._queues.values():
-        items = list(queue.entries())
-        if not items:
-            continue
-        new = rescore([(entry.url, entry.topic, entry.priority) for _, _, entry in items])
-        if not new:
-            continue
-        rebuilt = []
-        for negprio, seq, entry in items:
-            priority = new.get(entry.url)
-            if priority is not None and priority != entry.priority:
-                entry = replace(entry, priority=priority)
-                negprio = -priority
-                frontier._changes[entry.url] = ("add", entry)
-                changed_total += 1
-            rebuilt.append((negprio, seq, entry))
-        queue.rebuild(rebuilt)
-    return changed_total
+    """Give queued entries the priorities `rescore([(url, topic, priority)]) -> {url: priority}` returns,
+    through the frontier's own re-scoring; returns how many entries changed."""
+    return frontier.rescore(lambda entries: rescore([(e.url, e.topic, e.priority) for e in entries]))

@@ -22,7 +22,7 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -289,28 +289,41 @@ class Frontier:
         self._push(entry)
         self._changes[entry.url] = ("add", entry)
 
-    def reprioritize(self, urls: Iterable[str], priority: float, *, raise_only: bool = False) -> int:
-        """Give the queued entries of `urls` this priority (with `raise_only`, only those below it), as a
-        persisted change; returns how many entries changed. Scans the queues: meant for batches of URLs
-        (a re-organisation's hub links), not for single entries in a hot loop."""
-        wanted = set(urls)
+    def rescore(self, new_priorities: Callable[[list[FrontierEntry]], Mapping[str, float]]) -> int:
+        """Re-prioritise queued entries queue by queue: `new_priorities(entries)` answers {url: priority} for
+        the entries of one queue it wants moved. Persisted as changes; returns how many entries changed."""
         moved = 0
         for queue in self._queues.values():
-            items = []
+            items = list(queue.entries())
+            new = new_priorities([entry for _, _, entry in items]) if items else None
+            if not new:
+                continue
+            rebuilt = []
             changed = False
-            for negprio, seq, entry in queue.entries():
-                if entry.url in wanted and (
-                    entry.priority < priority if raise_only else entry.priority != priority
-                ):
+            for negprio, seq, entry in items:
+                priority = new.get(entry.url)
+                if priority is not None and priority != entry.priority:
                     entry = replace(entry, priority=priority)
                     negprio = -priority
                     self._changes[entry.url] = ("add", entry)
                     changed = True
                     moved += 1
-                items.append((negprio, seq, entry))
+                rebuilt.append((negprio, seq, entry))
             if changed:
-                queue.rebuild(items)
+                queue.rebuild(rebuilt)
         return moved
+
+    def reprioritize(self, urls: Iterable[str], priority: float, *, raise_only: bool = False) -> int:
+        """Give the queued entries of `urls` this priority (with `raise_only`, only those below it), as a
+        persisted change; returns how many entries changed. Scans the queues: meant for batches of URLs
+        (a re-organisation's hub links), not for single entries in a hot loop."""
+        wanted = set(urls)
+
+        def new_priorities(entries: list[FrontierEntry]) -> dict[str, float]:
+            moving = (e for e in entries if e.url in wanted and (not raise_only or e.priority < priority))
+            return {e.url: priority for e in moving}
+
+        return self.rescore(new_priorities)
 
     def drop_host(self, host: str, error: str) -> list[FrontierEntry]:
         """Fail every queued entry of a host that politeness gave up on ("bad")."""
