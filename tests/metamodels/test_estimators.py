@@ -7,13 +7,16 @@ import pytest
 from metamodels.errors import MetaInputError
 from metamodels.estimators import (
     chain_estimate,
+    chain_implied_correlation,
     chain_probability,
+    correctness_correlation,
     correctness_covariance,
     cross_accuracy,
     equal_error,
     equal_loss,
     exchangeable_agreement,
     held_out_accuracy,
+    meta_estimate,
     peers_needed,
     robust_cross_accuracy,
 )
@@ -100,7 +103,7 @@ def test_exchangeable_model_without_covariance_is_independence():
 
 def test_peers_needed_with_the_exchangeable_model_needs_more_peers_for_correlated_models():
     # shared hard documents keep the error up, so the exchangeable model asks for more peers than the chain
-    chain = peers_needed(0.8, 0.04, max_error=0.01)
+    chain = peers_needed(0.8, 0.04, max_error=0.01, model="chain")
     exchangeable = peers_needed(0.8, 0.04, max_error=0.01, model="exchangeable")
     assert exchangeable.peers > chain.peers
     with pytest.raises(MetaInputError):
@@ -119,3 +122,38 @@ def test_robust_cross_accuracy_one_lying_reporter_cannot_lift_a_bad_model():
 def test_robust_cross_accuracy_skips_reporters_with_too_few_documents():
     assert robust_cross_accuracy({"a": (1, 2)}, min_evaluated=3) is None
     assert robust_cross_accuracy({"a": (1, 2), "b": (3, 4)}, min_evaluated=3) == (0.75, 4)
+
+
+def test_chain_formula_is_the_markov_chain_law():
+    # p = 0.8, cov = 0.04: P(right | right) = 0.8 + 0.04/0.8 = 0.85, so P(all 3 right) = 0.8 * 0.85 * 0.85;
+    # P(wrong | wrong) = 0.2 + 0.04/0.2 = 0.4, so P(all 3 wrong) = 0.2 * 0.4 * 0.4
+    assert chain_probability([0.8] * 3, 0.04) == pytest.approx(0.578)
+    assert chain_probability([0.2] * 3, 0.04) == pytest.approx(0.032)
+
+
+def test_chain_correlation_decays_with_distance():
+    # rho = 0.04 / (0.8 * 0.2) = 0.25. Worked through the chain: P(right | wrong) = 0.8 - 0.04/0.2 = 0.6,
+    # P(X1 = 1, X3 = 1) = 0.8 * (0.85^2 + 0.15 * 0.6) = 0.65, cov(X1, X3) = 0.65 - 0.64 = 0.01 -> 0.0625
+    assert correctness_correlation(0.8, 0.04) == pytest.approx(0.25)
+    assert chain_implied_correlation(0.8, 0.04, 1) == pytest.approx(0.25)
+    assert chain_implied_correlation(0.8, 0.04, 2) == pytest.approx(0.0625)
+    assert chain_implied_correlation(0.8, 0.04, 0) == pytest.approx(1.0)
+    assert correctness_correlation(1.0, 0.0) == 0.0
+    with pytest.raises(MetaInputError):
+        chain_implied_correlation(0.8, 0.04, -1)
+
+
+def test_meta_estimate_defaults_to_the_exchangeable_model():
+    assert meta_estimate(0.8, 0.04, 3) == exchangeable_agreement(0.8, 0.04, 3)
+    assert meta_estimate(0.8, 0.04, 3, model="chain") == chain_estimate([0.8] * 3, 0.04)
+    with pytest.raises(MetaInputError):
+        meta_estimate(0.8, 0.04, 0, model="chain")
+    with pytest.raises(MetaInputError):
+        meta_estimate(0.8, 0.04, 3, model="oracle")
+
+
+def test_peers_needed_defaults_to_the_exchangeable_estimate():
+    # correlated models: the chain promises error <= 0.01 with fewer peers than the exchangeable model
+    default = peers_needed(0.8, 0.04, max_error=0.01, max_peers=200)
+    assert default == peers_needed(0.8, 0.04, max_error=0.01, max_peers=200, model="exchangeable")
+    assert default != peers_needed(0.8, 0.04, max_error=0.01, max_peers=200, model="chain")
