@@ -40,6 +40,7 @@ from metamodels.robust import RobustSettings, accuracy_weight, robust_combine
 CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 VERDICTS = {ACCEPT: "accepted", ABSTAIN: "abstained", -1: "rejected"}
 ROBUST = RobustSettings()
+MIN_AGREEMENT_DOCUMENTS = 50  # own documents needed before two models' decisions are compared
 
 
 def in_subtree(topic: str | None, ancestor: str) -> bool:
@@ -131,7 +132,7 @@ def pruned(
     agreement: float,
     *,
     min_weights: int = 64,
-    min_documents: int = 50,
+    min_documents: int = MIN_AGREEMENT_DOCUMENTS,
 ) -> LinearModel:
     """The model restricted to its largest weights: the fewest whose loss-targeted decisions (accept,
     abstain, reject at `loss`, as filtering uses them) agree with the full model's on at least `agreement`
@@ -140,7 +141,6 @@ def pruned(
     n = model.indices.size
     if agreement >= 1.0 or X.shape[0] < min_documents or n < min_weights:
         return model
-    full = loss_targeted_decisions(model.decision_function(X), loss)
     order = np.argsort(-np.abs(model.weights), kind="stable")
 
     def top(k: int) -> LinearModel:
@@ -148,7 +148,7 @@ def pruned(
         return replace(model, indices=model.indices[keep], weights=model.weights[keep])
 
     def agrees(k: int) -> bool:
-        return float(np.mean(loss_targeted_decisions(top(k).decision_function(X), loss) == full)) >= agreement
+        return decision_agreement(model, top(k), X, loss) >= agreement
 
     low, high = max(1, n // 32), n
     while low < high:
@@ -161,6 +161,15 @@ def pruned(
         return model
     small = top(high)
     return replace(small, calibration=Calibration.of(small.decision_function(data.X), data.labels))
+
+
+def decision_agreement(a: LinearModel, b: LinearModel, X: sp.spmatrix, loss: float) -> float:
+    """Share of the documents X on which two models' loss-targeted decisions (accept, abstain, reject)
+    agree: whether a retrained model decides differently enough to be worth shipping again."""
+    if X.shape[0] == 0:
+        return 0.0
+    first = loss_targeted_decisions(a.decision_function(X), loss)
+    return float(np.mean(loss_targeted_decisions(b.decision_function(X), loss) == first))
 
 
 def cross_validated(data: LabelledData, folds: int = 5, C: float = 1.0) -> tuple[int, int]:
@@ -238,10 +247,14 @@ def _scaler(scores: np.ndarray, labels: np.ndarray) -> PlattScaler | None:
 
 def calibrated(model: LinearModel, data: LabelledData, held_out: np.ndarray) -> PlattScaler | None:
     """Platt scaler of a model on this node's labels: on the documents it was not trained on when they
-    suffice, else on all of them (its scale is then too confident, but its direction is still checked).
+    suffice and hold both classes, else on all of them (its scale is then too confident, but its
+    direction is still checked; held-out documents of one class alone cannot fit a scale, and a model
+    measured right on all of them used to get weight 0 for it).
     None when the model's scores run against this node's labels (a scaler with a >= 0 would turn a
     label-flipped model into a good one: such a model must have no say, not be repaired)."""
-    mask = held_out if held_out.sum() >= ROBUST.min_evaluated else np.ones_like(held_out)
+    both_classes = held_out.any() and np.unique(data.labels[held_out]).size == 2
+    use_held_out = held_out.sum() >= ROBUST.min_evaluated and both_classes
+    mask = held_out if use_held_out else np.ones_like(held_out)
     if not mask.any():
         return None
     scaler = _scaler(model.confidence(data.X[mask]), data.labels[mask])

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import trio
 
+from crawler.focus import LEARNING
 from crawler.repository import Repository
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
@@ -62,7 +63,7 @@ from node.cooperation.wiremodels import (
     linear_payload,
 )
 from p2p.errors import P2PError, WireError
-from p2p.protocols import ResultPage
+from p2p.protocols import RESULTS, ResultPage
 from p2p.schemas import (
     MAX_TITLE_LEN,
     CovarianceReport,
@@ -73,6 +74,8 @@ from p2p.schemas import (
     HeldModel,
     MetaClassifierOffer,
     MetaRequest,
+    ResultSyncRequest,
+    ResultSyncResponse,
     SignedModel,
 )
 from p2p.signing import sign_model, sign_results, verify_model
@@ -130,6 +133,8 @@ class Cooperation:
         # cross-validation reports (3.15), the newest per reporter; and the model versions they were for
         self._reports: dict[str, dict[tuple[str, int], dict[str, tuple[int, int]]]] = {}
         self._reported: dict[str, tuple[tuple[str, int], ...]] = {}
+        self._held_before: dict[str, tuple[tuple[str, int], ...]] = {}  # models held at the last round
+        self._learning_pages: int | None = None  # the crawler's page count at the last look
         self._poke = trio.Event()
         self._closed = False
         self.rounds = 0
@@ -160,7 +165,7 @@ class Cooperation:
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the protocols and cooperate in rounds until cancelled."""
         self.network.set_model_provider(self._serve_model)
-        self.network.set_result_provider(self._serve_results)
+        self.protocols.serve(RESULTS, ResultSyncRequest, self._answer_results)
         self.network.set_model_filter(self._wants_model)
         self.network.on_model(self._on_announced_model)
         self.protocols.serve_meta(self._on_meta)
@@ -217,16 +222,27 @@ class Cooperation:
     async def topics(self) -> list[str]:
         return await self._db(_topic_keys)
 
-    async def refresh_local_models(self) -> list[str]:
-        """Retrain the topics whose training documents changed; returns the topics with a new version."""
+    async def refresh_local_models(self, *, now: bool = False) -> list[str]:
+        """Retrain the topics whose training documents changed; returns the topics with a new version.
+        While the crawler's learning phase runs nothing is trained (unless `now`): the phase ends within
+        a minute by adding archetypes to the training documents, so a model trained before would be
+        replaced at once and every peer would fetch both. A retrained model that decides like the
+        published one (`republish_agreement`) is not published again: the fingerprint moves on, the model
+        stays."""
+        if not now and self._learning():
+            return []
         fingerprint = await self._db(learning.training_fingerprint)
         changed = []
         for topic in await self.topics():
             stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
             if stored and stored[0].fingerprint == fingerprint:
                 continue
-            model = await self._work(self._train, topic)
+            previous = linear_from_payload(stored[0].model.payload) if stored else None
+            model = await self._work(self._train, topic, previous)
             if model is None:
+                continue
+            if model is previous:
+                await self._db(store.save_model, stored[0].model, store.LOCAL, fingerprint=fingerprint)
                 continue
             version = stored[0].version + 1 if stored else 1
             signed = sign_model(self.key, linear_payload(model, topic, version, self.peer_id))
@@ -244,15 +260,34 @@ class Cooperation:
     def _thread_repo(self) -> Repository:
         return self.repo
 
-    def _train(self, topic: str) -> LinearModel | None:
+    def _train(self, topic: str, previous: LinearModel | None = None) -> LinearModel | None:
         """The topic's new local model as it is stored and shipped: its smallest weights dropped while its
-        decisions on the node's own documents stay (`prune_agreement`)."""
+        decisions on the node's own documents stay (`prune_agreement`); `previous` itself when the new
+        one decides like it on enough of those documents (`republish_agreement`)."""
         data = self._labelled(topic)
         model = learning.train_local(data, self.settings.min_training_docs)
         if model is None:
             return None
         X = learning.own_documents(self._thread_repo(), self.featurizer)
-        return learning.pruned(model, data, X, self.settings.default_loss, self.settings.prune_agreement)
+        loss = self.settings.default_loss
+        model = learning.pruned(model, data, X, loss, self.settings.prune_agreement)
+        alike = (
+            previous is not None
+            and X.shape[0] >= learning.MIN_AGREEMENT_DOCUMENTS
+            and learning.decision_agreement(previous, model, X, loss) >= self.settings.republish_agreement
+        )
+        return previous if alike else model
+
+    def _learning(self) -> bool:
+        """Whether the node's crawler is in its learning phase and still fetching (pages went up since the
+        last look): the training documents are about to grow. False without a focus crawler."""
+        crawler = getattr(self.service, "crawler", None)
+        if getattr(getattr(crawler, "policy", None), "phase", None) != LEARNING:
+            return False
+        pages = int(crawler.stats.total_pages)  # type: ignore[union-attr]
+        fetching = pages != self._learning_pages
+        self._learning_pages = pages
+        return fetching
 
     async def local_model(self, topic: str) -> store.StoredModel | None:
         stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
@@ -429,8 +464,10 @@ class Cooperation:
 
     async def gather_reports(self) -> list[str]:
         """Ask each topic's community to cross-validate the topic's models on their data (the estimate
-        phase of METAREQUEST, 3.15) whenever the models held changed since the last reports, and rebuild
-        the meta-classifier with the weights they give; returns the topics asked about."""
+        phase of METAREQUEST, 3.15) whenever the models held changed since the last reports and then
+        stayed the same for a round (models of a community arrive over several rounds: one estimate for
+        them all), and rebuild the meta-classifier with the weights they give; returns the topics asked
+        about."""
         held: dict[str, list[tuple[str, int]]] = {}
         for m in await self._db(store.load_models, None, "linear"):
             held.setdefault(m.topic, []).append((m.origin, m.version))
@@ -438,7 +475,9 @@ class Cooperation:
         for topic in await self.topics():
             community = self.community(topic)[: self.settings.max_meta_peers - 1]
             versions = tuple(sorted(held.get(topic, [])))
-            if not community or len(versions) < 2 or self._reported.get(topic) == versions:
+            settled = self._held_before.get(topic) == versions
+            self._held_before[topic] = versions
+            if not community or len(versions) < 2 or self._reported.get(topic) == versions or not settled:
                 continue
             session = secrets.token_hex(8)
             participants = (self.peer_id, *community)
@@ -579,7 +618,7 @@ class Cooperation:
         if topic not in await self.topics():
             raise KeyError(f"no topic {topic!r}: list topics with GET /api/topics")
         if await self.local_model(topic) is None:
-            await self.refresh_local_models()
+            await self.refresh_local_models(now=True)
         community = self.community(topic)[: self.settings.max_meta_peers - 1]
         session = secrets.token_hex(8)
         participants = (self.peer_id, *community)
@@ -899,10 +938,19 @@ class Cooperation:
         return found[0]
 
     # -- pooled results -----------------------------------------------------------------------------------
-    async def _serve_results(self, topic: str, cursor: int, limit: int) -> ResultPage:
-        """This node's own results of a topic after the cursor, signed, previews cut to `preview_chars`."""
+    async def _answer_results(self, peer: str, request: ResultSyncRequest) -> list[ResultSyncResponse]:
+        """The result protocol's answer, served here rather than through the p2p layer's result provider
+        (which is not told who asks) so that the asking peer's own results are not sent back to it."""
+        page = await self._serve_results(request.topic, request.cursor, request.limit, peer)
+        return [ResultSyncResponse(request.topic, tuple(page.items), page.next_cursor, page.more)]
+
+    async def _serve_results(
+        self, topic: str, cursor: int, limit: int, peer: str | None = None
+    ) -> ResultPage:
+        """This node's own results of a topic after the cursor, signed, previews cut to `preview_chars`;
+        without those the asking peer synced here as its own."""
         limit = min(limit, self.settings.results_per_sync)
-        rows = await self._db(store.own_results, topic, cursor, limit + 1)
+        rows = await self._db(store.own_results, topic, cursor, limit + 1, peer)
         more = len(rows) > limit
         rows = rows[:limit]
         results = [

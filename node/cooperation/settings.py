@@ -33,6 +33,12 @@ class CooperationSettings:
         "Share of the node's own documents whose filtering decision a shipped model must keep when its "
         "smallest weights are dropped (1: ship every weight).",
     )
+    republish_agreement: float = doc(
+        0.95,
+        "A retrained local model replaces the published one (a new version every peer fetches) only when "
+        "its filtering decisions on the node's own documents agree with the published model's on less "
+        "than this share (1: every retraining is published).",
+    )
     share_results: int = doc(2000, "Most of a topic's own accepted results offered to peers (best first).")
     hub_seeds: int = doc(5, "Pooled URLs of peers' most confident pages queued as local seeds per round.")
     cluster_k: int = doc(3, "Default number of subtopics a refinement proposes.")
@@ -44,8 +50,8 @@ class CooperationSettings:
     def __post_init__(self) -> None:
         if not 0.0 <= self.default_loss < 1.0 or not 0.0 <= self.cluster_loss < 1.0:
             raise ValueError("default_loss and cluster_loss must lie in [0, 1)")
-        if not 0.5 <= self.prune_agreement <= 1.0:
-            raise ValueError("prune_agreement must lie in [0.5, 1]")
+        if not 0.5 <= self.prune_agreement <= 1.0 or not 0.5 <= self.republish_agreement <= 1.0:
+            raise ValueError("prune_agreement and republish_agreement must lie in [0.5, 1]")
         if not 0 <= self.preview_chars <= 2048 or self.max_backoff_rounds < 1:
             raise ValueError("preview_chars must lie in [0, 2048] and max_backoff_rounds be >= 1")
         if self.sync_interval <= 0 or self.request_timeout <= 0 or self.cluster_k < 2:

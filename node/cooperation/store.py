@@ -350,13 +350,17 @@ def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[Craw
     return added
 
 
-def own_results(repo: Repository, topic: str, cursor: int, limit: int) -> list[tuple[int, dict[str, Any]]]:
-    """(doc id, row) of the node's own accepted documents of a topic's subtree after `cursor`."""
+def own_results(
+    repo: Repository, topic: str, cursor: int, limit: int, holder: str | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """(doc id, row) of the node's own accepted documents of a topic's subtree after `cursor`; without
+    those `holder` synced here as its own results (it crawled them: sending them back is wasted)."""
+    held = "" if holder is None else "AND (origins IS NULL OR instr(origins, ?) = 0) "
     rows = repo.db.execute(
         "SELECT id, url, title, text, topic, confidence, fingerprint, fetched_at FROM documents "
         "WHERE id > ? AND origin IS NULL AND accepted = 1 AND duplicate_of IS NULL "
-        "AND (topic = ? OR substr(topic, 1, ?) = ?) ORDER BY id LIMIT ?",
-        [cursor, topic, len(topic) + 1, topic + "/", limit],
+        f"AND (topic = ? OR substr(topic, 1, ?) = ?) {held}ORDER BY id LIMIT ?",
+        [cursor, topic, len(topic) + 1, topic + "/", *([json.dumps(holder)] if holder else []), limit],
     ).fetchall()
     keys = ("url", "title", "text", "topic", "confidence", "fingerprint", "fetched_at")
     return [(int(row[0]), dict(zip(keys, row[1:], strict=True))) for row in rows]
