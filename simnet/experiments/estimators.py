@@ -36,6 +36,7 @@ from metamodels.estimators import (
     correctness_covariance,
     cross_accuracy,
     exchangeable_agreement,
+    meta_estimate,
     peers_needed,
 )
 from metamodels.meta_functions import unanimous
@@ -214,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (m, kind, g): [] for m in ESTIMATE_MODELS for kind, g in goals
     }
     curves_loss, curves_error = [], []
+    predicted_curves: dict[str, list[np.ndarray]] = {
+        f"{m} {q}": [] for m in ESTIMATE_MODELS for q in ("loss", "error")
+    }
     stats = CovarianceStats()
     runs = 0
     for split in pair_splits(corpus, setup, args.pairs, args.repeats, args.seed):
@@ -247,6 +251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         curve_loss, curve_error = measured_curve(val_decisions, truth, COUNT_SUBSETS, rng)
         curves_loss.append(curve_loss)
         curves_error.append(curve_error)
+        for model in ESTIMATE_MODELS:
+            estimates = [
+                meta_estimate(mean_accuracy, covariance, k, model) for k in range(1, setup.n_peers + 1)
+            ]
+            predicted_curves[f"{model} loss"].append(np.array([e.loss for e in estimates]))
+            predicted_curves[f"{model} error"].append(np.array([e.error for e in estimates]))
         for model, kind, goal in counts:
             predicted = predicted_count(mean_accuracy, covariance, kind, goal, model, setup.n_peers)
             curve = curve_error if kind == "error" else curve_loss
@@ -322,18 +332,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             "measured_error_at_predicted": round(at_predicted, 4),
         }
     pooled_accuracy, pooled_cov = _mean(stats.accuracy), _mean(stats.train_covariance)
-    pooled_loss, pooled_error = np.mean(curves_loss, axis=0), np.nanmean(curves_error, axis=0)
+    pooled_measured = {"loss": np.mean(curves_loss, axis=0), "error": np.nanmean(curves_error, axis=0)}
     pooled = {}
     for model in ESTIMATE_MODELS:
         for kind, goal in goals:
-            curve = pooled_error if kind == "error" else pooled_loss
             finder = smallest_count_within if kind == "error" else largest_count_within
+            pooled_predicted = np.nanmean(predicted_curves[f"{model} {kind}"], axis=0)
             pooled[f"{model} {kind}<={goal}"] = (
-                predicted_count(pooled_accuracy, pooled_cov, kind, goal, model, setup.n_peers),
-                finder(curve, goal),
+                finder(pooled_predicted, goal),
+                finder(pooled_measured[kind], goal),
             )
     print(
-        "pooled over runs (mean accuracy and covariance; mean measured curve), predicted/measured: "
+        "pooled (the count where the mean over runs of the predicted curve meets the goal / of the measured "
+        "curve), predicted/measured: "
         + ", ".join(f"{name} {_fmt_count(p)}/{_fmt_count(m)}" for name, (p, m) in pooled.items())
     )
     result["peers_needed_pooled"] = {name: list(pm) for name, pm in pooled.items()}
