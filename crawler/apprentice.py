@@ -23,7 +23,10 @@ since the critic's relevance is bimodal). Everything else, including pages the c
 irrelevant.
 
 **The loop**: when a link is queued, its hashed features wait as *pending* under the target URL; when that
-page is fetched and judged, the instance (features, label) is resolved into a training buffer. Every
+page is fetched and judged, the instance (features, label) is resolved into a training buffer, together
+with one instance for every other stored link into that page from a page fetched before it (the paper's
+instances: every (u, v) with u fetched before v, not only the link that queued v; `in_links` bounds them
+per page, 0 keeps only the queuing link). Every
 `retrain_every` judged pages (the paper's batch) the buffer is folded into the counts (naive Bayes needs
 no retraining from scratch), the log-odds tables are recomputed, the state is stored in the repository,
 and every queued link whose features are known is rescored (the paper's switch-in, 3.7). One model is
@@ -69,7 +72,14 @@ class ApprenticeError(CrawlerError):
 @dataclass(frozen=True)
 class ApprenticeSettings:
     radius: int = setting(5, "DOM leaves either side of an anchor whose terms are features (d_max).")
-    retrain_every: int = setting(200, "Judged pages between two refits of the apprentice (the batch).")
+    retrain_every: int = setting(
+        50,
+        "Judged pages between two refits (the batch). A refit only adds counts and rescores the queue, so a "
+        "small batch lets the apprentice steer crawls of a few hundred pages.",
+    )
+    in_links: int = setting(
+        50, "Most stored links into a judged page that become training instances (0: only the queuing link)."
+    )
     min_per_class: int = setting(
         10, "Instances of each label a topic's model needs before it sets priorities."
     )
@@ -81,8 +91,8 @@ class ApprenticeSettings:
     max_pending: int = setting(300_000, "Most queued links whose features are kept in memory.")
 
     def __post_init__(self) -> None:
-        if self.radius < 0 or self.retrain_every < 1 or self.min_per_class < 1:
-            raise ValueError("radius must be >= 0, retrain_every and min_per_class >= 1")
+        if self.radius < 0 or self.in_links < 0 or self.retrain_every < 1 or self.min_per_class < 1:
+            raise ValueError("radius and in_links must be >= 0, retrain_every and min_per_class >= 1")
         if not 0.0 <= self.weight <= 1.0:
             raise ValueError(f"weight must be in [0, 1], not {self.weight}")
 
@@ -213,6 +223,7 @@ class _Pending:
     topic: str
     indices: np.ndarray
     base: float
+    source: str = ""  # final URL of the page holding the link ("" when unknown)
 
 
 class Apprentice:
@@ -257,8 +268,10 @@ class Apprentice:
         w = self.settings.weight
         return p if w == 1.0 else p**w * max(base, 1e-12) ** (1.0 - w)
 
-    def remember(self, url: str, topic: str | None, indices: np.ndarray, base: float) -> None:
-        self.pending[url] = _Pending(topic or NO_TOPIC, indices, base)
+    def remember(
+        self, url: str, topic: str | None, indices: np.ndarray, base: float, source: str = ""
+    ) -> None:
+        self.pending[url] = _Pending(topic or NO_TOPIC, indices, base, source)
         while len(self.pending) > self.settings.max_pending:
             self.pending.popitem(last=False)
 
@@ -267,10 +280,14 @@ class Apprentice:
         found = self.pending.pop(url, None) or fallback
         if found is None:
             return False
-        label = int(relevant)
-        self.buffer.append((found.topic, found.indices, label))
-        self.resolved[label] += 1
+        self.learn(found, relevant)
         return True
+
+    def learn(self, link: _Pending, relevant: bool) -> None:
+        """Buffer one labelled link for the next refit."""
+        label = int(relevant)
+        self.buffer.append((link.topic, link.indices, label))
+        self.resolved[label] += 1
 
     def refit(self) -> None:
         """Fold the buffer into the counts and recompute every touched model's tables."""
@@ -345,11 +362,73 @@ class Apprentice:
         return len(rows)
 
 
-# -- the focus policy wrapper -------------------------------------------------------------------------------
+# -- instances from the repository -------------------------------------------------------------------------
 def _related(topic: str | None, queue: str) -> bool:
     return topic is not None and (
         not queue or topic == queue or topic.startswith(queue + "/") or queue.startswith(topic + "/")
     )
+
+
+def is_relevant(verdict: PageVerdict, queue: str, threshold: float) -> bool:
+    """The label of a link into a page with this verdict, filed in the `queue` topic (module docstring)."""
+    return verdict.accepted and _related(verdict.topic, queue) and verdict.confidence >= threshold
+
+
+def stored_in_links(
+    repo: Repository, apprentice: Apprentice, urls: Sequence[str], queue: str, before: int | None = None
+) -> list[_Pending]:
+    """The stored links into `urls` (a target's URL and final URL) from other fetched pages (fetched before
+    document id `before` when given), one per source page and at most `in_links` (at least one),
+    featurised again: a judged page's training instances."""
+    targets = sorted(set(urls))
+    marks = ", ".join("?" * len(targets))
+    rows = repo.db.execute(
+        "SELECT l.dom_path, l.context, d.topic, d.confidence, d.accepted, d.final_url "
+        f"FROM links l JOIN documents d ON l.source_id = d.id WHERE l.target_url IN ({marks}) "
+        f"AND l.kind = 'a' AND d.duplicate_of IS NULL AND d.final_url NOT IN ({marks}) AND d.id < ? "
+        "ORDER BY d.id",
+        [*targets, *targets, before if before is not None else 2**62],
+    ).fetchall()
+    limit = max(apprentice.settings.in_links, 1)
+    found: dict[str, _Pending] = {}
+    for dom_path, context, topic, confidence, accepted, final_url in rows:
+        if final_url in found:
+            continue
+        verdict = PageVerdict(topic, float(confidence or 0.0), bool(accepted))
+        link = Link(urls[0], "", dom_path, 0, 0)
+        pairs = [(int(offset), str(text)) for offset, text in json.loads(context)]
+        found[final_url] = _Pending(
+            queue, apprentice.features(link, pairs, final_url, verdict), 0.0, final_url
+        )
+        if len(found) >= limit:
+            break
+    return list(found.values())
+
+
+def learn_from_crawl(apprentice: Apprentice, repo: Repository, topic: str | None) -> int:
+    """Train the `topic` model on a stored crawl (seed 002's protocol A: the apprentice learns from a
+    baseline crawl before guiding one): every stored link (u, v) with u fetched before v, labelled by the
+    stored verdict of v relative to `topic`; returns the instances added (refit included)."""
+    queue = topic or NO_TOPIC
+    threshold = apprentice.settings.label_threshold
+    documents = repo.db.execute(
+        "SELECT id, url, final_url, topic, confidence, accepted FROM documents "
+        "WHERE duplicate_of IS NULL ORDER BY id"
+    ).fetchall()
+    added = 0
+    for doc_id, url, final_url, doc_topic, confidence, accepted in documents:
+        relevant = is_relevant(
+            PageVerdict(doc_topic, float(confidence or 0.0), bool(accepted)), queue, threshold
+        )
+        for link in stored_in_links(repo, apprentice, (url, final_url), queue, before=doc_id):
+            apprentice.learn(link, relevant)
+            added += 1
+    if apprentice.buffer:
+        apprentice.refit()
+    return added
+
+
+# -- the focus policy wrapper -------------------------------------------------------------------------------
 
 
 class ApprenticeFocus:
@@ -391,17 +470,23 @@ class ApprenticeFocus:
         for page, verdict in zip(pages, verdicts, strict=True):
             entry = page.entry
             queue = entry.topic or NO_TOPIC
-            relevant = (
-                verdict.accepted
-                and _related(verdict.topic, queue)
-                and verdict.confidence >= s.label_threshold
+            relevant = is_relevant(verdict, queue, s.label_threshold)
+            queued = self.apprentice.pending.pop(entry.url, None)
+            stored = (
+                stored_in_links(self.repo, self.apprentice, (entry.url, page.url), queue)
+                if self.repo is not None
+                else []
             )
-            if entry.url not in self.apprentice.pending and entry.source and self.repo is not None:
-                fallback = self._stored_pending(entry.url, entry.source, queue)
-                self.rebuilt += fallback is not None
-            else:
-                fallback = None
-            self.apprentice.resolve(entry.url, relevant, fallback)
+            if s.in_links == 0:
+                stored = (
+                    [link for link in stored if link.source == entry.source][:1] if queued is None else []
+                )
+            if queued is None:
+                self.rebuilt += any(link.source == entry.source for link in stored)
+            elif all(link.source != queued.source for link in stored):
+                stored.append(queued)  # its source is not stored yet (same batch) or not the queuing page
+            for link in stored:
+                self.apprentice.learn(link, relevant)
         self.apprentice.judged += len(pages)
         self._since_refit += len(pages)
         if self._since_refit >= s.retrain_every and self.apprentice.buffer:
@@ -422,28 +507,10 @@ class ApprenticeFocus:
         s = self.apprentice.settings
         context = offset_context(page.parsed, link, s.radius) if s.radius > CONTEXT_RADIUS else link.context
         indices = self.apprentice.features(link, context, page.url, verdict)
-        self.apprentice.remember(link.url, topic, indices, float(base))
+        self.apprentice.remember(link.url, topic, indices, float(base), page.url)
         return self.apprentice.priority(topic, indices, float(base))
 
     # -- helpers --------------------------------------------------------------------------------------------
-    def _stored_pending(self, url: str, source: str, queue: str) -> _Pending | None:
-        """The link to `url` on the stored page `source`, featurised again (after a restart)."""
-        assert self.repo is not None
-        row = self.repo.db.execute(
-            "SELECT l.dom_path, l.context, d.topic, d.confidence, d.accepted, d.final_url "
-            "FROM documents d JOIN links l ON l.source_id = d.id "
-            "WHERE d.url = ? AND l.target_url = ? AND l.kind = 'a' LIMIT 1",
-            [source, url],
-        ).fetchone()
-        if row is None:
-            return None
-        dom_path, context, topic, confidence, accepted, final_url = row
-        verdict = PageVerdict(topic, float(confidence or 0.0), bool(accepted))
-        link = Link(url, "", dom_path, 0, 0)
-        pairs = [(int(offset), str(text)) for offset, text in json.loads(context)]
-        indices = self.apprentice.features(link, pairs, final_url, verdict)
-        return _Pending(queue, indices, 0.0)
-
     def _rescore_frontier(self) -> None:
         self._rescore_due = False
         if self.crawler is None:

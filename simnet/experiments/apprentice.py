@@ -49,7 +49,7 @@ from typing import Any
 
 import trio
 
-from crawler.apprentice import ApprenticeFocus, ApprenticeSettings
+from crawler.apprentice import Apprentice, ApprenticeFocus, ApprenticeSettings, learn_from_crawl
 from crawler.engine import CrawledPage, Crawler, PageVerdict
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.parse import Link, parse_html
@@ -60,6 +60,14 @@ from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare
 from simnet.web import WebCorpus, load_web, serve_web_in_subprocess
 
 VARIANTS = ("without", "with")
+ONLINE, OFFLINE = "online", "offline"
+PROTOCOLS = {
+    ONLINE: "online: the apprentice starts empty and learns from its own crawl (seed 002 section 3.7)",
+    OFFLINE: (
+        "offline: the apprentice is first trained on every link (u, v) of the crawl without it, then guides "
+        "a crawl from the same seeds and keeps learning (seed 002 section 3.5, protocol of Fig. 10)"
+    ),
+}
 CURVE_STEP = 250
 CRITIC_SAMPLE_SEED = 0
 
@@ -158,12 +166,15 @@ async def crawl_topic(
     hub_url: str | None,
     pages: int,
     apprentice: ApprenticeSettings,
+    pretrained: Apprentice | None = None,
 ) -> Any:
     focused = OneTopicFocus(base, topic)
     policy: Any = ApprenticeFocus(focused, apprentice) if variant == "with" else focused
     crawler = Crawler(repo, sequential_settings(), policy=policy)
     try:
         policy.attach(crawler)
+        if pretrained is not None and variant == "with":
+            policy.apprentice = pretrained
         crawler.add_seeds(focused.seeds()[topic], topic=topic, priority=SEED_PRIORITY)
         if hub_url:
             crawler.add_seeds([hub_url], topic=topic, priority=SEED_PRIORITY)
@@ -214,21 +225,54 @@ def reduction(without: int, with_: int) -> float | None:
     return round(1.0 - with_ / without, 4) if without else None
 
 
-def compare(
-    measured: dict[str, tuple[list[bool], list[bool]]], target_pages: int | None = None
-) -> dict[str, Any]:
-    """The topic's figures over the first `compared` fetches of both crawls. With the number of pages the
-    web holds in the target group, `irrelevant_truth_floor` is the fewest truth-irrelevant fetches any
-    crawler can make in `compared` fetches (a budget past the group's size must fetch other pages)."""
-    n = min(len(measured[v][0]) for v in VARIANTS)
+POOL_PROTOCOL = (
+    "irrelevant fetches after the same number n of fetches in both crawls (seed 002's loss at epoch n), "
+    "n = min(pages, fetched_without, fetched_with, pool), pool = distinct pages the critic accepts in "
+    "either crawl: past the pool every further fetch is irrelevant for any crawler, so a larger n only "
+    "adds the same forced loss to both sides"
+)
+
+
+def overlap(rows: dict[str, list[tuple]], n: int) -> float | None:
+    """Fraction of the first `n` pages fetched with the apprentice that the crawl without it fetched too."""
+    without = {row[0] for row in rows["without"]}
+    with_ = [row[0] for row in rows["with"][:n]]
+    return round(sum(url in without for url in with_) / len(with_), 4) if with_ else None
+
+
+def relevant_pool(rows: dict[str, list[tuple]], critic: dict[str, list[bool]]) -> int:
+    """Distinct final URLs the critic accepts in either crawl: the relevant pages the crawls could reach."""
+    return len({row[0] for v in VARIANTS for row, ok in zip(rows[v], critic[v], strict=True) if ok})
+
+
+def irrelevant_counts(measured: dict[str, tuple[list[bool], list[bool]]], n: int) -> dict[str, Any]:
     out: dict[str, Any] = {"compared": n}
-    if target_pages is not None:
-        out["irrelevant_truth_floor"] = max(0, n - target_pages)
     for kind, index in (("", 0), ("_truth", 1)):
         counts = {v: n - sum(measured[v][index][:n]) for v in VARIANTS}
         out[f"irrelevant{kind}_without"] = counts["without"]
         out[f"irrelevant{kind}_with"] = counts["with"]
         out[f"reduction{kind}"] = reduction(counts["without"], counts["with"])
+    return out
+
+
+def compare(
+    measured: dict[str, tuple[list[bool], list[bool]]],
+    target_pages: int | None = None,
+    pool: int | None = None,
+) -> dict[str, Any]:
+    """The topic's figures over the first `compared` fetches of both crawls: the smaller crawl, cut to the
+    relevant `pool` when given (see POOL_PROTOCOL); `at_budget` holds the same figures over the smaller
+    crawl. With the number of pages the web holds in the target group, `irrelevant_truth_floor` is the
+    fewest truth-irrelevant fetches any crawler can make in `compared` fetches."""
+    budget = min(len(measured[v][0]) for v in VARIANTS)
+    n = min(budget, pool) if pool is not None else budget
+    out = irrelevant_counts(measured, n)
+    if pool is not None:
+        out["pool"] = pool
+        out["protocol"] = POOL_PROTOCOL
+        out["at_budget"] = irrelevant_counts(measured, budget)
+    if target_pages is not None:
+        out["irrelevant_truth_floor"] = max(0, n - target_pages)
     for v in VARIANTS:
         out[f"fetched_{v}"] = len(measured[v][0])
     return out
@@ -244,10 +288,19 @@ async def run_experiment(
     critic_per_group: int,
     cross_links: int = 0,
     topics: Sequence[str] = (),
+    pool_budget: bool = True,
+    protocol: str = ONLINE,
 ) -> dict:
     corpus = load_web(web_name)
     taxonomy = read_taxonomy(bookmarks)
-    report: dict[str, Any] = {"web": corpus.name, "pages": pages, "topics": {}, "curves": {}, "seconds": {}}
+    report: dict[str, Any] = {
+        "web": corpus.name,
+        "pages": pages,
+        "protocol": PROTOCOLS[protocol],
+        "topics": {},
+        "curves": {},
+        "seconds": {},
+    }
     with serve_web_in_subprocess(corpus, cross_links=cross_links) as web:
         fetched, targets = await prepare_training(web, taxonomy)
         targets = {t: g for t, g in targets.items() if not topics or t in topics}
@@ -259,7 +312,9 @@ async def run_experiment(
         curves: dict[str, dict[str, Any]] = {v: {} for v in VARIANTS}
         report["apprentice"] = {}
         for topic, target in sorted(targets.items()):
-            measured = {}
+            measured, rows_of = {}, {}
+            pretrained: Apprentice | None = None
+            offline = 0
             for variant in VARIANTS:
                 started = time.monotonic()
                 base = TopicFocus(critic_taxonomy, focus)
@@ -267,11 +322,22 @@ async def run_experiment(
                     repo = Repository(Path(tmp) / "repository.db")
                     try:
                         policy = await crawl_topic(
-                            variant, repo, base, topic, web.hub_url if hub else None, pages, apprentice
+                            variant,
+                            repo,
+                            base,
+                            topic,
+                            web.hub_url if hub else None,
+                            pages,
+                            apprentice,
+                            pretrained,
                         )
                         rows = fetched_rows(repo)
+                        if variant == "without" and protocol == OFFLINE:
+                            pretrained = Apprentice(apprentice)
+                            offline = learn_from_crawl(pretrained, repo, topic)
                     finally:
                         repo.close()
+                rows_of[variant] = rows
                 measured[variant] = relevance(rows, topic, target, web.label_of)
                 curves[variant][topic] = harvest_curve(*measured[variant])
                 report["seconds"][f"{topic}/{variant}"] = round(time.monotonic() - started, 1)
@@ -279,10 +345,13 @@ async def run_experiment(
                     learner = policy.apprentice
                     report["apprentice"][topic] = {
                         "instances": {"relevant": learner.resolved[1], "irrelevant": learner.resolved[0]},
+                        "offline_instances": offline,
                         "refits": learner.refits,
                         "rescored_entries": policy.rescored_entries,
                     }
-            report["topics"][topic] = compare(measured, len(groups.get(target, [])))
+            pool = relevant_pool(rows_of, {v: measured[v][0] for v in VARIANTS}) if pool_budget else None
+            report["topics"][topic] = compare(measured, len(groups.get(target, [])), pool)
+            report["topics"][topic]["overlap"] = overlap(rows_of, report["topics"][topic]["compared"])
             print(f"{topic}: {json.dumps(report['topics'][topic])}", file=sys.stderr, flush=True)
     report["curves"] = {v: combined_curve(list(curves[v].values())) for v in VARIANTS}
     report["topic_curves"] = curves
@@ -313,6 +382,17 @@ def main(argv: list[str] | None = None) -> int:
         "--weight", type=float, default=ApprenticeSettings.weight, help="apprentice weight in the priority"
     )
     parser.add_argument("--radius", type=int, default=ApprenticeSettings.radius, help="DOM window (d_max)")
+    parser.add_argument(
+        "--full-budget",
+        action="store_true",
+        help="compare over the whole smaller crawl instead of cutting it to the relevant pool",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default=ONLINE,
+        help="online: the apprentice learns in its own crawl; offline: trained on the crawl without it first",
+    )
     args = parser.parse_args(argv)
     focus = FocusSettings(strategy=args.strategy, retrain=args.retrain, retrain_every=max(args.pages // 6, 1))
     apprentice = ApprenticeSettings(radius=args.radius, retrain_every=args.retrain_every, weight=args.weight)
@@ -328,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         args.critic_examples,
         args.cross_links,
         topics,
+        not args.full_budget,
+        args.protocol,
     )
     report["settings"] = {"focus": dataclasses.asdict(focus), "apprentice": dataclasses.asdict(apprentice)}
     print(json.dumps(report))

@@ -97,3 +97,22 @@ def test_experiment_prints_reductions_at_equal_budgets_and_harvest_curves_for_ev
         assert curve["pages"][-1] <= 120 and len(curve["harvest_rate"]) == len(curve["pages"])
     for learner in report["apprentice"].values():
         assert learner["instances"]["relevant"] + learner["instances"]["irrelevant"] > 0
+
+
+def test_compare_cuts_the_budget_to_the_relevant_pool_and_keeps_the_full_budget_figures():
+    measured = {
+        "without": ([False, True, False, True, False, False], [False] * 6),
+        "with": ([True, True, False, False, False, False], [False] * 6),
+    }
+    rows = {
+        "without": [(f"http://a/{i}",) for i in (1, 2, 3, 4, 5, 6)],
+        "with": [(f"http://a/{i}",) for i in (2, 4, 7, 8, 9, 10)],
+    }
+    pool = experiment.relevant_pool(rows, {v: measured[v][0] for v in experiment.VARIANTS})
+    assert pool == 2  # pages 2 and 4, accepted in both crawls
+    result = experiment.compare(measured, pool=pool)
+    assert result["compared"] == 2 and result["pool"] == 2 and "protocol" in result
+    assert result["irrelevant_without"] == 1 and result["irrelevant_with"] == 0 and result["reduction"] == 1.0
+    assert result["at_budget"]["compared"] == 6
+    assert result["at_budget"]["irrelevant_without"] == 4 and result["at_budget"]["irrelevant_with"] == 4
+    assert experiment.overlap(rows, 3) == round(2 / 3, 4)

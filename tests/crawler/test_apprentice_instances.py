@@ -1,0 +1,107 @@
+"""Training instances from stored links: every in-link of a judged page, and a whole stored crawl."""
+
+import json
+
+from crawler.apprentice import (
+    Apprentice,
+    ApprenticeFocus,
+    ApprenticeSettings,
+    learn_from_crawl,
+    stored_in_links,
+)
+from crawler.engine import CrawledPage, PageVerdict
+from crawler.frontier import Frontier, FrontierEntry
+from crawler.parse import parse_html
+from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
+
+
+class HockeyCritic:
+    def score_pages(self, pages):
+        return [
+            PageVerdict("Sports", 0.8, True)
+            if "hockey" in p.parsed.text.lower()
+            else PageVerdict(None, -0.5, False)
+            for p in pages
+        ]
+
+    def link_priority(self, page, link, verdict):
+        return 0.5
+
+    def link_topic(self, page, verdict):
+        return "Sports"
+
+
+def crawled(url, body, source=None):
+    entry = FrontierEntry(url, "h.test", 1.0, 1, "Sports", source=source)
+    return CrawledPage(entry, url, 200, "text/html", {}, parse_html(body, url), "f", 0, len(body), 0.0)
+
+
+def store(repo, doc_id, url, body, topic=None, accepted=False):
+    """A fetched page with its links, as the engine stores it."""
+    page = parse_html(body, url)
+    record = DocumentRecord(
+        url, url, "h.test", 200, "text/html", "", page.text, f"f{doc_id}", 0, 0.0, 0,
+        topic=topic, confidence=0.8 if accepted else -0.5, accepted=accepted,
+    )  # fmt: skip
+    links = tuple(
+        LinkRecord(link.url, "h.test", link.anchor_text, link.dom_path, json.dumps(link.context))
+        for link in page.links
+    )
+    with repo.transaction():
+        repo.insert_page(StoredPage(record, links, doc_id=doc_id))
+
+
+def list_page(*targets):
+    items = "".join(f"<li>Hockey: <a href='{t}'>NHL {t[1:]}</a></li>" for t in targets)
+    return f"<html><body><ul>{items}</ul></body></html>".encode()
+
+
+def test_every_stored_source_linking_to_a_page_gives_one_instance_and_later_pages_none(tmp_path):
+    with Repository(tmp_path / "r.db") as repo:
+        store(repo, 1, "http://h.test/a", list_page("/t", "/t", "/u"))  # two anchors to /t: one instance
+        store(repo, 2, "http://h.test/b", list_page("/t"))
+        store(repo, 3, "http://h.test/t", list_page("/t"))  # the target's own link is no instance
+        store(repo, 4, "http://h.test/c", list_page("/t"))  # fetched after the target
+        apprentice = Apprentice()
+        links = stored_in_links(repo, apprentice, ["http://h.test/t"], "Sports", before=3)
+        assert [link.source for link in links] == ["http://h.test/a", "http://h.test/b"]
+        assert all(link.topic == "Sports" and link.indices.size for link in links)
+        every = stored_in_links(repo, apprentice, ["http://h.test/t"], "Sports")
+        assert [link.source for link in every] == ["http://h.test/a", "http://h.test/b", "http://h.test/c"]
+        bounded = Apprentice(ApprenticeSettings(in_links=1))
+        assert len(stored_in_links(repo, bounded, ["http://h.test/t"], "Sports")) == 1
+
+
+def test_a_judged_page_teaches_the_apprentice_through_each_page_linking_to_it(tmp_path):
+    with Repository(tmp_path / "r.db") as repo:
+        store(repo, 1, "http://h.test/a", list_page("/t"))
+        store(repo, 2, "http://h.test/b", list_page("/t"))
+        policy = ApprenticeFocus(HockeyCritic(), ApprenticeSettings(retrain_every=100))
+        policy.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
+        policy.score_pages([crawled("http://h.test/t", b"<p>hockey</p>", source="http://h.test/a")])
+        assert policy.apprentice.resolved == {0: 0, 1: 2}
+        only_queuing = ApprenticeFocus(HockeyCritic(), ApprenticeSettings(retrain_every=100, in_links=0))
+        only_queuing.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
+        only_queuing.score_pages([crawled("http://h.test/t", b"<p>hockey</p>", source="http://h.test/a")])
+        assert only_queuing.apprentice.resolved == {0: 0, 1: 1} and only_queuing.rebuilt == 1
+
+
+def test_learning_from_a_stored_crawl_labels_links_by_their_targets_verdict(tmp_path):
+    with Repository(tmp_path / "r.db") as repo:
+        hub = b"<html><body><p>Hockey: <a href='/good'>NHL</a></p><p>Food: <a href='/bad'>soup</a></p>"
+        store(repo, 1, "http://h.test/hub", hub)
+        store(repo, 2, "http://h.test/good", b"<p>hockey</p>", topic="Sports", accepted=True)
+        store(repo, 3, "http://h.test/bad", b"<p>soup</p>")
+        store(repo, 4, "http://h.test/other", b"<p>x</p>", topic="Cooking", accepted=True)
+        apprentice = Apprentice(ApprenticeSettings(min_per_class=1))
+        assert learn_from_crawl(apprentice, repo, "Sports") == 2
+    assert apprentice.resolved == {0: 1, 1: 1} and apprentice.refits == 1 and not apprentice.buffer
+    page = parse_html(hub, "http://h.test/hub2")
+    verdict = PageVerdict(None, -0.5, False)
+    score = {
+        link.url.rsplit("/", 1)[1]: apprentice.priority(
+            "Sports", apprentice.features(link, link.context, page.url, verdict), 0.5
+        )
+        for link in page.links
+    }
+    assert score["good"] > 0.5 > score["bad"]
