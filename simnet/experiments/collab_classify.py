@@ -85,9 +85,15 @@ def prepare_corpus(documents: Sequence[Document], config: FeatureConfig | None =
 
 
 def add_pair_arguments(parser: argparse.ArgumentParser, pairs: int) -> None:
-    """The options every experiment on the 3.4.4 protocol shares: corpus, topic pairs, seed."""
+    """The options every experiment on the 3.4.4 protocol shares: corpus, topic pairs, repeats, seed."""
     parser.add_argument("--corpus", default="20ng", help="20ng | reuters | webkb")
     parser.add_argument("--pairs", type=int, default=pairs, help="random topic pairs (all when fewer exist)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="random splits per topic pair (more runs where a corpus has few pairs, e.g. webkb's 10)",
+    )
     parser.add_argument("--seed", type=int, default=1)
 
 
@@ -210,7 +216,6 @@ def goals(result: dict) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pair_arguments(parser, pairs=40)
-    parser.add_argument("--repeats", type=int, default=1, help="random splits per pair")
     parser.add_argument("--train-per-class", type=int, default=Setup.train_per_class)
     parser.add_argument("--validation-per-class", type=int, default=Setup.validation_per_class)
     parser.add_argument("--peers", type=int, default=Setup.n_peers)

@@ -197,12 +197,6 @@ def _fmt_count(count: int | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pair_arguments(parser, pairs=20)
-    parser.add_argument(
-        "--repeats",
-        type=int,
-        default=1,
-        help="random splits per topic pair (more runs where a corpus has few pairs, e.g. webkb's 10)",
-    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     setup = Setup()

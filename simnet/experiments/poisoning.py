@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = RobustSettings()
     tallies: dict[tuple[str, str, int, float], list[int]] = {}
     runs = 0
-    for split in pair_splits(corpus, setup, args.pairs, 1, args.seed):
+    for split in pair_splits(corpus, setup, args.pairs, args.repeats, args.seed):
         runs += 1
         honest = train_peer_models(corpus, split, setup.svm_c)
         validation = corpus.features[split.validation_rows]
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         c, d = tallies[(method, attack, count, loss)]
         return c / d
 
-    print(f"\nPoisoning on {args.corpus}: accuracy of peer 0's meta-classifier over {runs} topic pairs")
+    print(f"\nPoisoning on {args.corpus}: accuracy of peer 0's meta-classifier over {runs} topic-pair runs")
     print("attack | hostile | plain loss 0.0 | robust loss 0.0 | plain loss 0.3 | robust loss 0.3")
     result: dict = {"accuracy": {"plain": {}, "robust": {}}, "drops": {}}
     for attack in ATTACKS:
