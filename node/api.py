@@ -231,7 +231,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         topic = request.query_params.get("topic")
         if not topic:
             raise NodeServiceError("bad_request", "give the topic as ?topic=KEY")
-        return await service.cooperate("meta", topic)
+        return await service.meta(topic)
 
     async def meta_loss(request: Request) -> Any:
         body = await _json_body(request)

@@ -38,7 +38,9 @@ from node.events import EventBus
 from node.metrics import (
     ALL_TOPICS,
     CRAWL_STATES,
+    PAUSED,
     RUNNING,
+    STOPPED,
     MetricsSample,
     ensure_schema,
     load_crawl_states,
@@ -49,6 +51,18 @@ from node.metrics import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# what the crawl does while the crawler does not run, by reason (see NodeService._idle_reason)
+IDLE_ACTIVITY = {
+    "max_pages": "finished",
+    "exhausted": "finished",
+    "no_seeds": "idle",
+    "topics_held": "paused",
+    PAUSED: "paused",
+    STOPPED: "stopped",
+    "blocked": "waiting",
+    "shutting_down": "stopping",
+    "starting": "waiting",
+}
 
 
 class NodeServiceError(Exception):
@@ -116,6 +130,7 @@ class NodeService:
         self._nursery: trio.Nursery | None = None
         self._last_stats: CrawlStats | None = None
         self._stats_dirty = False
+        self._held_out_cache: dict[str, tuple[str, dict[str, Any]]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -143,6 +158,7 @@ class NodeService:
                 await self._refresh_focus()
                 self.api_url = await nursery.start(serve_api, self)
                 self._write_api_file()
+                nursery.start_soon(self._resume_topics)
                 nursery.start_soon(self._crawl_supervisor)
                 nursery.start_soon(self._metrics_loop)
                 nursery.start_soon(self._stats_event_loop)
@@ -336,9 +352,16 @@ class NodeService:
         await self.db(save_crawl_state, key, state, now)
         self._sync_paused_topics()
         self._poke()
-        answer = {"state": self.crawl_state(topic)}
+        # a topic's answer is its own state (what was asked), even while the whole crawl is held
+        answer: dict[str, Any] = {"state": self._states[key]}
         if topic is not None:
             answer["topic"] = topic
+        reason = "" if self._crawl_running and self._wants_crawl() else self._idle_reason()
+        answer["crawl"] = {
+            "state": self.crawl_state(),
+            "reason": reason,
+            "detail": self._idle_detail(reason, self.crawler.stats.total_pages if self.crawler else 0),
+        }
         self._publish("log", {"message": f"crawl {state}" + (f" for {topic}" if topic else "")})
         return answer
 
@@ -391,21 +414,73 @@ class NodeService:
         await self.db(record_sample, sample, self.settings.metrics_keep)
 
     def _crawl_figures(self) -> dict[str, Any]:
+        """The crawl's live figures. `state` is what the user set (running, paused, stopped); `activity`
+        what the crawl does (crawling, finished, paused, stopped, waiting, idle), `reason` and `detail`
+        why it does not crawl and what to do; `pages_per_s` is the rate of the last few seconds (0 when
+        nothing is fetched) and `run` the whole current or last run, so a finished crawl still shows
+        how fast it went."""
         assert self.crawler is not None
         stats = self.crawler.stats if self._last_stats is None else self._last_stats
         if self._crawl_running:
             stats = self.crawler.stats if self.crawler.stats.elapsed >= stats.elapsed else stats
+        reason = "" if self._crawl_running else self._idle_reason()
         return {
             "state": self.crawl_state(),
+            "activity": "crawling" if self._crawl_running else IDLE_ACTIVITY.get(reason, "waiting"),
             "active": self._crawl_running,
-            "reason": "" if self._crawl_running else self._last_reason,
+            "reason": reason,
+            "detail": self._idle_detail(reason, stats.total_pages),
             "pages": stats.total_pages,
             "pages_per_s": stats.recent_pages_per_s if self._crawl_running else 0.0,
+            "run": {
+                "pages": stats.pages,
+                "elapsed_s": round(stats.elapsed, 1),
+                "pages_per_s": stats.pages_per_s if stats.elapsed > 0 else 0.0,
+            },
+            "max_pages": self.max_pages,
             "frontier_size": len(self.crawler.frontier),
             "errors_by_kind": dict(stats.errors_by_kind),
             "bytes_crawled": stats.bytes,
             "in_flight": stats.in_flight if self._crawl_running else 0,
         }
+
+    def _idle_reason(self) -> str:
+        """Why the crawler does not run now, judged from the node's present state (a finished run's own
+        reason can be stale: a restarted node at its page limit never runs)."""
+        assert self.crawler is not None
+        state = self.crawl_state()
+        if self._stop.is_set():
+            return "shutting_down"
+        if state != RUNNING:
+            return state
+        if self._limit_reached():
+            return "max_pages"
+        if len(self.crawler.frontier) == 0:
+            return "exhausted" if self.crawler.stats.total_pages else "no_seeds"
+        if self.crawler.frontier.servable_size() == 0:
+            return "topics_held"
+        if self._last_reason == "blocked":
+            return "blocked"
+        return "starting"
+
+    def _idle_detail(self, reason: str, pages: int) -> str:
+        """What an idle reason means for the user, and what to do about it."""
+        details = {
+            "max_pages": f"reached max_pages ({pages} of {self.max_pages} documents); raise it with "
+            "`topicswarm node run --max-pages N` or [node] max_pages in config.toml",
+            "exhausted": "every queued link was crawled; add start URLs with `topicswarm node run --seed "
+            "URL` or import more topics",
+            "no_seeds": "nothing to crawl: import topics with `topicswarm topics import FILE` or give "
+            "`topicswarm node run --seed URL`",
+            "topics_held": "what is queued belongs to paused or stopped topics: start one with "
+            "`topicswarm crawl start --topic KEY`",
+            "blocked": "every queued host is unreachable or over its page budget; trying again every 30 s",
+            PAUSED: "by the user; `topicswarm crawl start` resumes",
+            STOPPED: "by the user; `topicswarm crawl start` resumes",
+            "shutting_down": "the node is shutting down",
+            "starting": "about to crawl",
+        }
+        return details.get(reason, "")
 
     # -- network figures ----------------------------------------------------------------------------------
     @property
@@ -462,16 +537,59 @@ class NodeService:
         if self.cooperation is not None and hasattr(self.cooperation, "topic_quality"):
             for row in rows:
                 quality = await self.cooperation.topic_quality(row["key"])
-                row["quality"] = quality.get("quality", row["quality"])
                 row["model_version"] = quality.get("model_version", row["model_version"])
+                row["quality"] = await self._held_out_quality(row["key"])
         return {"topics": rows}
+
+    async def meta(self, topic: str) -> dict[str, Any]:
+        """The topic's meta-classifier (cooperation layer) with its loss/accuracy curve measured on held-out
+        documents beside the one on its training documents."""
+        answer = await self.cooperate("meta", topic)
+        answer["curve_on"] = "training documents: the local model trained on them, so it is optimistic"
+        answer["held_out"] = await self._held_out(topic, answer)
+        return answer
+
+    async def _held_out(self, topic: str, meta: dict[str, Any]) -> dict[str, Any]:
+        """`node.heldout.held_out_curve`, computed again only when the meta-classifier changed."""
+        from node.heldout import held_out_curve
+
+        key = json.dumps([meta.get("models"), meta.get("build"), meta.get("curve")], sort_keys=True)
+        cached = self._held_out_cache.get(topic)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        featurizer = getattr(self.cooperation, "featurizer", None)
+        if featurizer is None:
+            return {"curve": [], "documents": 0, "folds": 0, "why": "the cooperation layer has no featurizer"}
+        held = await self.db(held_out_curve, topic, featurizer)
+        self._held_out_cache[topic] = (key, held)
+        return held
+
+    async def _held_out_quality(self, topic: str) -> dict[str, Any]:
+        """A topic's classifier quality: its meta-classifier's held-out accuracy at the loss set."""
+        from node.heldout import accuracy_at
+
+        try:
+            meta = await self.meta(topic)
+        except NodeServiceError as exc:
+            return {"accuracy": None, "measured_on": "", "why": exc.detail}
+        held = meta["held_out"]
+        accuracy = accuracy_at(held["curve"], float(meta.get("loss") or 0.0))
+        measured_on = (
+            f"{held['folds']}-fold cross-validation on {held['documents']} labelled documents "
+            f"at loss {float(meta.get('loss') or 0.0):.2f}"
+        )
+        return {
+            "accuracy": accuracy,
+            "measured_on": measured_on if accuracy is not None else "",
+            "why": held["why"] if accuracy is None else "",
+        }
 
     async def import_topics(
         self, bookmarks_html: str | None = None, path: str | None = None, fetch: bool = True
     ) -> dict[str, Any]:
         """Read a taxonomy, fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches
         them later), store it, and seed the crawl from its bookmarks."""
-        from crawler.taxonomy import FAILED, POSITIVE, TaxonomyError, parse_bookmarks, read_taxonomy
+        from crawler.taxonomy import FAILED, TaxonomyError, parse_bookmarks, read_taxonomy
 
         try:
             if bookmarks_html is not None:
@@ -492,12 +610,8 @@ class NodeService:
             self._states.setdefault(key, RUNNING)
             await self.db(save_crawl_state, key, self._states[key], now)
         seeds = 0
-        by_topic: dict[str, list[str]] = {}
-        for doc in taxonomy.documents:
-            if doc.polarity == POSITIVE and doc.url:
-                by_topic.setdefault(doc.topic, []).append(doc.url)
         await self._refresh_focus()
-        for topic, urls in by_topic.items():
+        for topic, urls in taxonomy_seeds(taxonomy).items():
             seeds += await self.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
         if self.cooperation is not None and hasattr(self.cooperation, "topics_changed"):
             await self.cooperation.topics_changed(list(taxonomy.topics))
@@ -508,6 +622,7 @@ class NodeService:
             "seeds": seeds,
             "documents": len(taxonomy.documents),
             "failed": sum(1 for d in taxonomy.documents if d.status == FAILED),
+            "failed_by_error": failure_counts(taxonomy),
             "skipped": list(taxonomy.skipped),
         }
 
@@ -531,6 +646,27 @@ class NodeService:
             async with await self.hold_crawl():
                 policy.attach(self.crawler)
                 self.crawler.policy = policy
+
+    async def _resume_topics(self) -> None:
+        """Topics imported while no node ran (`topicswarm topics import` before `node run`) are crawled
+        too: bookmarks stored unfetched (`--no-fetch`) are fetched and the topics' bookmarks are queued as
+        seeds (URLs seen before are skipped, so a restart queues nothing twice)."""
+        from crawler.taxonomy import PENDING, load_taxonomy, store_taxonomy
+
+        taxonomy = await self.db(load_taxonomy)
+        if taxonomy is None:
+            return
+        if any(d.status == PENDING for d in taxonomy.documents):
+            taxonomy = await self._fetch_training_pages(taxonomy)
+            await self.db(store_taxonomy, taxonomy)
+            await self._refresh_focus()
+        seeds = taxonomy_seeds(taxonomy)
+        added = 0
+        for topic, urls in seeds.items():
+            added += await self.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
+        if added:
+            log.info("queued %d bookmarks of the stored topics as seeds", added)
+        self._poke()
 
     async def _record_focus_stats(self) -> None:
         """Harvest rates of the focus loop into topic_stats (the engine is idle: its connection is free)."""
@@ -654,6 +790,28 @@ def _topic_keys(repo: Repository) -> list[str]:
     if not _table_exists(repo, "topics"):
         return []
     return [row[0] for row in repo.db.execute("SELECT key FROM topics ORDER BY key")]
+
+
+def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:
+    """Topic -> URLs of its bookmarks (positive examples), the crawl's start points."""
+    from crawler.taxonomy import POSITIVE
+
+    by_topic: dict[str, list[str]] = {}
+    for doc in taxonomy.documents:
+        if doc.polarity == POSITIVE and doc.url:
+            by_topic.setdefault(doc.topic, []).append(doc.url)
+    return by_topic
+
+
+def failure_counts(taxonomy: Any) -> dict[str, int]:
+    """Bookmarked pages that could not be fetched, by error kind (robots_deferred, connect, http_4xx...)."""
+    from crawler.taxonomy import FAILED
+
+    counts: dict[str, int] = {}
+    for doc in taxonomy.documents:
+        if doc.status == FAILED:
+            counts[doc.error or "unknown"] = counts.get(doc.error or "unknown", 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def document_counts(repo: Repository) -> dict[str, int]:

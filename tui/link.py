@@ -66,8 +66,16 @@ class NodeLink:
         return Topic.from_json(await self.client.set_keywords(topic, keywords))
 
     async def crawl(self, action: str, topic: str | None = None) -> str:
+        """The state set, with why the crawl will not fetch when it will not (limit reached, nothing
+        queued, the whole crawl held while a topic starts)."""
         answer = await self.client.crawl(action, topic)
-        return str(answer.get("state", ""))
+        state = str(answer.get("state", ""))
+        crawl = answer.get("crawl") if isinstance(answer.get("crawl"), dict) else {}
+        if topic and crawl.get("state") not in (None, "running"):
+            return f"{state}; the whole crawl is {crawl['state']}"
+        if state == "running" and crawl.get("reason") not in (None, "", "starting"):
+            return f"{state}, but it will not fetch: {crawl.get('detail') or crawl['reason']}"
+        return state
 
     async def search(
         self,

@@ -40,25 +40,43 @@ def _strings(value: Any) -> tuple[str, ...]:
 class CrawlFigures:
     """The crawl's live figures (a `stats` event, or `status.crawl`)."""
 
-    state: str = "stopped"
+    state: str = "stopped"  # what the user set: running, paused, stopped
     active: bool = False
     pages: int = 0
-    pages_per_s: float = 0.0
+    pages_per_s: float = 0.0  # over the last few seconds; 0 while nothing is fetched
     frontier_size: int = 0
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     bytes_crawled: int = 0
+    activity: str = ""  # what the crawl does: crawling, finished, paused, stopped, waiting, idle
+    detail: str = ""  # why it does not crawl, and what to do
+    run_pages_per_s: float = 0.0  # over the whole current or last run
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CrawlFigures:
+        active = bool(data.get("active", False))
+        run = data.get("run") if isinstance(data.get("run"), dict) else {}
         return cls(
             state=str(data.get("state", "stopped")),
-            active=bool(data.get("active", False)),
+            active=active,
             pages=_i(data.get("pages")),
             pages_per_s=_f(data.get("pages_per_s")),
             frontier_size=_i(data.get("frontier_size")),
             errors_by_kind=_counts(data.get("errors_by_kind")),
             bytes_crawled=_i(data.get("bytes_crawled")),
+            activity=str(data.get("activity") or ("crawling" if active else data.get("state", "stopped"))),
+            detail=str(data.get("detail") or ""),
+            run_pages_per_s=_f(run.get("pages_per_s")),
         )
+
+    def headline(self) -> str:
+        """ "crawling", or "crawl finished", "crawl paused", ... when the crawler does not run."""
+        return "crawling" if self.activity == "crawling" else f"crawl {self.activity}"
+
+    def rate_text(self) -> str:
+        """pages/s while crawling; the last run's average once it is over (a bare 0.0 says nothing)."""
+        if self.active:
+            return f"{self.pages_per_s:.1f} pages/s"
+        return f"last run {self.run_pages_per_s:.1f} pages/s" if self.run_pages_per_s else "0 pages/s"
 
 
 @dataclass(frozen=True)
@@ -129,10 +147,12 @@ class Topic:
     local: int
     pooled: int
     harvest_rate: float
-    accuracy: float | None
+    accuracy: float | None  # the topic's meta-classifier on held-out labelled documents
     keywords: tuple[str, ...]
     crawl: str
     model_version: str | None
+    accuracy_on: str = ""  # how the accuracy was measured
+    accuracy_why: str = ""  # why there is none
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Topic:
@@ -150,6 +170,8 @@ class Topic:
             keywords=_strings(data.get("keywords")),
             crawl=str(data.get("crawl", "stopped")),
             model_version=None if version is None else str(version),
+            accuracy_on=str(quality.get("measured_on") or "") if isinstance(quality, dict) else "",
+            accuracy_why=str(quality.get("why") or "") if isinstance(quality, dict) else "",
         )
 
 
@@ -263,22 +285,39 @@ class MetaState:
 
     topic: str
     loss: float
-    curve: tuple[CurvePoint, ...]
+    curve: tuple[CurvePoint, ...]  # on the labelled documents the local model trained on (optimistic)
     kept: int
     abstained: int
+    held_out: tuple[CurvePoint, ...] = ()  # k-fold cross-validated on the same documents
+    held_out_documents: int = 0
+    held_out_folds: int = 0
+    held_out_why: str = "the node measured no held-out curve"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MetaState:
-        curve = data.get("curve") or []
+        held = data.get("held_out") if isinstance(data.get("held_out"), dict) else {}
         return cls(
             topic=str(data.get("topic", "")),
             loss=_f(data.get("loss")),
-            curve=tuple(
-                CurvePoint(_f(p.get("loss")), _f(p.get("accuracy"))) for p in curve if isinstance(p, dict)
-            ),
+            curve=_curve(data.get("curve")),
             kept=_i(data.get("kept")),
             abstained=_i(data.get("abstained")),
+            held_out=_curve(held.get("curve")),
+            held_out_documents=_i(held.get("documents")),
+            held_out_folds=_i(held.get("folds")),
+            held_out_why=str(held.get("why") or ("" if held else cls.held_out_why)),
         )
+
+
+def _curve(points: Any) -> tuple[CurvePoint, ...]:
+    """The decided points of a loss/accuracy curve (a loss at which nothing is decided has no accuracy)."""
+    if not isinstance(points, list):
+        return ()
+    return tuple(
+        CurvePoint(_f(p.get("loss")), _f(p.get("accuracy")))
+        for p in points
+        if isinstance(p, dict) and p.get("accuracy") is not None
+    )
 
 
 @dataclass(frozen=True)

@@ -214,12 +214,10 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     crawl = status["crawl"]
     errors = ", ".join(f"{k} {v}" for k, v in crawl["errors_by_kind"].items()) or "none"
-    idle = "" if crawl.get("active") else f" (idle: {crawl.get('reason') or 'waiting'})"
     lines = [
         f"peer       {status['peer_id'] or '(offline)'}",
         f"api        {status.get('api', '')}   up {status['uptime_s']:.0f} s",
-        f"crawl      {crawl['state']}{idle}"
-        f"  {crawl['pages']} pages  {crawl['pages_per_s']:.1f} pages/s  frontier {crawl['frontier_size']}",
+        *crawl_lines(crawl),
         f"errors     {errors}",
         f"documents  {status['documents']['local']} local, {status['documents']['pooled']} pooled",
         f"peers      {status['peers_online']} online; exchanged {status['bytes_exchanged']['in']} B in, "
@@ -228,6 +226,24 @@ def run_status(args: argparse.Namespace) -> int:
     lines += [f"harvest    {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
     print("\n".join(lines))
     return 0
+
+
+def crawl_lines(crawl: dict[str, Any]) -> list[str]:
+    """What the crawl does, why it does not crawl (and what to do), and how fast it went."""
+    activity = crawl.get("activity") or ("crawling" if crawl.get("active") else crawl["state"])
+    size = f"{crawl['pages']} documents  frontier {crawl['frontier_size']}"
+    run = crawl.get("run") or {}
+    if crawl.get("active"):
+        return [f"crawl      crawling  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}"]
+    lines = [f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}"]
+    if run.get("elapsed_s"):
+        lines.append(
+            f"           {size}; the last run stored {run['pages']} pages in {run['elapsed_s']:.0f} s "
+            f"({run['pages_per_s']:.1f} pages/s)"
+        )
+    else:
+        lines.append(f"           {size}; no crawl run since the node started")
+    return lines
 
 
 def run_peers(args: argparse.Namespace) -> int:
@@ -330,6 +346,18 @@ def control_crawl(args: argparse.Namespace) -> int:
         answer = client.crawl(args.action, args.topic)
     if args.json:
         print_json(answer)
-    else:
-        print(f"crawl {answer['state']}" + (f" for {args.topic}" if args.topic else ""))
+        return 0
+    print(crawl_answer_text(answer, args.topic))
     return 0
+
+
+def crawl_answer_text(answer: dict[str, Any], topic: str | None) -> str:
+    """The state set, and why the crawl will not move when it will not (the whole crawl held while a
+    topic was started, the page limit reached, nothing queued)."""
+    text = f"crawl {answer['state']}" + (f" for {topic}" if topic else "")
+    crawl = answer.get("crawl") or {}
+    if topic and crawl.get("state") not in (None, "running"):
+        return f"{text}; the whole crawl is {crawl['state']}: `topicswarm crawl start` resumes it"
+    if answer["state"] == "running" and crawl.get("reason") not in (None, "", "starting"):
+        return f"{text}, but it will not fetch: {crawl.get('detail') or crawl['reason']}"
+    return text

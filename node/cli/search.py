@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "runs there, else straight from the repository (same output).",
     )
     add_data_arg(parser)
-    parser.add_argument("query", help="words to look for (with --fts: SQLite FTS5 query syntax)")
+    parser.add_argument(
+        "query", nargs="+", help="words to look for, quoted or not (with --fts: SQLite FTS5 query syntax)"
+    )
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="most hits shown (default 10)")
     parser.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N hits (paging)")
     parser.add_argument(
@@ -89,6 +91,7 @@ def search_from_args(repo: Repository, args: argparse.Namespace, previews: bool 
 def run(args: argparse.Namespace) -> int:
     """Through the node's API when a node runs on the data directory (its repository has one writer),
     directly otherwise; both print the API's hit shape the same way."""
+    args.query = " ".join(args.query)  # `search sql join` reads as `search "sql join"`
     client = node_client_or_none(data_dir(args))
     if client is not None:
         answer = _search_through(client, args)
@@ -130,10 +133,10 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         return
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
-        confidence = hit["confidence"] if hit["confidence"] is not None else "-"
+        confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"
         print(f"{rank:>2}. {hit['title'] or '(no title)'}  [{hit['score']:.3f}]\n    {hit['url']}")
         print(f"    {hit['topic'] or '-'}  conf {confidence}  from {', '.join(hit['origins'])}")
-        print(f"    {render(hit['preview'], bold)}")
+        print(f"    {render(' '.join(hit['preview'].split()), bold)}")
     print(f"{len(hits)} of {answer['total']} results")
 
 

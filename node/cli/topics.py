@@ -29,6 +29,7 @@ from node.cli.common import CliError, add_data_arg, data_dir
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
+from node.service import failure_counts
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,6 +80,7 @@ def run_import(args: argparse.Namespace) -> int:
     if client is not None:
         answer = _import_through(client, args.source.resolve(), fetch=not args.no_fetch)
         counts = (len(answer["imported"]), answer["documents"], answer["failed"], answer["skipped"])
+        errors = answer.get("failed_by_error") or {}
     else:
         if not args.no_fetch:
             taxonomy = trio.run(fetch_training_pages, taxonomy, _settings(args))
@@ -89,6 +91,7 @@ def run_import(args: argparse.Namespace) -> int:
             repo.close()
         failed = sum(1 for d in taxonomy.documents if d.status == FAILED)
         counts = (len(taxonomy.topics), len(taxonomy.documents), failed, list(taxonomy.skipped))
+        errors = failure_counts(taxonomy)
     topics, documents, failed, skipped = counts
     print(
         f"imported {topics} topics with {documents} training documents from {args.source}"
@@ -96,7 +99,26 @@ def run_import(args: argparse.Namespace) -> int:
     )
     for note in skipped:
         print(f"  skipped {note}")
+    if failed:
+        print(fetch_failure_advice(errors, failed, documents))
     return 0
+
+
+def fetch_failure_advice(errors: dict[str, int], failed: int, documents: int) -> str:
+    """Why bookmarked pages were not fetched and what that means: a topic learns only from pages with
+    text, and failed ones are not fetched again by themselves."""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in errors.items()) or "unknown"
+    if failed >= documents:
+        effect = "no topic has training text, so the crawl cannot focus"
+    else:
+        effect = "the topics learn from the other pages"
+    hint = ""
+    if any(kind.startswith(("robots", "connect", "timeout", "reset")) for kind in errors):
+        hint = " (the hosts did not answer: is the network reachable?)"
+    return (
+        f"  not fetched: {kinds}{hint}; {effect}. Fix the cause and run `topicswarm topics import` "
+        "again to fetch them."
+    )
 
 
 def _import_through(client: NodeClient, source: Path, fetch: bool) -> dict:

@@ -32,12 +32,25 @@ from tui.screens.dashboard import DashboardScreen
 
 SIZE = (100, 30)
 T0 = 1_700_000_000.0
+HELD_OUT = "5-fold cross-validation on 64 labelled documents at loss 0.20"
 TOPICS = [
-    Topic("Databases", "Databases", None, 41, 12, 0.62, 0.91, ("sql", "index"), "running", "3"),
-    Topic("Databases/Postgres", "Postgres", "Databases", 17, 5, 0.55, 0.88, (), "paused", "1"),
-    Topic("Sysadmin", "Sysadmin", None, 23, 4, 0.40, None, (), "stopped", None),
+    Topic("Databases", "Databases", None, 41, 12, 0.62, 0.91, ("sql", "index"), "running", "3", HELD_OUT),
+    Topic("Databases/Postgres", "Postgres", "Databases", 17, 5, 0.55, 0.88, (), "paused", "1", HELD_OUT),
+    Topic("Sysadmin", "Sysadmin", None, 23, 4, 0.40, None, (), "stopped", None, "", "no meta-classifier yet"),
 ]
-FIGURES = CrawlFigures("running", True, 120, 3.5, 840, {"http_4xx": 7, "timeout": 2}, 2_400_000)
+FIGURES = CrawlFigures("running", True, 120, 3.5, 840, {"http_4xx": 7, "timeout": 2}, 2_400_000, "crawling")
+FINISHED = CrawlFigures(
+    "running",
+    False,
+    120,
+    0.0,
+    840,
+    {"http_4xx": 7},
+    2_400_000,
+    "finished",
+    "reached max_pages (120 of 120 documents); raise it with `topicswarm node run --max-pages N`",
+    2.4,
+)
 
 
 def samples() -> list[MetricSample]:
@@ -122,8 +135,9 @@ class FixedLink(NodeLink):
         ]
 
     async def meta(self, topic: str) -> MetaState:
-        curve = tuple(CurvePoint(x / 20, 0.8 + 0.18 * (x / 19) ** 0.5) for x in range(20))
-        return MetaState(topic, 0.2, curve, 51, 13)
+        curve = tuple(CurvePoint(x / 10, 0.9 + 0.1 * (x / 9) ** 0.5) for x in range(10))
+        held_out = tuple(CurvePoint(x / 10, 0.7 + 0.2 * (x / 9) ** 0.5) for x in range(10))
+        return MetaState(topic, 0.2, curve, 51, 13, held_out, 64, 5, "")
 
     async def set_loss(self, topic: str, loss: float) -> LossSetting:
         return LossSetting(loss, 40, 24)
@@ -157,8 +171,19 @@ class FixedLink(NodeLink):
         yield "stats", FIGURES
 
 
-def app() -> TopicSwarmApp:
-    return TopicSwarmApp(Path("/nonexistent"), link=FixedLink())
+class FinishedLink(FixedLink):
+    """A node whose crawl reached its page limit."""
+
+    async def status(self) -> Status:
+        return Status("12D3KooWFixed", FINISHED, {"Databases": 0.62}, 3, 29_000, 20_300, 64, 21, True, True)
+
+    async def stats_events(self):
+        await asyncio.Event().wait()
+        yield "stats", FINISHED
+
+
+def app(link: type[FixedLink] = FixedLink) -> TopicSwarmApp:
+    return TopicSwarmApp(Path("/nonexistent"), link=link())
 
 
 def navigate(keys: list[str]):
@@ -182,6 +207,7 @@ def navigate(keys: list[str]):
     ("screen", "keys"),
     [
         ("dashboard", []),
+        ("dashboard-finished", []),
         ("topics", ["2"]),
         ("results", ["3", "slash", *"postgres", "enter"]),
         ("peers", ["4"]),
@@ -191,4 +217,5 @@ def navigate(keys: list[str]):
     ],
 )
 def test_screen_snapshot(snap_compare, screen, keys):
-    assert snap_compare(app(), terminal_size=SIZE, run_before=navigate(keys))
+    link = FinishedLink if screen.endswith("-finished") else FixedLink
+    assert snap_compare(app(link), terminal_size=SIZE, run_before=navigate(keys))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Grid
+from textual.markup import escape
 from textual.widgets import Static
 
 from tui.screens.base import NodeScreen
@@ -55,13 +56,15 @@ class DashboardScreen(NodeScreen):
         self._drawn_version = data.version
         figures, status = data.latest, data.status
         summary = (
-            f"crawl [b]{figures.state}[/b] · {figures.pages} pages · {figures.pages_per_s:.1f} pages/s · "
+            f"[b]{escape(figures.headline())}[/b] · {figures.pages} pages · {figures.rate_text()} · "
             f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
         )
-        if status is not None:
+        if figures.detail:  # why the crawler does not run, and what to do
+            summary += f"\n[dim]{escape(figures.detail)}[/dim]"
+        elif status is not None:
             summary += (
-                f" · docs {status.local_documents} local, {status.pooled_documents} pooled"
-                f" · {status.peers_online} peers · in {human_bytes(status.bytes_in)}"
+                f"\ndocs {status.local_documents} local, {status.pooled_documents} pooled"
+                f" · {status.peers_online} peers · exchanged in {human_bytes(status.bytes_in)}"
                 f" out {human_bytes(status.bytes_out)}"
             )
         self.query_one("#summary", Static).update(summary)

@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Select, Static
 
 from tui.messages import LossChanged, MetaFetched
-from tui.records import MetaState
+from tui.records import CurvePoint, MetaState
 from tui.screens.base import TopicScreen
 from tui.widgets.plots import CurvePlot
 
@@ -25,10 +25,35 @@ def clamp_loss(loss: float) -> float:
 
 
 def build_report(answer: dict) -> str:
-    """What a build did, saying so when nothing was measured rather than printing an empty figure."""
-    measured = (answer.get("measured") or {}).get("accuracy")
-    accuracy = f"{measured:.3f}" if isinstance(measured, int | float) else "n/a (no labelled documents)"
-    return f"built from {answer.get('peers_used', '?')} peers; accuracy on local training data {accuracy}"
+    """What a build did; its held-out accuracy is on the curve (the build's own figure is on training
+    documents, which flatter it)."""
+    return f"built from {answer.get('peers_used', '?')} peers; held-out accuracy: see the curve"
+
+
+def curve_title(meta: MetaState) -> str:
+    """What the plotted curves are measured on, in the plot's border."""
+    if meta.held_out:
+        return (
+            f"accuracy by loss · held-out: {meta.held_out_folds}-fold CV, {meta.held_out_documents} "
+            "labelled docs · grey: training docs (optimistic)"
+        )
+    return f"accuracy vs loss on its training docs (optimistic; no held-out curve: {meta.held_out_why})"
+
+
+def accuracy_text(meta: MetaState) -> str:
+    """The accuracy at the chosen loss, held-out when measured, with what it was measured on."""
+    held = _nearest(meta.held_out, meta.loss)
+    trained = _nearest(meta.curve, meta.loss)
+    if held is not None:
+        text = f" · held-out accuracy ≈ {held.accuracy:.3f}"
+        return text + ("" if trained is None else f" (on training docs {trained.accuracy:.3f})")
+    if trained is not None:
+        return f" · accuracy on training docs ≈ {trained.accuracy:.3f} (optimistic)"
+    return ""
+
+
+def _nearest(curve: tuple[CurvePoint, ...], loss: float) -> CurvePoint | None:
+    return min(curve, key=lambda p: abs(p.loss - loss), default=None)
 
 
 class MetaScreen(TopicScreen):
@@ -78,12 +103,10 @@ class MetaScreen(TopicScreen):
         meta = self.meta
         if meta is None:
             return
-        self.query_one(CurvePlot).show(meta.curve, meta.loss)
-        nearest = min(meta.curve, key=lambda p: abs(p.loss - meta.loss), default=None)
-        accuracy = "" if nearest is None else f" · accuracy on labelled docs ≈ {nearest.accuracy:.3f}"
+        self.query_one(CurvePlot).show(meta.held_out, meta.loss, meta.curve, curve_title(meta))
         self.query_one("#meta-counts", Static).update(
             f"loss [b]{meta.loss:.2f}[/b] · kept [b]{meta.kept}[/b] · "
-            f"abstained [b]{meta.abstained}[/b]{accuracy}"
+            f"abstained [b]{meta.abstained}[/b]{accuracy_text(meta)}"
         )
 
     def action_step(self, direction: int) -> None:

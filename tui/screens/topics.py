@@ -27,19 +27,25 @@ def topic_label(topic: Topic) -> Text:
     label = Text(no_wrap=True)
     label.append(f"{mark} ", style=colour)
     label.append(topic.name, style="bold")
-    label.append(f"  {topic.local}+{topic.pooled}  h {topic.harvest_rate:.2f}  acc {accuracy}", style="dim")
+    label.append(
+        f"  {topic.local}+{topic.pooled}  h {topic.harvest_rate:.2f}  held-out acc {accuracy}", style="dim"
+    )
     return label
 
 
 def topic_details(topic: Topic) -> str:
-    accuracy = "not measured yet" if topic.accuracy is None else f"{topic.accuracy:.3f}"
+    if topic.accuracy is None:
+        why = escape(topic.accuracy_why) or "no meta-classifier yet"
+        accuracy = f"not measured ({why})"
+    else:
+        accuracy = f"{topic.accuracy:.3f} ({escape(topic.accuracy_on or 'held-out documents')})"
     keywords = escape(", ".join(topic.keywords)) or "(none: press k to add some)"
     return (
         f"[b]{escape(topic.name)}[/b]  ({escape(topic.key)})\n\n"
         f"crawl: [b]{topic.crawl}[/b]\n"
         f"documents: {topic.local} local, {topic.pooled} pooled\n"
         f"harvest rate: {topic.harvest_rate:.3f}\n"
-        f"classifier accuracy: {accuracy}\n"
+        f"meta-classifier accuracy: {accuracy}\n"
         f"model version: {topic.model_version or '–'}\n\n"
         f"indicator keywords:\n{keywords}\n\n"
         "[dim]s start · p pause · x stop · k keywords · i import bookmarks[/dim]"

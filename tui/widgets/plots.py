@@ -64,25 +64,38 @@ class BarPlot(PlotextPlot):
 
 
 class CurvePlot(PlotextPlot):
-    """The loss/accuracy trade-off of a meta-classifier with the chosen loss marked."""
+    """The loss/accuracy trade-off of a meta-classifier with the chosen loss marked: measured on held-out
+    documents (k-fold cross-validation), beside the flattering curve on the documents it trained on."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        # Measured on the bookmarks and archetypes the local model trained on: say so, it flatters.
-        self.border_title = "accuracy vs loss on this node's labelled docs (trained on: optimistic)"
+        self.border_title = "accuracy vs loss"
 
-    def show(self, curve: Sequence[CurvePoint], chosen: float | None) -> None:
+    def show(
+        self,
+        held_out: Sequence[CurvePoint],
+        chosen: float | None,
+        training: Sequence[CurvePoint] = (),
+        title: str = "accuracy vs loss",
+    ) -> None:
+        self.border_title = title
         plt = self.plt
         plt.clear_data()
         plt.xlabel("loss")
         plt.ylabel("accuracy")
-        if curve:
-            points = sorted(curve, key=lambda p: p.loss)
-            plt.plot([p.loss for p in points], [p.accuracy for p in points], color="cyan", marker="braille")
-            if chosen is not None:
-                plt.vline(chosen, "orange")
-                nearest = min(points, key=lambda p: abs(p.loss - chosen))
-                plt.scatter([nearest.loss], [nearest.accuracy], color="orange", marker="●")
-        else:
+        if training:
+            points = sorted(training, key=lambda p: p.loss)
+            xs, ys = [p.loss for p in points], [p.accuracy for p in points]
+            plt.plot(xs, ys, color="gray", marker="dot", label="on training docs")
+        if held_out:
+            points = sorted(held_out, key=lambda p: p.loss)
+            xs, ys = [p.loss for p in points], [p.accuracy for p in points]
+            plt.plot(xs, ys, color="cyan", marker="braille", label="held-out")
+        marked = held_out or training
+        if marked and chosen is not None:
+            plt.vline(chosen, "orange")
+            nearest = min(marked, key=lambda p: abs(p.loss - chosen))
+            plt.scatter([nearest.loss], [nearest.accuracy], color="orange", marker="●")
+        if not (held_out or training):
             plt.text("no meta-classifier yet: press b to build one", 0, 0)
         self.refresh()

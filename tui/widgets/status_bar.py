@@ -52,9 +52,7 @@ class StatusBar(Static):
             line.append(" ● node ", style="bold black on green")
         if self.figures is not None:
             f = self.figures
-            line.append(
-                f" crawl {f.state} · {f.pages} pages · {f.pages_per_s:.1f}/s · frontier {f.frontier_size}"
-            )
+            line.append(f" {f.headline()} · {f.pages} pages · {f.rate_text()} · frontier {f.frontier_size}")
         if self.status is not None:
             s = self.status
             line.append(f" · docs {s.local_documents}+{s.pooled_documents} pooled · peers {s.peers_online}")

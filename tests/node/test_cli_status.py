@@ -1,0 +1,127 @@
+"""What `topicswarm status` and `crawl start|pause|stop` tell a user about a node's crawl: a node started
+after `topics import` crawls the imported bookmarks, a crawl that reached its page limit says it finished and
+why (not "running 0.0 pages/s"), and a topic's answer is the state that was asked for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import trio
+
+from crawler.repository import Repository
+from crawler.taxonomy import parse_bookmarks, store_taxonomy
+from node.cli.demo import map_bookmarks
+from node.cli.node import crawl_answer_text, crawl_lines
+from node.client import AsyncNodeClient
+from node.config import Config
+from node.datadir import DataDir
+from node.service import NodeService, replace_settings
+from simnet.paths import PROJECT_ROOT
+from simnet.web import serve_web
+
+BOOKMARKS = PROJECT_ROOT / "simnet/webs/fixture-bookmarks.html"
+MAX_PAGES = 8
+HANG_GUARD = 120.0
+
+
+def loopback_config() -> Config:
+    return replace_settings(
+        Config(),
+        node={"metrics_interval": 0.5, "stats_event_interval": 0.2},
+        crawler={
+            "download_delay": 0.0,
+            "autothrottle_enabled": False,
+            "retry_times": 0,
+            "download_timeout": 3.0,
+            "allowed_hosts": ("127.0.0.0/8",),
+        },
+        focus={"learning_pages": 0},
+    )
+
+
+async def wait_for(client: AsyncNodeClient, done, what: str) -> dict:
+    with trio.fail_after(HANG_GUARD):
+        while True:
+            status = await client.status()
+            if done(status["crawl"]):
+                return status
+            await trio.sleep(0.2)
+    raise AssertionError(what)  # pragma: no cover
+
+
+@pytest.mark.trio
+async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_reads_finished(tmp_path):
+    data = DataDir(tmp_path / "node").ensure()
+    async with serve_web("fixture") as web:
+        html = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+        repo = Repository(data.repository)  # `topics import --no-fetch` before any node runs
+        try:
+            store_taxonomy(repo, parse_bookmarks(html, name="bookmarks.html"))
+        finally:
+            repo.close()
+        service = NodeService(data, loopback_config(), offline=True, max_pages=MAX_PAGES)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            async with AsyncNodeClient.from_data_dir(data) as client:
+                status = await wait_for(client, lambda c: c.get("activity") == "finished", "finished")
+                answer = await client.crawl("start")
+            service.request_stop()
+    crawl = status["crawl"]
+    assert status["documents"]["local"] >= MAX_PAGES
+    assert crawl["state"] == "running" and crawl["reason"] == "max_pages" and not crawl["active"]
+    assert "max_pages" in crawl["detail"] and f"of {MAX_PAGES}" in crawl["detail"]
+    assert crawl["pages_per_s"] == 0.0
+    assert crawl["run"]["pages"] > 0 and crawl["run"]["pages_per_s"] > 0
+    text = "\n".join(crawl_lines(crawl))
+    assert text.startswith("crawl      finished: reached max_pages") and "pages/s)" in text
+    assert "0.0 pages/s" not in text
+    assert "will not fetch: reached max_pages" in crawl_answer_text(answer, None)
+
+
+@pytest.mark.trio
+async def test_an_empty_node_says_what_to_do_and_a_topic_answer_is_its_own_state(tmp_path):
+    data = DataDir(tmp_path / "node").ensure()
+    repo = Repository(data.repository)
+    try:
+        store_taxonomy(repo, parse_bookmarks(BOOKMARKS.read_text(), name="bookmarks.html"))
+    finally:
+        repo.close()
+    # the bookmarks point off loopback: the node must not fetch or queue them, so nothing is queued
+    service = NodeService(data, loopback_config(), offline=True)
+    service._resume_topics = _nothing  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        async with AsyncNodeClient.from_data_dir(data) as client:
+            idle = (await client.status())["crawl"]
+            await client.crawl("pause")
+            answer = await client.crawl("stop", topic="Databases")
+            paused = (await client.status())["crawl"]
+        service.request_stop()
+    assert idle["activity"] == "idle" and idle["reason"] == "no_seeds"
+    assert "topicswarm topics import" in idle["detail"]
+    assert "no crawl run since the node started" in "\n".join(crawl_lines(idle))
+    assert answer["state"] == "stopped" and answer["crawl"]["state"] == "paused"
+    assert crawl_answer_text(answer, "Databases") == (
+        "crawl stopped for Databases; the whole crawl is paused: `topicswarm crawl start` resumes it"
+    )
+    assert paused["activity"] == "paused" and paused["detail"].startswith("by the user")
+
+
+async def _nothing() -> None:
+    return None
+
+
+def test_output_cut_short_by_a_pipe_ends_quietly():
+    """`topicswarm ... | head`: the reader is gone before the command writes (no traceback)."""
+    command = [sys.executable, "-m", "node.cli", "config", "defaults"]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PROJECT_ROOT)
+    child.stdout.close()  # before the interpreter has even imported the CLI
+    try:
+        stderr = child.stderr.read().decode()
+        child.wait(timeout=60)
+    finally:
+        child.stderr.close()
+    assert "Traceback" not in stderr, stderr
+    assert child.returncode == 141
