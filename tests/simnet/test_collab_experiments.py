@@ -8,6 +8,7 @@ from simnet.corpora import Document
 from simnet.experiments.collab_classify import (
     Setup,
     Tally,
+    goals,
     group_sizes,
     pair_splits,
     prepare_corpus,
@@ -81,3 +82,17 @@ def test_robust_combination_silences_an_amplified_flipped_model():
     plain = np.column_stack([m.confidence(validation) for m in models]).sum(axis=1)
     robust = robust_combine(calibrated, weights, RobustSettings())
     assert np.mean(np.where(robust > 0, 1, -1) == truth) > np.mean(np.where(plain > 0, 1, -1) == truth)
+
+
+def test_goals_report_the_share_of_headroom_sixteen_peers_recover():
+    # one peer 0.96, sixteen 0.98, centralised 0.99: gain 0.02 of a 0.03 headroom; at loss 0.5 tied at 1.0
+    result = {
+        "accuracy": {"1": {"0.0": 0.96, "0.5": 1.0}, "16": {"0.0": 0.98, "0.5": 1.0}},
+        "centralised": {"0.0": 0.99, "0.5": 1.0},
+    }
+    summary = goals(result)
+    assert summary["headroom_at_loss_0"] == pytest.approx(0.03)
+    assert summary["share_of_headroom_recovered"] == pytest.approx(2 / 3, abs=1e-3)
+    assert summary["gain_at_loss_0"] == pytest.approx(0.02)
+    assert summary["ratio_to_centralised_at_loss_0"] == pytest.approx(0.98 / 0.99, abs=1e-4)
+    assert not summary["beats_one_peer_at_every_loss"] and summary["losses_tied_at_1.0"] == ["0.5"]
