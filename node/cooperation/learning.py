@@ -5,21 +5,24 @@ A topic's exchangeable model is its one-vs-rest linear SVM over the node's train
 subtree, negatives every other training document (other topics and OTHERS folders). A document's ID is its
 URL (or file path), the same on every peer, so cross-validation can exclude shared training documents.
 
-Received models are weighed by their accuracy as the community measured it (thesis 3.15): the lower median
-over the distinct reporters (peers that cross-validated the model on their own data without its training
-documents, and this node on its own held-out documents), turned into a log-odds weight
-(`metamodels.robust`). They are put on one scale by Platt scaling fitted on this node's labels: a
-label-flipped model's scaler would flip it back, so such a model (and one this node measured at or below
-chance) gets weight 0 whatever the reporters say; an inflated one is calibrated back. The meta
-confidence of a document is the weighted trimmed mean of the calibrated confidences. Functions here read
-the repository and are meant to run in a worker thread.
+Received models are weighed by their accuracy on this node's held-out labelled documents when there are
+enough of them, else as the community measured it (thesis 3.15): the lower median over the distinct
+reporters (peers that cross-validated the model on their own data without its training documents, and this
+node), turned into a log-odds weight (`metamodels.robust`). They are put on one scale by Platt scaling
+fitted on this node's labels: a label-flipped model's scaler would flip it back, so such a model (and one
+this node measured at or below chance) gets weight 0 whatever the reporters say; an inflated one is
+calibrated back. The meta confidence of a document is the weighted trimmed mean of the calibrated
+confidences. Functions here read the repository and are meant to run in a worker thread.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +43,8 @@ from metamodels.robust import RobustSettings, accuracy_weight, robust_combine
 CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 VERDICTS = {ACCEPT: "accepted", ABSTAIN: "abstained", -1: "rejected"}
 ROBUST = RobustSettings()
-MIN_AGREEMENT_DOCUMENTS = 50  # own documents needed before two models' decisions are compared
+KEY_PREFIX, KEY_LENGTH = "#", 13  # a training document's key: "#" + 12 base64url characters
+MIN_AGREEMENT_DOCUMENTS = 30  # documents needed before two models' decisions are compared
 
 
 def in_subtree(topic: str | None, ancestor: str) -> bool:
@@ -223,16 +227,29 @@ class Member:
         return self.correct / self.evaluated if self.evaluated else None
 
 
+@lru_cache(maxsize=65536)
+def training_key(doc_id: str) -> str:
+    """A training document's ID as models carry it: "#" and a 72-bit BLAKE2b digest in base64url, 13
+    characters instead of a URL (collisions are negligible among a model's few hundred documents); a key
+    stays itself. Receivers compare keys of their own IDs, so IDs never travel in the clear."""
+    if doc_id.startswith(KEY_PREFIX) and len(doc_id) == KEY_LENGTH:
+        return doc_id
+    digest = hashlib.blake2b(doc_id.encode("utf-8"), digest_size=9).digest()
+    return KEY_PREFIX + base64.urlsafe_b64encode(digest).decode("ascii")
+
+
 def measure(
     model: LinearModel, data: LabelledData, exclude: Sequence[str] = ()
 ) -> tuple[int, int, np.ndarray]:
-    """(correct, evaluated, held-out mask) of a model on the labelled documents it was not trained on."""
-    excluded = set(model.training_ids) | set(exclude)
-    mask = np.array([i not in excluded for i in data.ids], dtype=bool)
+    """(correct, evaluated, held-out mask) of a model on the labelled documents it was not trained on
+    (IDs compared as `training_key`s, the form they travel in)."""
+    excluded = {training_key(i) for i in (*model.training_ids, *exclude)}
+    keys = [training_key(i) for i in data.ids]
+    mask = np.array([k not in excluded for k in keys], dtype=bool)
     if data.labels.size == 0:
         return 0, 0, mask
     predicted = (model.decision_function(data.X) > 0).astype(np.int8)
-    correct, evaluated = held_out_accuracy(predicted, data.labels, data.ids, excluded)
+    correct, evaluated = held_out_accuracy(predicted, data.labels, keys, excluded)
     return correct, evaluated, mask
 
 
@@ -264,24 +281,29 @@ def calibrated(model: LinearModel, data: LabelledData, held_out: np.ndarray) -> 
 def community_weight(
     own: tuple[int, int], reports: Reports | None, origin: str
 ) -> tuple[float, float | None, int, int]:
-    """(weight, accuracy, documents, reporters) of a model from this node's own measurement and its peers'
-    cross-validation reports (3.15), aggregated robustly (`robust_cross_accuracy`); a model's owner cannot
-    vouch for itself. A model this node measured at or below chance on enough documents gets weight 0
-    whatever others report: its own labelled data is the one thing a node fully trusts."""
+    """(weight, accuracy, documents, reporters) of a model: from this node's own measurement when it
+    tested the model on enough documents (`ROBUST.min_evaluated`), else from its peers' cross-validation
+    reports (3.15) aggregated robustly (`robust_cross_accuracy`, this node's few documents included); a
+    model's owner cannot vouch for itself. The node's own labelled data comes first because it is the one
+    thing a node fully trusts and the distribution its filter runs on: peers seeded from other sites
+    measure a good specialist low (devweb: a Sysadmin model right on 26 of 27 documents here, 2 of 8 on a
+    peer, got weight 0 from the lower median), and no report can lift a model this node measured at or
+    below chance."""
     votes = {r: counts for r, counts in (reports or {}).items() if r not in (origin, SELF)}
     if own[1]:
         votes[SELF] = own
-    aggregate = robust_cross_accuracy(votes, MIN_REPORT)
-    if aggregate is None:
-        return 0.0, None, 0, 0
-    accuracy, documents = aggregate
     reporters = sum(1 for _, e in votes.values() if e >= MIN_REPORT)
-    vetoed = own[1] >= ROBUST.min_evaluated and own[0] / own[1] <= ROBUST.chance
+    if own[1] >= ROBUST.min_evaluated:
+        accuracy, documents = own[0] / own[1], own[1]
+    else:
+        aggregate = robust_cross_accuracy(votes, MIN_REPORT)
+        if aggregate is None:
+            return 0.0, None, 0, 0
+        accuracy, documents = aggregate
     # the weight uses the posterior mean under a uniform prior ((correct + 1) / (n + 2)): 7 of 7 right is
     # weaker evidence than 70 of 70, and a perfect score on a handful must not outvote the others
     smoothed = (accuracy * documents + 1.0) / (documents + 2.0)
-    weight = 0.0 if vetoed else accuracy_weight(smoothed, documents, ROBUST)
-    return weight, accuracy, documents, reporters
+    return accuracy_weight(smoothed, documents, ROBUST), accuracy, documents, reporters
 
 
 def received_member(
@@ -354,9 +376,12 @@ class TopicDocuments:
     texts: tuple[str, ...]
 
 
-def topic_documents(repo: Repository, topic: str, *, include_pooled: bool = True) -> TopicDocuments:
-    """Documents the crawler (or a peer) filed in the topic's subtree, duplicates left out."""
-    pooled = "" if include_pooled else " AND origin IS NULL"
+def topic_documents(
+    repo: Repository, topic: str, *, include_pooled: bool = True, unjudged: bool = False
+) -> TopicDocuments:
+    """Documents the crawler (or a peer) filed in the topic's subtree, duplicates left out (with
+    `unjudged`, only those without a restrictive verdict yet)."""
+    pooled = ("" if include_pooled else " AND origin IS NULL") + (" AND verdict IS NULL" if unjudged else "")
     rows = repo.db.execute(
         "SELECT id, title, text FROM documents WHERE duplicate_of IS NULL AND accepted = 1 "
         f"AND (topic = ? OR substr(topic, 1, ?) = ?){pooled} ORDER BY id",
@@ -367,6 +392,20 @@ def topic_documents(repo: Repository, topic: str, *, include_pooled: bool = True
         tuple(r[1] or "" for r in rows),
         tuple(f"{r[1]}\n{r[2]}" for r in rows),
     )
+
+
+def abstain_cutoff(scores: np.ndarray, decisions: np.ndarray) -> float:
+    """The largest |score| loss-targeted filtering dismissed (-1 when it dismissed none): documents that
+    come later are judged against it instead of shifting every earlier verdict."""
+    dismissed = np.abs(scores[decisions == ABSTAIN])
+    return float(dismissed.max()) if dismissed.size else -1.0
+
+
+def cutoff_decisions(scores: np.ndarray, cutoff: float) -> np.ndarray:
+    """Decisions by sign, abstaining where |score| <= cutoff (see `abstain_cutoff`)."""
+    decisions = np.where(scores > 0, ACCEPT, -1).astype(np.int8)
+    decisions[np.abs(scores) <= cutoff] = ABSTAIN
+    return decisions
 
 
 def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> tuple[int, int]:

@@ -14,13 +14,21 @@ less and less often), queueing the URLs of their most confident pages as seeds.
 The distributed meta-classifier protocol of figures 3.5/3.6 is `build_meta`: METAREQUEST "estimate" to the
 community (each peer cross-validates the others' classifiers on its data without their training documents
 and returns errors and covariances), the peer-count estimate for the user's goal, METAREQUEST "build" to the
-chosen peers (each sends its classifier), and the meta-classifier over the collected models. A model's
-weight comes from its accuracy as the community measured it (3.15): the lower median over the distinct
-peers that cross-validated it on their own data (its training documents excluded) and this node's own
-measurement, so one lying reporter cannot lift a hostile model; a model this node measured at or below
-chance, or whose scores run against this node's labels, has no say at all. The same estimate phase runs in
-the cooperation rounds whenever the models held changed, so the meta-classifier the crawler uses between
-builds is weighed by the community too.
+chosen peers (each sends its classifier), and the meta-classifier over the collected models (a build over
+the same models and peers as the last estimate phase reuses its reports). A model's weight comes from its
+accuracy on this node's held-out labelled documents when there are enough of them, else as the community
+measured it (3.15): the lower median over the distinct peers that cross-validated it on their own data (its
+training documents excluded) and this node's own measurement, so one lying reporter cannot lift a hostile
+model; a model this node measured at or below chance, or whose scores run against this node's labels, has
+no say at all. The same estimate phase runs in the cooperation rounds once the models held changed and then
+stayed the same for a round, so the meta-classifier the crawler uses between builds is weighed by the
+community too.
+
+Traffic (each byte counts against the crawl's): no model is trained while the crawler's learning phase
+fetches (the phase ends by adding archetypes, which would make that model obsolete within a minute), a
+retrained model is published only when it decides differently from the published one
+(`republish_agreement`), models ship pruned (`prune_agreement`) with their training documents as short keys,
+and a peer is offered only the results the restrictive filter keeps (`share_kept_only`), never its own.
 """
 
 from __future__ import annotations
@@ -37,9 +45,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import trio
 
-from crawler.focus import LEARNING
+from crawler.focus import HARVESTING
 from crawler.repository import Repository
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
@@ -129,12 +138,18 @@ class Cooperation:
         self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
         self._db_limiter = trio.CapacityLimiter(1)
         self._metas: dict[str, MetaClassifier] = {}
+        # topic -> (meta-classifier, loss, |score| cut-off) of the last full restrictive filtering
+        self._cutoffs: dict[str, tuple[MetaClassifier, float, float]] = {}
         # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
         # cross-validation reports (3.15), the newest per reporter; and the model versions they were for
         self._reports: dict[str, dict[tuple[str, int], dict[str, tuple[int, int]]]] = {}
         self._reported: dict[str, tuple[tuple[str, int], ...]] = {}
+        # topic -> (models held, participants, their reports) of the last estimate phase: a meta build
+        # over the same models and peers reuses it (cross-validation does not depend on the loss)
+        self._estimates: dict[str, tuple[Any, frozenset[str], list[Any]]] = {}
         self._held_before: dict[str, tuple[tuple[str, int], ...]] = {}  # models held at the last round
         self._learning_pages: int | None = None  # the crawler's page count at the last look
+        self._pages_moved_at = 0.0  # and when it last changed (trio clock)
         self._poke = trio.Event()
         self._closed = False
         self.rounds = 0
@@ -204,6 +219,7 @@ class Cooperation:
         for topic in sorted(self._stale):
             await self.rebuild_meta(topic)
         await self.gather_reports()
+        await self.judge_new_documents()
         await self.sync_results()
         await self.install_focus()
         self.rounds += 1
@@ -268,7 +284,10 @@ class Cooperation:
         model = learning.train_local(data, self.settings.min_training_docs)
         if model is None:
             return None
-        X = learning.own_documents(self._thread_repo(), self.featurizer)
+        # the shipped model must decide like the full one on the documents it will meet: the node's crawled
+        # ones, and its labelled ones (which alone count before the crawl has found enough)
+        own = learning.own_documents(self._thread_repo(), self.featurizer)
+        X = sp.vstack([own, data.X], format="csr")
         loss = self.settings.default_loss
         model = learning.pruned(model, data, X, loss, self.settings.prune_agreement)
         alike = (
@@ -279,15 +298,17 @@ class Cooperation:
         return previous if alike else model
 
     def _learning(self) -> bool:
-        """Whether the node's crawler is in its learning phase and still fetching (pages went up since the
-        last look): the training documents are about to grow. False without a focus crawler."""
+        """Whether the node's crawler has not left its learning phase yet and is still fetching (its page
+        count moved within the last two rounds' time, or this is the first look): the training documents
+        are about to grow. A crawler whose focus is not installed yet (a round between an import's storing
+        and its focus refresh) counts as learning; False without a crawler."""
         crawler = getattr(self.service, "crawler", None)
-        if getattr(getattr(crawler, "policy", None), "phase", None) != LEARNING:
+        if crawler is None or getattr(getattr(crawler, "policy", None), "phase", None) == HARVESTING:
             return False
-        pages = int(crawler.stats.total_pages)  # type: ignore[union-attr]
-        fetching = pages != self._learning_pages
-        self._learning_pages = pages
-        return fetching
+        pages, now = int(crawler.stats.total_pages), trio.current_time()
+        if pages != self._learning_pages:
+            self._learning_pages, self._pages_moved_at = pages, now
+        return now - self._pages_moved_at < 2 * self.settings.sync_interval
 
     async def local_model(self, topic: str) -> store.StoredModel | None:
         stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
@@ -466,18 +487,18 @@ class Cooperation:
         """Ask each topic's community to cross-validate the topic's models on their data (the estimate
         phase of METAREQUEST, 3.15) whenever the models held changed since the last reports and then
         stayed the same for a round (models of a community arrive over several rounds: one estimate for
-        them all), and rebuild the meta-classifier with the weights they give; returns the topics asked
-        about."""
-        held: dict[str, list[tuple[str, int]]] = {}
-        for m in await self._db(store.load_models, None, "linear"):
-            held.setdefault(m.topic, []).append((m.origin, m.version))
+        them all), unless this node measured each of them itself on enough documents; and rebuild the
+        meta-classifier with the weights they give; returns the topics asked about."""
+        held = await self._held_versions()
         asked = []
         for topic in await self.topics():
             community = self.community(topic)[: self.settings.max_meta_peers - 1]
-            versions = tuple(sorted(held.get(topic, [])))
+            versions = held.get(topic, ())
             settled = self._held_before.get(topic) == versions
             self._held_before[topic] = versions
             if not community or len(versions) < 2 or self._reported.get(topic) == versions or not settled:
+                continue
+            if await self._measured_here(topic):
                 continue
             session = secrets.token_hex(8)
             participants = (self.peer_id, *community)
@@ -485,9 +506,24 @@ class Cooperation:
             reports = await self._estimate(topic, session, loss, None, community, participants)
             self._record_reports(topic, reports)
             self._reported[topic] = versions
+            self._estimates[topic] = (versions, frozenset(participants), reports)
             await self.rebuild_meta(topic)
             asked.append(topic)
         return asked
+
+    async def _measured_here(self, topic: str) -> bool:
+        """Whether this node measured every model of the topic on enough of its own documents: their
+        weights then rest on its own data (`learning.community_weight`) and reports would change nothing."""
+        rows = await self._db(store.model_rows, topic)
+        linear = [r for r in rows if r["kind"] == "linear"]
+        return bool(linear) and all(r["evaluated"] >= learning.ROBUST.min_evaluated for r in linear)
+
+    async def _held_versions(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        """topic -> the (origin, version) of every linear model held, local one included, sorted."""
+        held: dict[str, list[tuple[str, int]]] = {}
+        for m in await self._db(store.load_models, None, "linear"):
+            held.setdefault(m.topic, []).append((m.origin, m.version))
+        return {topic: tuple(sorted(pairs)) for topic, pairs in held.items()}
 
     def _record_reports(
         self, topic: str, reports: Sequence[tuple[CrossValidationReport, CovarianceReport]]
@@ -581,9 +617,35 @@ class Cooperation:
             return 0, 0
         scores = learning.meta_scores(meta, self.featurizer.transform(list(docs.texts)))
         decisions = loss_targeted_decisions(scores, loss)
+        self._cutoffs[topic] = (meta, loss, learning.abstain_cutoff(scores, decisions))
         kept, abstained = learning.write_verdicts(self.repo, docs.doc_ids, decisions)
         store.save_meta(self.repo, topic, loss=loss, kept=kept, abstained=abstained)
         return kept, abstained
+
+    def _judge_new(self, topic: str, meta: MetaClassifier, loss: float) -> None:
+        """Verdicts for the topic's documents without one, against the cut-off of the last full
+        filtering with this meta-classifier and loss (a full filtering when there is none)."""
+        known = self._cutoffs.get(topic)
+        if known is None or known[0] is not meta or known[1] != loss:
+            self._apply(topic, meta, loss)
+            return
+        docs = learning.topic_documents(self.repo, topic, unjudged=True)
+        if docs.doc_ids.size:
+            scores = learning.meta_scores(meta, self.featurizer.transform(list(docs.texts)))
+            learning.write_verdicts(self.repo, docs.doc_ids, learning.cutoff_decisions(scores, known[2]))
+
+    async def judge_new_documents(self) -> list[str]:
+        """Restrictive verdicts at the topic's loss for every topic with documents filed since its last
+        verdicts (kept current each round: peers are offered only the results the filter keeps);
+        returns the topics judged again."""
+        judged = []
+        for topic, meta in list(self._metas.items()):
+            if await self._db(store.unjudged, topic):
+                row = await self._db(store.load_meta, topic)
+                loss = row["loss"] if row else self.settings.default_loss
+                await self._work(self._judge_new, topic, meta, loss)
+                judged.append(topic)
+        return judged
 
     async def rebuild_meta(self, topic: str) -> None:
         """The node's meta-classifier over every model it holds for the topic (thesis 3.3.2: Meta_i)."""
@@ -622,8 +684,14 @@ class Cooperation:
         community = self.community(topic)[: self.settings.max_meta_peers - 1]
         session = secrets.token_hex(8)
         participants = (self.peer_id, *community)
-        reports = await self._estimate(topic, session, loss, error_goal, community, participants)
-        self._record_reports(topic, reports)
+        versions = (await self._held_versions()).get(topic, ())
+        cached = self._estimates.get(topic)
+        if cached is not None and cached[:2] == (versions, frozenset(participants)):
+            reports = cached[2]  # the community cross-validated exactly these models already
+        else:
+            reports = await self._estimate(topic, session, loss, error_goal, community, participants)
+            self._record_reports(topic, reports)
+            self._estimates[topic] = (versions, frozenset(participants), reports)
         accuracies = await self._work(self._accuracies, topic)
         covariances = [e.covariance for r in reports for e in r[1].entries]
         honest = [a for a in accuracies.values() if a > 0.5]
@@ -950,7 +1018,8 @@ class Cooperation:
         """This node's own results of a topic after the cursor, signed, previews cut to `preview_chars`;
         without those the asking peer synced here as its own."""
         limit = min(limit, self.settings.results_per_sync)
-        rows = await self._db(store.own_results, topic, cursor, limit + 1, peer)
+        kept_only = self.settings.share_kept_only and topic in self._metas
+        rows = await self._db(store.own_results, topic, cursor, limit + 1, peer, kept_only=kept_only)
         more = len(rows) > limit
         rows = rows[:limit]
         results = [

@@ -23,13 +23,13 @@ class CooperationSettings:
     )
     results_per_sync: int = doc(200, "Most crawl results asked from one peer per topic and round.")
     preview_chars: int = doc(
-        300, "Characters of a result's text sent to syncing peers as its preview (the search snippet)."
+        160, "Characters of a result's text sent to syncing peers as its preview (the search snippet)."
     )
     max_backoff_rounds: int = doc(
         8, "Most rounds a peer with nothing new (no results, no model) waits before it is asked again."
     )
     prune_agreement: float = doc(
-        0.99,
+        0.97,
         "Share of the node's own documents whose filtering decision a shipped model must keep when its "
         "smallest weights are dropped (1: ship every weight).",
     )
@@ -38,6 +38,11 @@ class CooperationSettings:
         "A retrained local model replaces the published one (a new version every peer fetches) only when "
         "its filtering decisions on the node's own documents agree with the published model's on less "
         "than this share (1: every retraining is published).",
+    )
+    share_kept_only: bool = doc(
+        True,
+        "Offer peers only the results the node's restrictive filter keeps at the topic's loss (false: "
+        "every result its crawler accepted).",
     )
     share_results: int = doc(2000, "Most of a topic's own accepted results offered to peers (best first).")
     hub_seeds: int = doc(5, "Pooled URLs of peers' most confident pages queued as local seeds per round.")

@@ -350,20 +350,49 @@ def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[Craw
     return added
 
 
+_OWN_IN_TOPIC = (
+    "origin IS NULL AND accepted = 1 AND duplicate_of IS NULL AND (topic = ? OR substr(topic, 1, ?) = ?)"
+)
+
+
+def _subtree(topic: str) -> list[Any]:
+    return [topic, len(topic) + 1, topic + "/"]
+
+
 def own_results(
-    repo: Repository, topic: str, cursor: int, limit: int, holder: str | None = None
+    repo: Repository,
+    topic: str,
+    cursor: int,
+    limit: int,
+    holder: str | None = None,
+    *,
+    kept_only: bool = False,
 ) -> list[tuple[int, dict[str, Any]]]:
     """(doc id, row) of the node's own accepted documents of a topic's subtree after `cursor`; without
-    those `holder` synced here as its own results (it crawled them: sending them back is wasted)."""
+    those `holder` synced here as its own results (it crawled them: sending them back is wasted). With
+    `kept_only`, only documents the restrictive filter kept, and none after the first one not judged yet
+    (the cursor must not pass a document whose verdict is still to come)."""
     held = "" if holder is None else "AND (origins IS NULL OR instr(origins, ?) = 0) "
+    params: list[Any] = [cursor, *_subtree(topic), *([json.dumps(holder)] if holder else [])]
+    if kept_only:
+        held += (
+            "AND verdict = 'accepted' AND id < coalesce((SELECT min(id) FROM documents WHERE "
+            f"verdict IS NULL AND {_OWN_IN_TOPIC}), 1 << 62) "
+        )
+        params += _subtree(topic)
     rows = repo.db.execute(
         "SELECT id, url, title, text, topic, confidence, fingerprint, fetched_at FROM documents "
-        "WHERE id > ? AND origin IS NULL AND accepted = 1 AND duplicate_of IS NULL "
-        f"AND (topic = ? OR substr(topic, 1, ?) = ?) {held}ORDER BY id LIMIT ?",
-        [cursor, topic, len(topic) + 1, topic + "/", *([json.dumps(holder)] if holder else []), limit],
+        f"WHERE id > ? AND {_OWN_IN_TOPIC} {held}ORDER BY id LIMIT ?",
+        [*params, limit],
     ).fetchall()
     keys = ("url", "title", "text", "topic", "confidence", "fingerprint", "fetched_at")
     return [(int(row[0]), dict(zip(keys, row[1:], strict=True))) for row in rows]
+
+
+def unjudged(repo: Repository, topic: str) -> int:
+    """The node's own documents of a topic's subtree without a restrictive verdict yet."""
+    query = f"SELECT count(*) FROM documents WHERE verdict IS NULL AND {_OWN_IN_TOPIC}"
+    return int(repo.db.execute(query, _subtree(topic)).fetchone()[0])
 
 
 def count_pooled(repo: Repository) -> int:

@@ -2,8 +2,8 @@
 
 A linear model is thesis 3.3.4's (w, l, b): one sparse row over the hashed feature space, the bias, and the
 feature configuration; its calibration (the normalised-confidence scale) and its training-document IDs
-travel along, the IDs so that receivers can cross-validate it on their own data without the shared documents
-(3.15). A k-means model is 3.3.3's centroids with the hashed ids of their dimensions.
+travel along (as short keys), the IDs so that receivers can cross-validate it on their own data without the
+shared documents (3.15). A k-means model is 3.3.3's centroids with the hashed ids of their dimensions.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from metamodels.clustering import ClusteringModel
 from metamodels.errors import ModelFormatError
 from metamodels.features import FeatureConfig
 from metamodels.linear import Calibration, LinearModel
+from node.cooperation.learning import training_key
 from p2p.errors import WireError
 from p2p.schemas import MAX_TRAINING_DOCS, ModelPayload, pack_weights
 
-MAX_DOC_ID = 256
-
 
 def _doc_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(i for i in ids if len(i) <= MAX_DOC_ID)[:MAX_TRAINING_DOCS]
+    """The training documents as keys (`learning.training_key`): 13 characters each instead of a URL."""
+    return tuple(training_key(i) for i in ids)[:MAX_TRAINING_DOCS]
 
 
 def coarse(weights: np.ndarray) -> np.ndarray:

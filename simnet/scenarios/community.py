@@ -21,9 +21,11 @@ with page labels):
 - Filter accuracy: restrictive filtering at loss 0.2 (thesis 3.2.1) of the node's own crawled documents (not
   pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
   is in the topic's target group), the 20% least confident documents are dismissed, the rest decided by the
-  sign; accuracy = correct / decided, micro-averaged over the topics. "meta" is the node's meta-classifier as
-  stored after the build; "local" is the same pipeline with the node's local model alone (its own Platt
-  scaler, weight 1), i.e. what the node decides without peers. Both score the same documents.
+  sign; accuracy = correct / decided, micro-averaged over the topics (filter_documents: the labelled
+  documents per topic, filter_decided: decisions over all topics; meta_wins/meta_losses: documents both
+  decided where only the meta-classifier was right / only the local model was). "meta" is the node's
+  meta-classifier as stored after the build; "local" is the same pipeline with the node's local model alone
+  (its own Platt scaler, weight 1), i.e. what the node decides without peers. Both score the same documents.
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
   counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
   classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
@@ -235,6 +237,7 @@ def filter_figures(
     X = featurizer.transform([text for _, text in docs]) if docs else None
     labels = np.array([label for label, _ in docs])
     totals = {"local": [0, 0], "meta": [0, 0]}
+    changed = [0, 0]  # decided by both: meta right where local was wrong, and the reverse
     per_topic: dict[str, Any] = {}
     for topic, target in targets.items():
         row = store.load_meta(repo, topic) if repo.db["coop_meta"].exists() else None
@@ -252,6 +255,7 @@ def filter_figures(
         )
         truth = np.where(labels == target, ACCEPT, -1)
         figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == target))}
+        right = {}
         for name, classifier in (("local", alone), ("meta", meta)):
             decisions = loss_targeted_decisions(learning.meta_scores(classifier, X), loss)
             decided = decisions != ABSTAIN
@@ -259,6 +263,12 @@ def filter_figures(
             totals[name][0] += correct
             totals[name][1] += int(decided.sum())
             figures[name] = correct / int(decided.sum()) if decided.any() else None
+            right[name] = np.where(decided, decisions == truth, np.nan)
+        both = ~np.isnan(right["local"]) & ~np.isnan(right["meta"])
+        figures["meta_wins"] = int(np.sum(both & (right["meta"] == 1) & (right["local"] == 0)))
+        figures["meta_losses"] = int(np.sum(both & (right["meta"] == 0) & (right["local"] == 1)))
+        changed[0] += figures["meta_wins"]
+        changed[1] += figures["meta_losses"]
         figures["meta_members"] = [
             {"origin": m["origin"], "weight": round(float(m["weight"]), 4)} for m in row["members"]
         ]
@@ -266,6 +276,10 @@ def filter_figures(
     return {
         "filter_accuracy_local": totals["local"][0] / totals["local"][1] if totals["local"][1] else None,
         "filter_accuracy_meta": totals["meta"][0] / totals["meta"][1] if totals["meta"][1] else None,
+        "filter_documents": len(docs),
+        "filter_decided": {name: counts[1] for name, counts in totals.items()},
+        "meta_wins": changed[0],
+        "meta_losses": changed[1],
         "filter_topics": per_topic,
     }
 

@@ -8,7 +8,7 @@ import trio
 from crawler.repository import Repository
 from node.cooperation import store
 from node.cooperation.service import Backoff
-from node.cooperation.testing import running_nodes
+from node.cooperation.testing import make_repository, running_nodes
 from p2p.schemas import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
@@ -91,12 +91,13 @@ async def test_results_of_community_peers_are_pooled_with_their_origin(tmp_path)
         await wait_for(pooled)
         await trio.sleep(1.5)
         with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
-            origins = {r[0] for r in repo.db.execute("SELECT origin FROM documents WHERE origin IS NOT NULL")}
-            count = store.count_pooled(repo)
+            pooled = dict(repo.db.execute("SELECT url, origin FROM documents WHERE origin IS NOT NULL"))
         with Repository(tmp_path / "node1" / "repository.sqlite") as repo:
-            shared = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
-        assert origins == {b.peer_id}
-        assert count == shared  # every crawled document of b is filed in one of the shared topics
+            verdicts = dict(repo.db.execute("SELECT url, verdict FROM documents WHERE origin IS NULL"))
+        assert set(pooled.values()) == {b.peer_id}
+        # b offers what its restrictive filter keeps, and every such document of a judged stretch
+        assert {verdicts[url] for url in pooled} == {"accepted"}
+        assert len(pooled) >= 0.5 * sum(v == "accepted" for v in verdicts.values())
 
 
 @pytest.mark.trio
@@ -165,6 +166,26 @@ async def test_meta_build_peers_offer_models_the_initiator_holds_by_reference(tm
         assert 0 < offers < 2 * 100  # two offers naming a version, no model re-sent
         members = {m["origin"] for m in (await a.meta("Databases"))["models"]}
         assert members == {"local", _b.peer_id, _c.peer_id}
+
+
+def test_results_offered_leave_out_the_askers_own_and_stop_at_the_first_unjudged(tmp_path):
+    path = tmp_path / "r.sqlite"
+    make_repository(path, 0)
+    with Repository(path) as repo:
+        store.ensure_schema(repo)
+        query = "SELECT id FROM documents WHERE topic = 'Databases' ORDER BY id"
+        ids = [r[0] for r in repo.db.execute(query)]
+        repo.db.execute("UPDATE documents SET verdict = 'accepted'")
+        repo.db.execute("UPDATE documents SET origins = ? WHERE id = ?", ['["peerB"]', ids[0]])
+        repo.db.execute("UPDATE documents SET verdict = 'abstained' WHERE id = ?", [ids[1]])
+        repo.db.execute("UPDATE documents SET verdict = NULL WHERE id = ?", [ids[4]])
+        repo.db.conn.commit()
+        every = [i for i, _ in store.own_results(repo, "Databases", 0, 100)]
+        assert every == ids
+        assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, "peerB")] == ids[1:]
+        kept = store.own_results(repo, "Databases", 0, 100, "peerB", kept_only=True)
+        assert [i for i, _ in kept] == ids[2:4]
+        assert store.unjudged(repo, "Databases") == 1
 
 
 def test_backoff_doubles_the_rounds_skipped_up_to_the_cap_and_resets_on_news():

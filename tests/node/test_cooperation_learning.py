@@ -35,7 +35,17 @@ def test_linear_model_survives_the_signed_wire_form(tmp_path):
     bound = np.abs(data.X) @ np.abs(model.weight_column()) / model.calibration.scale * 2.0**-9
     gap = np.abs(back.confidence(data.X) - model.confidence(data.X))
     assert np.all(gap <= bound.toarray().ravel() + 1e-6)
-    assert back.training_ids == model.training_ids
+    assert back.training_ids == tuple(learning.training_key(i) for i in model.training_ids)
+    assert all(len(i) == 13 for i in back.training_ids)
+    _, tested, _ = learning.measure(back, data)
+    assert tested == 0  # the keys exclude every training document, as the URLs did
+
+
+def test_training_keys_are_short_stable_and_distinct():
+    urls = [f"http://127.0.0.{i % 7}:8000/page-{i}.html" for i in range(2000)]
+    keys = [learning.training_key(u) for u in urls]
+    assert len(set(keys)) == len(urls) and all(k.startswith("#") and len(k) == 13 for k in keys)
+    assert [learning.training_key(k) for k in keys] == keys
 
 
 def test_coarse_weights_keep_sign_and_finiteness_within_relative_error():
@@ -90,10 +100,17 @@ def test_community_weight_comes_from_the_median_reporter_and_a_model_cannot_vouc
 
 
 def test_a_model_this_node_measured_below_chance_gets_no_say_whatever_peers_report():
-    weight, accuracy, *_ = learning.community_weight(
+    weight, accuracy, documents, reporters = learning.community_weight(
         (2, 20), {"b": (20, 20), "c": (20, 20), "d": (20, 20)}, "bad"
     )
-    assert accuracy == 1.0 and weight == 0.0
+    assert weight == 0.0 and accuracy == 0.1 and documents == 20 and reporters == 4
+
+
+def test_a_model_measured_well_here_keeps_its_say_when_peers_seeded_elsewhere_measure_it_low():
+    specialist = learning.community_weight((26, 27), {"b": (2, 8)}, "owner")
+    assert specialist[0] > 0 and specialist[1] == 26 / 27
+    # with too few documents here, the peers' lower median decides
+    assert learning.community_weight((3, 3), {"b": (2, 8)}, "owner")[0] == 0.0
 
 
 def test_a_label_flipped_model_cannot_be_calibrated_into_a_good_one(tmp_path):
