@@ -97,6 +97,16 @@ def add_pair_arguments(parser: argparse.ArgumentParser, pairs: int) -> None:
     parser.add_argument("--seed", type=int, default=1)
 
 
+def parse_pair_experiment(
+    argv: Sequence[str] | None, doc: str, pairs: int
+) -> tuple[argparse.Namespace, PreparedCorpus]:
+    """Arguments and the featurised corpus of an experiment on the 3.4.4 protocol with the default Setup."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_pair_arguments(parser, pairs=pairs)
+    args = parser.parse_args(argv)
+    return args, prepare_corpus(load_corpus(args.corpus))
+
+
 def train_peer_models(corpus: PreparedCorpus, split: TopicPairSplit, svm_c: float) -> list:
     """One linear SVM per peer on its training subset."""
     models = []

@@ -19,7 +19,6 @@ correlation decaying with chain distance, the measured pairs are all about equal
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -41,12 +40,10 @@ from metamodels.estimators import (
 )
 from metamodels.meta_functions import unanimous
 from metamodels.restrictive import correct_and_decided, loss
-from simnet.corpora import load_corpus
 from simnet.experiments.collab_classify import (
     Setup,
-    add_pair_arguments,
     pair_splits,
-    prepare_corpus,
+    parse_pair_experiment,
     train_peer_models,
 )
 from simnet.experiments.peersplit import TopicPairSplit, peer_groups
@@ -194,81 +191,83 @@ def _fmt_count(count: int | None) -> str:
     return "-" if count is None else str(count)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_pair_arguments(parser, pairs=20)
-    args = parser.parse_args(argv)
-    started = time.monotonic()
-    setup = Setup()
-    corpus = prepare_corpus(load_corpus(args.corpus))
-    rng = np.random.default_rng(args.seed + 2)
-    # rows[k][name]: per pair, the mean over its disjoint groups of size k
-    rows: dict[int, dict[str, list[float]]] = {k: {} for k in SIZES}
-    goals = [("error", g) for g in ERROR_GOALS] + [("loss", g) for g in LOSS_GOALS]
-    counts: dict[tuple[str, str, float], list[tuple[int | None, int | None, float]]] = {
-        (m, kind, g): [] for m in ESTIMATE_MODELS for kind, g in goals
-    }
-    curves_loss, curves_error = [], []
-    predicted_curves: dict[str, list[np.ndarray]] = {
-        f"{m} {q}": [] for m in ESTIMATE_MODELS for q in ("loss", "error")
-    }
-    stats = CovarianceStats()
-    runs = 0
-    for split in pair_splits(corpus, setup, args.pairs, args.repeats, args.seed):
-        runs += 1
-        models = train_peer_models(corpus, split, setup.svm_c)
-        train_x = corpus.features[split.train_rows]
-        validation = corpus.features[split.validation_rows]
-        train_decisions = np.column_stack([_sign(m.confidence(train_x)) for m in models])
-        val_decisions = np.column_stack([_sign(m.confidence(validation)) for m in models])
-        truth = split.validation_truth.astype(int)
-        accuracies, covariance = pair_estimates(split, train_decisions)
-        mean_accuracy = float(accuracies.mean())
-        stats.add(split, val_decisions == truth[:, None], covariance, mean_accuracy)
-        for k in SIZES:
-            per_group: dict[str, list[float]] = {}
-            for group in peer_groups(setup.n_peers, k, rng):
-                chain = chain_estimate(accuracies[group].tolist(), covariance)
-                exch = exchangeable_agreement(float(accuracies[group].mean()), covariance, k)
-                measured_loss, measured_acc = measured_unanimous(val_decisions[:, group], truth)
-                for name, value in (
-                    ("chain_loss", chain.loss),
-                    ("chain_acc", chain.accuracy),
-                    ("exch_loss", exch.loss),
-                    ("exch_acc", exch.accuracy),
-                    ("loss", measured_loss),
-                    ("acc", measured_acc),
-                ):
-                    per_group.setdefault(name, []).append(value)
-            for name, values in per_group.items():
-                rows[k].setdefault(name, []).append(_mean(values))
-        curve_loss, curve_error = measured_curve(val_decisions, truth, COUNT_SUBSETS, rng)
-        curves_loss.append(curve_loss)
-        curves_error.append(curve_error)
-        for model in ESTIMATE_MODELS:
-            estimates = [
-                meta_estimate(mean_accuracy, covariance, k, model) for k in range(1, setup.n_peers + 1)
-            ]
-            predicted_curves[f"{model} loss"].append(np.array([e.loss for e in estimates]))
-            predicted_curves[f"{model} error"].append(np.array([e.error for e in estimates]))
-        for model, kind, goal in counts:
-            predicted = predicted_count(mean_accuracy, covariance, kind, goal, model, setup.n_peers)
-            curve = curve_error if kind == "error" else curve_loss
-            measured = (smallest_count_within if kind == "error" else largest_count_within)(curve, goal)
-            at_predicted = curve_error[predicted - 1] if predicted is not None else math.nan
-            counts[(model, kind, goal)].append((predicted, measured, at_predicted))
+GOALS = tuple(("error", g) for g in ERROR_GOALS) + tuple(("loss", g) for g in LOSS_GOALS)
 
+
+@dataclass
+class Collected:
+    """Everything measured and predicted over the topic-pair runs."""
+
+    # rows[k][name]: per run, the mean over its disjoint peer groups of size k
+    rows: dict[int, dict[str, list[float]]] = field(default_factory=lambda: {k: {} for k in SIZES})
+    # counts[(model, kind, goal)]: per run, (predicted count, measured count, measured error at predicted)
+    counts: dict[tuple[str, str, float], list[tuple[int | None, int | None, float]]] = field(
+        default_factory=lambda: {(m, kind, g): [] for m in ESTIMATE_MODELS for kind, g in GOALS}
+    )
+    # curves["measured loss"], curves["chain error"], ...: per run, the value at every count 1..n
+    curves: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    stats: CovarianceStats = field(default_factory=CovarianceStats)
+    runs: int = 0
+
+
+def add_run(collected: Collected, corpus, split: TopicPairSplit, setup: Setup, rng: np.random.Generator):
+    """Train the peers of one topic-pair run, estimate from training data, measure on validation data."""
+    collected.runs += 1
+    models = train_peer_models(corpus, split, setup.svm_c)
+    train_x = corpus.features[split.train_rows]
+    validation = corpus.features[split.validation_rows]
+    train_decisions = np.column_stack([_sign(m.confidence(train_x)) for m in models])
+    val_decisions = np.column_stack([_sign(m.confidence(validation)) for m in models])
+    truth = split.validation_truth.astype(int)
+    accuracies, covariance = pair_estimates(split, train_decisions)
+    mean_accuracy = float(accuracies.mean())
+    collected.stats.add(split, val_decisions == truth[:, None], covariance, mean_accuracy)
+    for k in SIZES:
+        per_group: dict[str, list[float]] = {}
+        for group in peer_groups(setup.n_peers, k, rng):
+            chain = chain_estimate(accuracies[group].tolist(), covariance)
+            exch = exchangeable_agreement(float(accuracies[group].mean()), covariance, k)
+            measured_loss, measured_acc = measured_unanimous(val_decisions[:, group], truth)
+            for name, value in (
+                ("chain_loss", chain.loss),
+                ("chain_acc", chain.accuracy),
+                ("exch_loss", exch.loss),
+                ("exch_acc", exch.accuracy),
+                ("loss", measured_loss),
+                ("acc", measured_acc),
+            ):
+                per_group.setdefault(name, []).append(value)
+        for name, values in per_group.items():
+            collected.rows[k].setdefault(name, []).append(_mean(values))
+    curve = dict(
+        zip(("loss", "error"), measured_curve(val_decisions, truth, COUNT_SUBSETS, rng), strict=True)
+    )
+    collected.curves.setdefault("measured loss", []).append(curve["loss"])
+    collected.curves.setdefault("measured error", []).append(curve["error"])
+    for model in ESTIMATE_MODELS:
+        estimates = [meta_estimate(mean_accuracy, covariance, k, model) for k in range(1, setup.n_peers + 1)]
+        collected.curves.setdefault(f"{model} loss", []).append(np.array([e.loss for e in estimates]))
+        collected.curves.setdefault(f"{model} error", []).append(np.array([e.error for e in estimates]))
+    for model, kind, goal in collected.counts:
+        predicted = predicted_count(mean_accuracy, covariance, kind, goal, model, setup.n_peers)
+        measured = (smallest_count_within if kind == "error" else largest_count_within)(curve[kind], goal)
+        at_predicted = curve["error"][predicted - 1] if predicted is not None else math.nan
+        collected.counts[(model, kind, goal)].append((predicted, measured, at_predicted))
+
+
+def report_gaps(collected: Collected, corpus_name: str) -> dict:
+    """Print predicted vs measured loss and accuracy at 2-16 peers; the result's gap entries."""
     print(
-        f"\nUnanimous meta-classifier on {args.corpus}, {runs} topic-pair runs: predicted (3.16-3.19 chain, "
-        "exchangeable) vs measured, means over runs"
+        f"\nUnanimous meta-classifier on {corpus_name}, {collected.runs} topic-pair runs: predicted "
+        "(3.16-3.19 chain, exchangeable) vs measured, means over runs"
     )
     print("peers | loss measured | chain | exchangeable || accuracy measured | chain | exchangeable")
-    result: dict = {"corpus": args.corpus, "peers": {}, "node_estimate": NODE_MODEL}
+    result: dict = {"peers": {}}
     worst = {"chain": 0.0, "exchangeable": 0.0}
     worst_by = {f"{m}_{q}": 0.0 for m in ESTIMATE_MODELS for q in ("loss", "acc")}
     per_run_gaps: dict[str, list[float]] = {"chain": [], "exchangeable": []}
-    for k in SIZES:
-        m = {name: _mean(values) for name, values in rows[k].items()}
+    for k, rows in collected.rows.items():
+        m = {name: _mean(values) for name, values in rows.items()}
         print(
             f"{k:5d} | {m['loss']:.3f} | {m['chain_loss']:.3f} | {m['exch_loss']:.3f} || "
             f"{m['acc']:.3f} | {m['chain_acc']:.3f} | {m['exch_acc']:.3f}"
@@ -281,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 worst_by[f"{model}_{quantity}"] = max(worst_by[f"{model}_{quantity}"], gap)
                 per_run_gaps[model].extend(
                     abs(p - q)
-                    for p, q in zip(rows[k][f"{prefix}_{quantity}"], rows[k][quantity], strict=True)
+                    for p, q in zip(rows[f"{prefix}_{quantity}"], rows[quantity], strict=True)
                     if not math.isnan(p - q)
                 )
     result["max_abs_gap"] = {name: round(v, 4) for name, v in worst.items()}
@@ -294,19 +293,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"largest |predicted - measured| of the means: {json.dumps(result['max_abs_gap_by_quantity'])}; "
         f"90th percentile of single runs' gaps: {json.dumps(result['per_run_gap_p90'])}"
     )
+    return result
 
+
+def report_peer_counts(collected: Collected, n_peers: int) -> dict:
+    """Print predicted vs measured peer counts for every goal, per run and pooled; the result's entries."""
     print(
         "\nPeers needed (estimate from exchanged accuracy and covariance) vs the count measured to meet the "
         f"goal (unanimous decision over {COUNT_SUBSETS} random peer subsets per count, '-' = not within "
-        f"{setup.n_peers})"
+        f"{n_peers})"
     )
     print(
         "estimate | goal | runs | mean predicted | mean measured | same count | within 1 | "
         "measured error at predicted count"
     )
-    result["peers_needed"] = {}
-    cap = setup.n_peers + 1  # an unreachable goal counts as one more than the peers available
-    for (model, kind, goal), entries in counts.items():
+    result: dict = {"peers_needed": {}}
+    cap = n_peers + 1  # an unreachable goal counts as one more than the peers available
+    for (model, kind, goal), entries in collected.counts.items():
         predicted = np.array([cap if p is None else p for p, _, _ in entries], dtype=float)
         measured = np.array([cap if m is None else m for _, m, _ in entries], dtype=float)
         same = float(np.mean(predicted == measured))
@@ -325,16 +328,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unreachable_measured": int(np.sum(measured == cap)),
             "measured_error_at_predicted": round(at_predicted, 4),
         }
-    pooled_accuracy, pooled_cov = _mean(stats.accuracy), _mean(stats.train_covariance)
-    pooled_measured = {"loss": np.mean(curves_loss, axis=0), "error": np.nanmean(curves_error, axis=0)}
     pooled = {}
     for model in ESTIMATE_MODELS:
-        for kind, goal in goals:
+        for kind, goal in GOALS:
             finder = smallest_count_within if kind == "error" else largest_count_within
-            pooled_predicted = np.nanmean(predicted_curves[f"{model} {kind}"], axis=0)
-            pooled[f"{model} {kind}<={goal}"] = (
-                finder(pooled_predicted, goal),
-                finder(pooled_measured[kind], goal),
+            pooled[f"{model} {kind}<={goal}"] = tuple(
+                finder(np.nanmean(collected.curves[f"{source} {kind}"], axis=0), goal)
+                for source in (model, "measured")
             )
     print(
         "pooled (the count where the mean over runs of the predicted curve meets the goal / of the measured "
@@ -342,55 +342,72 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ", ".join(f"{name} {_fmt_count(p)}/{_fmt_count(m)}" for name, (p, m) in pooled.items())
     )
     result["peers_needed_pooled"] = {name: list(pm) for name, pm in pooled.items()}
+    return result
 
-    rho = correctness_correlation(pooled_accuracy, pooled_cov)
+
+def report_covariance(stats: CovarianceStats, seed: int) -> dict:
+    """Print why the chain misses: measured pair correlations against the decay the chain law implies,
+    and each formula against a simulation of the law it assumes; the result's entry."""
+    accuracy, covariance = _mean(stats.accuracy), _mean(stats.train_covariance)
     print(
         "\nWhy the chain (3.16) misses: correctness correlations of model pairs on the validation documents"
     )
     print(
-        f"exchanged estimate: accuracy {pooled_accuracy:.3f}, covariance {pooled_cov:.4f} (correlation "
-        f"{rho:.3f}); the same covariance on validation documents: {_mean(stats.validation_covariance):.4f}"
+        f"exchanged estimate: accuracy {accuracy:.3f}, covariance {covariance:.4f} (correlation "
+        f"{correctness_correlation(accuracy, covariance):.3f}); the same covariance on validation "
+        f"documents: {_mean(stats.validation_covariance):.4f}"
     )
     spread = np.percentile(stats.shared + stats.disjoint, [10, 90])
     print(
         f"measured correlation, pairs sharing training documents: {_mean(stats.shared):.3f} "
         f"({len(stats.shared)} pairs); pairs with disjoint training data: {_mean(stats.disjoint):.3f} "
-        f"({len(stats.disjoint)}); 10-90th percentile over all pairs "
-        f"{spread[0]:.3f}-{spread[1]:.3f}"
+        f"({len(stats.disjoint)}); 10-90th percentile over all pairs {spread[0]:.3f}-{spread[1]:.3f}"
     )
-    implied = {d: chain_implied_correlation(pooled_accuracy, pooled_cov, d) for d in CHAIN_DISTANCES}
+    implied = {d: chain_implied_correlation(accuracy, covariance, d) for d in CHAIN_DISTANCES}
     print(
         "the chain law implies correlation rho^distance along the chain: "
         + ", ".join(f"d={d} {v:.3f}" for d, v in implied.items())
         + " - measured pairs do not decay, so non-neighbours are not independent (assumption 2 fails)"
     )
-    sim_rng = np.random.default_rng(args.seed + 5)
-    checks = {
-        law: (
-            simulated_agreement(pooled_accuracy, pooled_cov, max(SIZES), law, sim_rng),
-            (
-                chain_estimate([pooled_accuracy] * max(SIZES), pooled_cov)
-                if law == "markov"
-                else exchangeable_agreement(pooled_accuracy, pooled_cov, max(SIZES))
-            ).loss,
-        )
-        for law in ("markov", "exchangeable")
+    k, sim_rng = max(SIZES), np.random.default_rng(seed + 5)
+    formulas = {
+        "markov": chain_estimate([accuracy] * k, covariance).loss,
+        "exchangeable": exchangeable_agreement(accuracy, covariance, k).loss,
     }
+    simulated = {law: 1.0 - simulated_agreement(accuracy, covariance, k, law, sim_rng) for law in formulas}
     print(
-        f"implementation check at {max(SIZES)} peers, loss simulated vs formula: Markov chain "
-        f"{1 - checks['markov'][0]:.4f} vs chain {checks['markov'][1]:.4f}; exchangeable "
-        f"{1 - checks['exchangeable'][0]:.4f} vs exchangeable {checks['exchangeable'][1]:.4f}"
+        f"implementation check at {k} peers, loss simulated vs formula: Markov chain "
+        f"{simulated['markov']:.4f} vs chain {formulas['markov']:.4f}; exchangeable "
+        f"{simulated['exchangeable']:.4f} vs exchangeable {formulas['exchangeable']:.4f}"
     )
-    result["covariance"] = {
-        "exchanged_accuracy": round(pooled_accuracy, 4),
-        "exchanged_covariance": round(pooled_cov, 5),
-        "validation_covariance": round(_mean(stats.validation_covariance), 5),
-        "correlation_shared_training": round(_mean(stats.shared), 4),
-        "correlation_disjoint_training": round(_mean(stats.disjoint), 4),
-        "chain_implied_correlation": {str(d): round(v, 4) for d, v in implied.items()},
-        "simulated_loss_vs_formula": {law: [round(1 - s, 4), round(f, 4)] for law, (s, f) in checks.items()},
+    return {
+        "covariance": {
+            "exchanged_accuracy": round(accuracy, 4),
+            "exchanged_covariance": round(covariance, 5),
+            "validation_covariance": round(_mean(stats.validation_covariance), 5),
+            "correlation_shared_training": round(_mean(stats.shared), 4),
+            "correlation_disjoint_training": round(_mean(stats.disjoint), 4),
+            "chain_implied_correlation": {str(d): round(v, 4) for d, v in implied.items()},
+            "simulated_loss_vs_formula": {
+                law: [round(simulated[law], 4), round(formulas[law], 4)] for law in formulas
+            },
+        }
     }
-    result["runs"] = runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.monotonic()
+    args, corpus = parse_pair_experiment(argv, __doc__, pairs=20)
+    setup = Setup()
+    rng = np.random.default_rng(args.seed + 2)
+    collected = Collected()
+    for split in pair_splits(corpus, setup, args.pairs, args.repeats, args.seed):
+        add_run(collected, corpus, split, setup, rng)
+    result: dict = {"corpus": args.corpus, "node_estimate": NODE_MODEL}
+    result |= report_gaps(collected, args.corpus)
+    result |= report_peer_counts(collected, setup.n_peers)
+    result |= report_covariance(collected.stats, args.seed)
+    result["runs"] = collected.runs
     result["seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(result))
     return 0

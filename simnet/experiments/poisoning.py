@@ -18,7 +18,6 @@ The drop is the accuracy lost with 4 hostile peers against the all-honest run, a
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -33,13 +32,11 @@ from metamodels.linear import Calibration, LinearModel, train_linear_svm
 from metamodels.meta_functions import weighted_sum
 from metamodels.restrictive import correct_and_decided, loss_targeted_decisions
 from metamodels.robust import RobustSettings, accuracy_weights, robust_combine
-from simnet.corpora import load_corpus
 from simnet.experiments.collab_classify import (
     PreparedCorpus,
     Setup,
-    add_pair_arguments,
     pair_splits,
-    prepare_corpus,
+    parse_pair_experiment,
     train_peer_models,
 )
 from simnet.experiments.peersplit import TopicPairSplit
@@ -105,12 +102,9 @@ def robust_confidences(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_pair_arguments(parser, pairs=20)
-    args = parser.parse_args(argv)
     started = time.monotonic()
+    args, corpus = parse_pair_experiment(argv, __doc__, pairs=20)
     setup = Setup()
-    corpus = prepare_corpus(load_corpus(args.corpus))
     rng = np.random.default_rng(args.seed + 3)
     settings = RobustSettings()
     tallies: dict[tuple[str, str, int, float], list[int]] = {}
