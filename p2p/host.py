@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import multiaddr
 import trio
@@ -92,6 +93,31 @@ class P2PHost:
     def is_connected(self, peer: ID) -> bool:
         return peer in self.host.get_network().connections
 
+    def connected_peers(self) -> list[ID]:
+        return list(self.host.get_network().connections)
+
+    def mesh_peers(self) -> set[ID]:
+        """Peers in this node's gossipsub mesh of any topic: the ones its announcements travel through."""
+        return {peer for peers in self.gossipsub.mesh.values() for peer in peers}
+
+    async def trim_connections(self, limit: int, rank: Callable[[ID], float]) -> list[ID]:
+        """Close connections beyond `limit`, lowest `rank` first; the peers disconnected.
+
+        A connection that carries a gossip mesh link or an open request stream is kept: closing it would
+        break the topic's mesh or an exchange under way. Without a bound every peer a node ever exchanged
+        with stays connected, so connections, their pubsub streams and mesh maintenance grow with N."""
+        network = self.host.get_network()
+        excess = len(network.connections) - limit
+        if excess <= 0:
+            return []
+        keep = self.mesh_peers()
+        idle = [p for p, conns in network.connections.items() if p not in keep and not _busy(conns)]
+        closed = sorted(idle, key=rank)[:excess]
+        for peer in closed:
+            with trio.move_on_after(2), contextlib.suppress(Exception):
+                await self.host.disconnect(peer)
+        return closed
+
     async def connect(self, peer: ID, addrs: Sequence[str]) -> None:
         """Dial `peer` (a no-op when connected); NetworkError when no address answers in time."""
         if peer == self.peer_id or self.is_connected(peer):
@@ -121,6 +147,15 @@ class P2PHost:
             raise NetworkError(f"peer {info.peer_id} unreachable: {exception_reason(exc)}") from exc
         if self.dht is not None:
             await self.dht.add_peer(info.peer_id, skip_server_mode_check=True)
+
+
+def _busy(conns: Sequence[Any]) -> bool:
+    """A connection with a stream open besides gossipsub's own (a request/response exchange)."""
+    for conn in conns:
+        for stream in conn.get_streams():
+            if stream.get_protocol() not in GOSSIP_PROTOCOLS:
+                return True
+    return False
 
 
 def exception_reason(exc: BaseException) -> str:

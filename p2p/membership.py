@@ -147,6 +147,8 @@ class Membership:
         )
         self.rng = self.neighbours.rng
         self.rounds = 0
+        self._remembered: dict[str, tuple[tuple[str, ...], float]] = {}
+        """Addresses last put in the peerstore per neighbour and when (refreshed at half the TTL)."""
         protocols.serve_neighbours(self._answer)
         if settings.enable_mdns:
             self._listen_to_mdns()
@@ -178,16 +180,34 @@ class Membership:
         self.rounds += 1
 
     async def exchange_once(self) -> str | None:
-        """Expire, pick a random neighbour and exchange with it; the peer contacted, or None."""
+        """Expire, pick a neighbour and exchange with it, then close surplus connections; the peer
+        contacted, or None."""
         self.neighbours.expire()
-        target = self.neighbours.pick()
-        if target is None:
-            return None
-        try:
-            await self.exchange_with(target.peer_id)
-        except P2PError as exc:
-            log.info("neighbour exchange with %s failed: %s", target.peer_id, exc)
-        return target.peer_id
+        target = self.pick_target()
+        if target is not None:
+            try:
+                await self.exchange_with(target.peer_id)
+            except P2PError as exc:
+                log.info("neighbour exchange with %s failed: %s", target.peer_id, exc)
+        await self.p2p.trim_connections(self.settings.max_connections, self._last_contact)
+        return target.peer_id if target is not None else None
+
+    def pick_target(self) -> Neighbour | None:
+        """A random connected neighbour once the node has gossip_degree of them, else any neighbour.
+
+        The thesis picks uniformly from the whole list; over a network of N peers that dials a new peer
+        on most exchanges and, with connections kept, ends with every node connected to its whole list.
+        Exchanging over open connections costs a stream instead of a handshake; a node short of
+        connections still picks from the whole list, which is how the overlay stays random and connected.
+        """
+        connected = [n for n in self.neighbours.peers() if self._connected(n.peer_id)]
+        if len(connected) >= min(self.settings.gossip_degree, self.settings.max_connections):
+            return self.rng.choice(connected)
+        return self.neighbours.pick()
+
+    def _last_contact(self, peer: Any) -> float:
+        entry = self.neighbours.get(str(peer))
+        return entry.last_contact if entry is not None else float("-inf")
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Join (when bootstrap addresses are set) and exchange every `exchange_period` until cancelled."""
@@ -218,8 +238,16 @@ class Membership:
         self.neighbours.merge(entries)
         own_entry = next((e for e in entries if e.peer_id == peer), None)
         self.neighbours.touch(peer, own_entry.addrs if own_entry else ())
+        now = self.neighbours.clock()
+        ttl = self.settings.neighbour_ttl
         for entry in self.neighbours.peers():
-            self.p2p.remember(_peer(entry.peer_id), entry.addrs, self.settings.neighbour_ttl)
+            # re-adding every entry's addresses on every exchange parsed ~40 multiaddrs per exchange
+            addrs, at = self._remembered.get(entry.peer_id, ((), float("-inf")))
+            if addrs != entry.addrs or at < now - ttl / 2:
+                self.p2p.remember(_peer(entry.peer_id), entry.addrs, ttl)
+                self._remembered[entry.peer_id] = (entry.addrs, now)
+        for gone in self._remembered.keys() - {n.peer_id for n in self.neighbours.peers()}:
+            del self._remembered[gone]
 
     def _connected(self, peer_id: str) -> bool:
         return self.p2p.is_connected(_peer(peer_id))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -180,30 +181,33 @@ class P2PService:
             self._nursery.start_soon(self._fetch, announcement)
 
     async def _fetch(self, announcement: Announcement) -> None:
+        """Fetch an announced model, retrying after a back-off when the announcer fails to serve it.
+
+        Without the retry a single timeout (a busy announcer) left the model unfetched until the next
+        periodic re-announcement, which in a large community comes minutes later."""
         key = (announcement.key, announcement.peer_id, announcement.model_version)
+        try:
+            for attempt in range(self.p2p.settings.fetch_attempts):
+                if attempt:
+                    await trio.sleep(self.retry_delay(attempt))
+                    if not self._wanted(*key):  # it arrived meanwhile (a newer announcement's fetch)
+                        return
+                if await self._fetch_once(announcement):
+                    return
+        finally:
+            self._fetching.discard(key)
+
+    def retry_delay(self, attempt: int) -> float:
+        """Seconds before retry `attempt` (1, 2, ...): doubling from fetch_retry_delay, jittered so the
+        fetchers of one busy announcer do not come back together."""
+        base = self.p2p.settings.fetch_retry_delay * 2 ** (attempt - 1)
+        return base * random.uniform(0.5, 1.5)
+
+    async def _fetch_once(self, announcement: Announcement) -> bool:
+        """One attempt; True when it is settled (fetched, or refused for a reason a retry cannot fix)."""
         peer = announcement.peer_id
         try:
             model = await self.protocols.fetch_model(peer, announcement.key, announcement.model_version)
-            if model is None:
-                return
-            if model.payload.origin != peer:  # an announcer announces its own models
-                self.protocols.guard.reject(
-                    peer, WireError("wrong_origin", "served a model of another origin")
-                )
-                return
-            self.received[(announcement.key, peer)] = model
-            for callback in self._model_callbacks:
-                try:
-                    outcome = callback(model, peer)
-                    if inspect.isawaitable(outcome):
-                        await outcome
-                except Exception:  # a failing consumer (one shutting down) must not take the service down
-                    log.exception(
-                        "model callback failed on %s v%d from %s",
-                        model.payload.topic,
-                        model.payload.version,
-                        peer,
-                    )
         except P2PError as exc:
             log.info(
                 "model %s v%d from %s not fetched: %s",
@@ -212,8 +216,30 @@ class P2PService:
                 peer,
                 exc,
             )
-        finally:
-            self._fetching.discard(key)
+            # a rule-breaking answer (bad signature, wrong version) is not retried: it was counted
+            # against the peer; unreachable, slow or refusing peers are
+            cause = exc.__cause__
+            broke_rules = isinstance(cause, WireError) and cause.reason != "closed"
+            return broke_rules or self.protocols.guard.ledger.is_banned(peer)
+        if model is None:
+            return False  # announced but not served (yet): worth asking again
+        if model.payload.origin != peer:  # an announcer announces its own models
+            self.protocols.guard.reject(peer, WireError("wrong_origin", "served a model of another origin"))
+            return True
+        self.received[(announcement.key, peer)] = model
+        for callback in self._model_callbacks:
+            try:
+                outcome = callback(model, peer)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:  # a failing consumer (one shutting down) must not take the service down
+                log.exception(
+                    "model callback failed on %s v%d from %s",
+                    model.payload.topic,
+                    model.payload.version,
+                    peer,
+                )
+        return True
 
     def _newer_than_received(self, topic: str, peer: str, version: int) -> bool:
         have = self.received.get((topic, peer))

@@ -26,11 +26,23 @@ class P2PSettings:
         40, "Most entries in the neighbour list (thesis 3.3.1: log2(N) + c with c >= 25 keeps it connected)."
     )
     exchange_period: float = doc(10.0, "Seconds between two push-pull neighbour exchanges.")
+    max_connections: int = doc(
+        12,
+        "Most open peer connections: beyond it, idle ones outside the gossip mesh are closed (least recently "
+        "contacted first) and exchanges go to connected neighbours, so a node's load stays flat as the "
+        "network grows. A node with fewer than gossip_degree connections dials random neighbours.",
+    )
     neighbour_ttl: float = doc(
         300.0, "Seconds after its last contact that a neighbour is dropped (how a dead peer disappears)."
     )
     connect_timeout: float = doc(5.0, "Seconds to wait for a dial, including the Noise handshake.")
     request_timeout: float = doc(20.0, "Seconds a request/response exchange may take before it is abandoned.")
+    fetch_attempts: int = doc(
+        4, "Attempts to fetch an announced model before waiting for its next announcement."
+    )
+    fetch_retry_delay: float = doc(
+        2.0, "Seconds before the second fetch attempt of an announced model; doubles with each attempt."
+    )
     gossip_degree: int = doc(6, "Gossipsub mesh degree D (peers each topic message is pushed to directly).")
     gossip_heartbeat: int = doc(1, "Seconds between gossipsub heartbeats (the library default is 120).")
     announce_interval: float = doc(
