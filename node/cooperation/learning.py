@@ -176,25 +176,28 @@ def decision_agreement(a: LinearModel, b: LinearModel, X: sp.spmatrix, loss: flo
     return float(np.mean(loss_targeted_decisions(b.decision_function(X), loss) == first))
 
 
-def cross_validated(data: LabelledData, folds: int = 5, C: float = 1.0) -> tuple[int, int]:
-    """(correct, evaluated) of the local training procedure by k-fold cross-validation on the node's data,
-    the local model's own accuracy estimate (it cannot be tested on documents it was trained on)."""
+def out_of_fold(data: LabelledData, folds: int = 5, C: float = 1.0) -> np.ndarray:
+    """Normalised confidences of the local training procedure on the node's labelled documents by k-fold
+    cross-validation: each document scored by a model trained without it (NaN where a fold had one class
+    to train on, all NaN with fewer than 2 positives or negatives)."""
     n = data.labels.size
+    scores = np.full(n, np.nan)
     if data.positives < 2 or data.negatives < 2:
-        return 0, 0
+        return scores
     order = np.random.default_rng(0).permutation(n)
-    correct = evaluated = 0
     for fold in range(min(folds, n)):
         test = order[fold::folds]
         train = np.setdiff1d(order, test)
         y = data.labels[train]
         if y.min() == y.max():
             continue
-        model = train_linear_svm(data.X[train], y, C)
-        predicted = (model.decision_function(data.X[test]) > 0).astype(np.int8)
-        correct += int(np.sum(predicted == data.labels[test]))
-        evaluated += test.size
-    return correct, evaluated
+        scores[test] = train_linear_svm(data.X[train], y, C).confidence(data.X[test])
+    return scores
+
+
+def _sign_accuracy(scores: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    scored = ~np.isnan(scores)
+    return int(np.sum((scores[scored] > 0).astype(np.int8) == labels[scored])), int(scored.sum())
 
 
 Reports = Mapping[str, tuple[int, int]]  # reporter -> (correct, evaluated) of one model version (3.15)
@@ -322,8 +325,17 @@ def received_member(
 def local_member(
     origin: str, version: int, model: LinearModel, data: LabelledData, reports: Reports | None = None
 ) -> Member:
-    correct, evaluated = cross_validated(data)
-    scaler = _scaler(model.confidence(data.X), data.labels) if data.labels.size else None
+    """The node's own model: accuracy and Platt scaler from out-of-fold confidences (a scaler fitted on
+    the documents the model was trained on is far too confident and puts its sign threshold where the
+    training documents are separable: devweb filtering accuracy of the local model alone at loss 0.2,
+    0.80-0.87 with it, 0.84-0.92 with the out-of-fold one); the in-sample scaler only when the
+    out-of-fold one cannot be fitted."""
+    scores = out_of_fold(data)
+    correct, evaluated = _sign_accuracy(scores, data.labels)
+    scored = ~np.isnan(scores)
+    scaler = _scaler(scores[scored], data.labels[scored]) if scored.any() else None
+    if (scaler is None or scaler.a >= 0) and data.labels.size:
+        scaler = _scaler(model.confidence(data.X), data.labels)
     weight, accuracy, documents, reporters = community_weight((correct, evaluated), reports, origin)
     return Member(
         origin, version, model, correct, evaluated, weight, scaler, True, accuracy, documents, reporters

@@ -12,15 +12,16 @@ results of shared topics into its repository as pooled documents by cursor (a pe
 less and less often), queueing the URLs of their most confident pages as seeds.
 
 The distributed meta-classifier protocol of figures 3.5/3.6 is `build_meta`: METAREQUEST "estimate" to the
-community (each peer cross-validates the others' classifiers on its data without their training documents
-and returns errors and covariances), the peer-count estimate for the user's goal, METAREQUEST "build" to the
-chosen peers (each sends its classifier), and the meta-classifier over the collected models (a build over
-the same models and peers as the last estimate phase reuses its reports). A model's weight comes from its
+community (each peer cross-validates the others' classifiers on its data without their training documents and
+returns errors and covariances), the peer-count estimate for the user's goal, METAREQUEST "build" to the
+chosen peers (each sends its classifier), and the meta-classifier over the collected models (a build over the
+same models and peers as the last estimate phase reuses its reports; a build for a loss goal alone skips the
+estimate when this node measured every model itself on enough documents). A model's weight comes from its
 accuracy on this node's held-out labelled documents when there are enough of them, else as the community
 measured it (3.15): the lower median over the distinct peers that cross-validated it on their own data (its
 training documents excluded) and this node's own measurement, so one lying reporter cannot lift a hostile
-model; a model this node measured at or below chance, or whose scores run against this node's labels, has
-no say at all. The same estimate phase runs in the cooperation rounds once the models held changed and then
+model; a model this node measured at or below chance, or whose scores run against this node's labels, has no
+say at all. The same estimate phase runs in the cooperation rounds once the models held changed and then
 stayed the same for a round, so the meta-classifier the crawler uses between builds is weighed by the
 community too.
 
@@ -298,17 +299,21 @@ class Cooperation:
         return previous if alike else model
 
     def _learning(self) -> bool:
-        """Whether the node's crawler has not left its learning phase yet and is still fetching (its page
-        count moved within the last two rounds' time, or this is the first look): the training documents
-        are about to grow. A crawler whose focus is not installed yet (a round between an import's storing
-        and its focus refresh) counts as learning; False without a crawler."""
+        """Whether the node's crawler has not left its learning phase yet and is still fetching (its crawl
+        did not end, and its page count moved within the last three rounds' time, or this is the first
+        look): the training documents are about to grow. A crawler whose focus is not installed yet (a
+        round between an import's storing and its focus refresh) counts as learning; False without a
+        crawler."""
         crawler = getattr(self.service, "crawler", None)
         if crawler is None or getattr(getattr(crawler, "policy", None), "phase", None) == HARVESTING:
             return False
-        pages, now = int(crawler.stats.total_pages), trio.current_time()
+        stats = crawler.stats
+        if stats.finished and stats.reason in ("max_pages", "exhausted", "blocked"):
+            return False
+        pages, now = int(stats.total_pages), trio.current_time()
         if pages != self._learning_pages:
             self._learning_pages, self._pages_moved_at = pages, now
-        return now - self._pages_moved_at < 2 * self.settings.sync_interval
+        return now - self._pages_moved_at < 3 * self.settings.sync_interval
 
     async def local_model(self, topic: str) -> store.StoredModel | None:
         stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
@@ -688,6 +693,10 @@ class Cooperation:
         cached = self._estimates.get(topic)
         if cached is not None and cached[:2] == (versions, frozenset(participants)):
             reports = cached[2]  # the community cross-validated exactly these models already
+        elif error_goal is None and await self._measured_here(topic):
+            # a loss goal alone asks every honest peer, and every weight rests on this node's own
+            # measurement: the community's estimates would change nothing but the predicted figures
+            reports = []
         else:
             reports = await self._estimate(topic, session, loss, error_goal, community, participants)
             self._record_reports(topic, reports)
@@ -1019,7 +1028,9 @@ class Cooperation:
         without those the asking peer synced here as its own."""
         limit = min(limit, self.settings.results_per_sync)
         kept_only = self.settings.share_kept_only and topic in self._metas
-        rows = await self._db(store.own_results, topic, cursor, limit + 1, peer, kept_only=kept_only)
+        rows = await self._db(
+            store.own_results, topic, cursor, limit + 1, peer, kept_only=kept_only, me=self.peer_id
+        )
         more = len(rows) > limit
         rows = rows[:limit]
         results = [

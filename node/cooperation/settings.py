@@ -23,13 +23,13 @@ class CooperationSettings:
     )
     results_per_sync: int = doc(200, "Most crawl results asked from one peer per topic and round.")
     preview_chars: int = doc(
-        160, "Characters of a result's text sent to syncing peers as its preview (the search snippet)."
+        120, "Characters of a result's text sent to syncing peers as its preview (the search snippet)."
     )
     max_backoff_rounds: int = doc(
         8, "Most rounds a peer with nothing new (no results, no model) waits before it is asked again."
     )
     prune_agreement: float = doc(
-        0.97,
+        0.95,
         "Share of the node's own documents whose filtering decision a shipped model must keep when its "
         "smallest weights are dropped (1: ship every weight).",
     )

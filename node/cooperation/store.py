@@ -367,13 +367,25 @@ def own_results(
     holder: str | None = None,
     *,
     kept_only: bool = False,
+    me: str | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """(doc id, row) of the node's own accepted documents of a topic's subtree after `cursor`; without
-    those `holder` synced here as its own results (it crawled them: sending them back is wasted). With
+    those `holder` synced here as its own results (it crawled them: sending them back is wasted), and,
+    given this node's id `me`, without those another peer with a smaller id synced here as its own (that
+    peer offers them to `holder` too: of the holders a node knows of, the smallest id sends). With
     `kept_only`, only documents the restrictive filter kept, and none after the first one not judged yet
     (the cursor must not pass a document whose verdict is still to come)."""
-    held = "" if holder is None else "AND (origins IS NULL OR instr(origins, ?) = 0) "
-    params: list[Any] = [cursor, *_subtree(topic), *([json.dumps(holder)] if holder else [])]
+    held = ""
+    params: list[Any] = [cursor, *_subtree(topic)]
+    if holder is not None:
+        held += "AND (origins IS NULL OR instr(origins, ?) = 0) "
+        params.append(json.dumps(holder))
+        if me is not None:
+            held += (
+                "AND NOT EXISTS (SELECT 1 FROM json_each(coalesce(documents.origins, '[]')) AS o "
+                "WHERE o.value < ? AND o.value != ?) "
+            )
+            params += [me, holder]
     if kept_only:
         held += (
             "AND verdict = 'accepted' AND id < coalesce((SELECT min(id) FROM documents WHERE "

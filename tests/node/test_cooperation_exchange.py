@@ -140,7 +140,8 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
             return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 3
 
         await wait_for(received)
-        result = await a.build_meta("Databases", loss=0.2)
+        # an error goal makes the initiator ask the community (the estimate phase) whatever it measured
+        result = await a.build_meta("Databases", loss=0.2, error_goal=0.3)
         rows = {r["origin"]: r for r in await a.models("Databases")}
         assert rows[bad.peer_id]["weight"] == 0.0
         assert rows[bad.peer_id]["reporters"] >= 2
@@ -186,6 +187,12 @@ def test_results_offered_leave_out_the_askers_own_and_stop_at_the_first_unjudged
         kept = store.own_results(repo, "Databases", 0, 100, "peerB", kept_only=True)
         assert [i for i, _ in kept] == ids[2:4]
         assert store.unjudged(repo, "Databases") == 1
+        # peer "peerA" (a smaller id than this node's "peerM") synced ids[2] here: it offers it to peerB
+        repo.db.execute("UPDATE documents SET origins = ? WHERE id = ?", ['["peerA"]', ids[2]])
+        repo.db.conn.commit()
+        smallest = store.own_results(repo, "Databases", 0, 100, "peerB", me="peerM")
+        assert [i for i, _ in smallest] == ids[1:2] + ids[3:]
+        assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, "peerB", me="peer0")] == ids[1:]
 
 
 def test_backoff_doubles_the_rounds_skipped_up_to_the_cap_and_resets_on_news():
