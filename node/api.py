@@ -133,6 +133,12 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
 
         return Route(path, endpoint, methods=methods)
 
+    async def cooperation_topic(topic: str, what: str) -> None:
+        """Cooperation requests about a topic: first whether the node cooperates at all, then whether it
+        knows the topic (each answer says what to do)."""
+        service.require_cooperation(what)
+        await service.require_topic(topic)
+
     async def status(request: Request) -> Any:
         return await service.status()
 
@@ -225,26 +231,32 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         if goal is not None and (isinstance(goal, bool) or not isinstance(goal, int | float)):
             raise NodeServiceError("bad_request", "error_goal must be a number between 0 and 1")
         _check_fraction("loss", loss)
+        await cooperation_topic(topic, "build meta")
         return await service.cooperate("build_meta", topic, loss=loss, error_goal=goal)
 
     async def meta(request: Request) -> Any:
         topic = request.query_params.get("topic")
         if not topic:
             raise NodeServiceError("bad_request", "give the topic as ?topic=KEY")
+        await cooperation_topic(topic, "meta")
         return await service.meta(topic)
 
     async def meta_loss(request: Request) -> Any:
         body = await _json_body(request)
         loss = _number(body, "loss")
         _check_fraction("loss", loss)
-        return await service.cooperate("set_loss", _require(body, "topic", str), loss)
+        topic = _require(body, "topic", str)
+        await cooperation_topic(topic, "set loss")
+        return await service.cooperate("set_loss", topic, loss)
 
     async def refine(request: Request) -> Any:
         body = await _json_body(request)
         k = _require(body, "k", int)
         if not 2 <= k <= 50:
             raise NodeServiceError("bad_request", "k (the number of clusters) must be between 2 and 50")
-        return {"proposals": await service.cooperate("refine", _require(body, "topic", str), k)}
+        topic = _require(body, "topic", str)
+        await cooperation_topic(topic, "refine")
+        return {"proposals": await service.cooperate("refine", topic, k)}
 
     async def refine_list(request: Request) -> Any:
         topic = request.query_params.get("topic") or None

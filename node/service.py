@@ -125,6 +125,10 @@ class NodeService:
         self._crawl_idle = trio.Event()
         self._crawl_idle.set()
         self._crawl_running = False
+        # pages stored and seconds crawled by the engine's finished runs since the node started (a run
+        # ends whenever the node edits the frontier, so one run alone is only a fragment of the crawl)
+        self._runs_pages = 0
+        self._runs_seconds = 0.0
         self._last_reason = ""
         self._stop = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -304,6 +308,8 @@ class NodeService:
                 finally:
                     self._crawl_running = False
                     self._crawl_idle.set()
+                self._runs_pages += stats.pages
+                self._runs_seconds += stats.elapsed
                 self._last_reason = stats.reason
                 await self._record_focus_stats()
                 self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
@@ -335,10 +341,8 @@ class NodeService:
     async def set_crawl_state(self, state: str, topic: str | None = None) -> dict[str, Any]:
         if state not in CRAWL_STATES:
             raise NodeServiceError("bad_request", f"crawl state must be one of {', '.join(CRAWL_STATES)}")
-        if topic is not None and topic not in await self.topic_keys():
-            raise not_found(
-                f"no topic {topic!r}: list topics with GET /api/topics or `topicswarm topics list`"
-            )
+        if topic is not None:
+            await self.require_topic(topic)
         now = time.time()
         if topic is None:
             for key in [k for k in self._states if k != ALL_TOPICS]:
@@ -417,8 +421,8 @@ class NodeService:
         """The crawl's live figures. `state` is what the user set (running, paused, stopped); `activity`
         what the crawl does (crawling, finished, paused, stopped, waiting, idle), `reason` and `detail`
         why it does not crawl and what to do; `pages_per_s` is the rate of the last few seconds (0 when
-        nothing is fetched) and `run` the whole current or last run, so a finished crawl still shows
-        how fast it went."""
+        nothing is fetched) and `session` the pages stored since the node started over the seconds it
+        crawled, so a finished crawl still shows how fast it went."""
         assert self.crawler is not None
         stats = self.crawler.stats if self._last_stats is None else self._last_stats
         if self._crawl_running:
@@ -432,16 +436,23 @@ class NodeService:
             "detail": self._idle_detail(reason, stats.total_pages),
             "pages": stats.total_pages,
             "pages_per_s": stats.recent_pages_per_s if self._crawl_running else 0.0,
-            "run": {
-                "pages": stats.pages,
-                "elapsed_s": round(stats.elapsed, 1),
-                "pages_per_s": stats.pages_per_s if stats.elapsed > 0 else 0.0,
-            },
+            "session": self._session_figures(stats),
             "max_pages": self.max_pages,
             "frontier_size": len(self.crawler.frontier),
             "errors_by_kind": dict(stats.errors_by_kind),
             "bytes_crawled": stats.bytes,
             "in_flight": stats.in_flight if self._crawl_running else 0,
+        }
+
+    def _session_figures(self, current: CrawlStats) -> dict[str, Any]:
+        """Pages stored since the node started over the seconds the crawler ran (its pauses left out)."""
+        pages, seconds = self._runs_pages, self._runs_seconds
+        if self._crawl_running:
+            pages, seconds = pages + current.pages, seconds + current.elapsed
+        return {
+            "pages": pages,
+            "crawl_seconds": round(seconds, 1),
+            "pages_per_s": pages / seconds if seconds > 0 else 0.0,
         }
 
     def _idle_reason(self) -> str:
@@ -529,6 +540,11 @@ class NodeService:
 
     async def topic_keys(self) -> list[str]:
         return await self.db(_topic_keys)
+
+    async def require_topic(self, key: str) -> None:
+        """404 naming where the topic keys are listed, for the CLI's users and the API's alike."""
+        if key not in await self.topic_keys():
+            raise not_found(f"no topic {key!r}: list topics with `topicswarm topics list` (GET /api/topics)")
 
     async def topics(self) -> dict[str, Any]:
         rows = await self.db(topic_rows)
@@ -676,8 +692,7 @@ class NodeService:
             await trio.to_thread.run_sync(record)
 
     async def set_keywords(self, key: str, keywords: Sequence[str]) -> dict[str, Any]:
-        if key not in await self.topic_keys():
-            raise not_found(f"no topic {key!r}: list topics with GET /api/topics")
+        await self.require_topic(key)
         cleaned = [" ".join(str(k).split()) for k in keywords if str(k).strip()]
         await self.db(save_keywords, key, cleaned)
         topics = (await self.topics())["topics"]

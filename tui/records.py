@@ -49,12 +49,12 @@ class CrawlFigures:
     bytes_crawled: int = 0
     activity: str = ""  # what the crawl does: crawling, finished, paused, stopped, waiting, idle
     detail: str = ""  # why it does not crawl, and what to do
-    run_pages_per_s: float = 0.0  # over the whole current or last run
+    session_pages_per_s: float = 0.0  # pages since the node started over the seconds it crawled
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CrawlFigures:
         active = bool(data.get("active", False))
-        run = data.get("run") if isinstance(data.get("run"), dict) else {}
+        session = data.get("session") if isinstance(data.get("session"), dict) else {}
         return cls(
             state=str(data.get("state", "stopped")),
             active=active,
@@ -65,7 +65,7 @@ class CrawlFigures:
             bytes_crawled=_i(data.get("bytes_crawled")),
             activity=str(data.get("activity") or ("crawling" if active else data.get("state", "stopped"))),
             detail=str(data.get("detail") or ""),
-            run_pages_per_s=_f(run.get("pages_per_s")),
+            session_pages_per_s=_f(session.get("pages_per_s")),
         )
 
     def headline(self) -> str:
@@ -73,10 +73,13 @@ class CrawlFigures:
         return "crawling" if self.activity == "crawling" else f"crawl {self.activity}"
 
     def rate_text(self) -> str:
-        """pages/s while crawling; the last run's average once it is over (a bare 0.0 says nothing)."""
+        """pages/s while crawling; the average since the node started once it stopped (a bare 0.0 would
+        say nothing)."""
         if self.active:
             return f"{self.pages_per_s:.1f} pages/s"
-        return f"last run {self.run_pages_per_s:.1f} pages/s" if self.run_pages_per_s else "0 pages/s"
+        if self.session_pages_per_s:
+            return f"averaged {self.session_pages_per_s:.1f} pages/s"
+        return "0 pages/s"
 
 
 @dataclass(frozen=True)

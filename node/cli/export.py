@@ -7,6 +7,7 @@ from pathlib import Path
 
 from crawler.export import FORMATS, ExportError, export
 from crawler.feedback import DEFAULT_USER
+from crawler.repository import Repository
 from node.cli.common import CliError, add_data_arg
 from node.cli.search import open_repository, search_from_args
 
@@ -28,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     repo = open_repository(args)
     try:
+        if args.topic:
+            require_topic(repo, args.topic)
         rows = ids = None
         if args.query:
             results = search_from_args(repo, args, previews=args.format != "warc")
@@ -40,3 +43,12 @@ def run(args: argparse.Namespace) -> int:
         repo.close()
     print(f"wrote {count} {'pages' if args.format == 'warc' else 'rows'} to {args.out}")
     return 0
+
+
+def require_topic(repo: Repository, key: str) -> None:
+    """An unknown --topic is an error rather than an empty file (a typo would look like no documents)."""
+    from crawler.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(repo)
+    if taxonomy is None or key not in taxonomy.topics:
+        raise CliError(f"no topic {key!r}: list topics with `topicswarm topics list`")

@@ -232,18 +232,23 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     """What the crawl does, why it does not crawl (and what to do), and how fast it went."""
     activity = crawl.get("activity") or ("crawling" if crawl.get("active") else crawl["state"])
     size = f"{crawl['pages']} documents  frontier {crawl['frontier_size']}"
-    run = crawl.get("run") or {}
-    if crawl.get("active"):
-        return [f"crawl      crawling  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}"]
-    lines = [f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}"]
-    if run.get("elapsed_s"):
-        lines.append(
-            f"           {size}; the last run stored {run['pages']} pages in {run['elapsed_s']:.0f} s "
-            f"({run['pages_per_s']:.1f} pages/s)"
+    session = crawl.get("session") or {}
+    if session.get("crawl_seconds"):
+        since = (
+            f"since the node started {session['pages']} pages in {session['crawl_seconds']:.0f} s of "
+            f"crawling ({session['pages_per_s']:.1f} pages/s)"
         )
     else:
-        lines.append(f"           {size}; no crawl run since the node started")
-    return lines
+        since = "nothing crawled since the node started"
+    if crawl.get("active"):
+        return [
+            f"crawl      crawling  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}",
+            f"           {since}",
+        ]
+    return [
+        f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}",
+        f"           {size}; {since}",
+    ]
 
 
 def run_peers(args: argparse.Namespace) -> int:
@@ -269,17 +274,51 @@ def run_peers(args: argparse.Namespace) -> int:
 def run_meta_build(args: argparse.Namespace) -> int:
     with connect(args) as client:
         answer = client.build_meta(args.topic, args.loss, args.error_goal)
+        meta = client.meta(args.topic) if not args.json else None
     if args.json:
         print_json(answer)
         return 0
-    predicted, measured = answer.get("predicted") or {}, answer.get("measured") or {}
-    print(
-        f"meta-classifier for {answer['topic']}: {answer.get('peers_used')} peers used "
-        f"({answer.get('peers_needed')} needed); predicted accuracy {_fmt(predicted.get('accuracy'))} "
-        f"at loss "
-        f"{_fmt(predicted.get('loss'))}; measured accuracy {_fmt(measured.get('accuracy'))}"
-    )
+    print(build_text(answer, meta or {}))
     return 0
+
+
+def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
+    """What a build made, its filtering, and its accuracy on documents its local model did not train on
+    (the build's own `measured` figure is on its training documents, which flatter it)."""
+    used = int(answer.get("peers_used") or 0)
+    needed = answer.get("peers_needed")
+    loss = float(meta.get("loss") or 0.0)
+    lines = [
+        f"meta-classifier for {answer['topic']}: its own model and {used} peer model{'s' * (used != 1)}"
+        + (f" (the estimator asks for {needed} peers)" if needed is not None and needed > used else ""),
+        f"  filtering at loss {loss:.2f}: {answer.get('kept')} documents kept, {answer.get('abstained')} "
+        "abstained",
+        f"  accuracy at loss {loss:.2f}: {held_out_text(meta, loss)}",
+    ]
+    predicted = answer.get("predicted") or {}
+    if predicted.get("accuracy") is not None and predicted.get("loss") is not None:
+        lines.append(
+            f"  estimate from peers' reports: accuracy {_fmt(predicted['accuracy'])} at loss "
+            f"{_fmt(predicted['loss'])}"
+        )
+    return "\n".join(lines)
+
+
+def held_out_text(meta: dict[str, Any], loss: float) -> str:
+    """The held-out accuracy at `loss` with what it was measured on, and the training-document figure."""
+    from node.heldout import accuracy_at
+
+    held = meta.get("held_out") or {}
+    trained = accuracy_at(meta.get("curve") or [], loss)
+    on_training = f"on its training documents {_fmt(trained)} (optimistic)"
+    accuracy = accuracy_at(held.get("curve") or [], loss)
+    if accuracy is None:
+        why = held.get("why") or "not measured"
+        return f"held-out n/a ({why}); {on_training}"
+    return (
+        f"{_fmt(accuracy)} held-out ({held.get('folds')}-fold cross-validation on {held.get('documents')} "
+        f"labelled documents); {on_training}"
+    )
 
 
 def run_meta_show(args: argparse.Namespace) -> int:
@@ -292,8 +331,22 @@ def run_meta_show(args: argparse.Namespace) -> int:
         f"{answer['topic']}: loss {_fmt(answer.get('loss'))}, kept {answer.get('kept')}, "
         f"abstained {answer.get('abstained')}"
     )
+    held = answer.get("held_out") or {}
+    held_by_loss = {p["loss"]: p.get("accuracy") for p in held.get("curve") or []}
+    if held_by_loss:
+        print(
+            f"  accuracy by loss: held-out = {held.get('folds')}-fold cross-validation on "
+            f"{held.get('documents')} labelled documents; training = on the documents the local model "
+            "trained on (optimistic)"
+        )
+    else:
+        why = held.get("why") or "not measured"
+        print(f"  no held-out accuracy ({why}); the training figures are optimistic")
+    print("  loss   held-out  training")
     for point in answer.get("curve") or []:
-        print(f"  loss {_fmt(point['loss'])}  accuracy {_fmt(point['accuracy'])}")
+        print(
+            f"  {_fmt(point['loss']):<6} {_fmt(held_by_loss.get(point['loss'])):<9} {_fmt(point['accuracy'])}"
+        )
     return 0
 
 

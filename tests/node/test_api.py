@@ -210,6 +210,10 @@ async def test_import_topics_through_api_lists_topics_and_keywords(node):
     with pytest.raises(NodeError) as caught:
         await client.import_topics(bookmarks_html="<html>not bookmarks")
     assert caught.value.kind == "bad_topics"
+    with pytest.raises(NodeError) as caught:
+        await client.set_keywords("Databasse", ["sql"])
+    assert caught.value.status == 404 and "`topicswarm topics list`" in caught.value.detail
+    assert answer["failed"] == 1 and sum(answer["failed_by_error"].values()) == 1  # the unreachable page
 
 
 @pytest.mark.trio

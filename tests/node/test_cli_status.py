@@ -73,7 +73,7 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
     assert crawl["state"] == "running" and crawl["reason"] == "max_pages" and not crawl["active"]
     assert "max_pages" in crawl["detail"] and f"of {MAX_PAGES}" in crawl["detail"]
     assert crawl["pages_per_s"] == 0.0
-    assert crawl["run"]["pages"] > 0 and crawl["run"]["pages_per_s"] > 0
+    assert crawl["session"]["pages"] >= MAX_PAGES and crawl["session"]["pages_per_s"] > 0
     text = "\n".join(crawl_lines(crawl))
     assert text.startswith("crawl      finished: reached max_pages") and "pages/s)" in text
     assert "0.0 pages/s" not in text
@@ -101,7 +101,7 @@ async def test_an_empty_node_says_what_to_do_and_a_topic_answer_is_its_own_state
         service.request_stop()
     assert idle["activity"] == "idle" and idle["reason"] == "no_seeds"
     assert "topicswarm topics import" in idle["detail"]
-    assert "no crawl run since the node started" in "\n".join(crawl_lines(idle))
+    assert "nothing crawled since the node started" in "\n".join(crawl_lines(idle))
     assert answer["state"] == "stopped" and answer["crawl"]["state"] == "paused"
     assert crawl_answer_text(answer, "Databases") == (
         "crawl stopped for Databases; the whole crawl is paused: `topicswarm crawl start` resumes it"

@@ -219,3 +219,19 @@ def navigate(keys: list[str]):
 def test_screen_snapshot(snap_compare, screen, keys):
     link = FinishedLink if screen.endswith("-finished") else FixedLink
     assert snap_compare(app(link), terminal_size=SIZE, run_before=navigate(keys))
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"  # Textual runs under asyncio
+
+
+@pytest.mark.anyio
+async def test_slash_focuses_the_search_instead_of_starting_the_query():
+    async with app().run_test(size=SIZE) as pilot:
+        await pilot.press("3", "slash", *"postgres")
+        await pilot.pause()
+        assert pilot.app.screen.query_one("#query", Input).value == "postgres"
+        await pilot.press("enter", "slash")  # from the hit list back to the search field
+        await pilot.pause()
+        assert pilot.app.screen.focused is pilot.app.screen.query_one("#query", Input)

@@ -33,8 +33,10 @@ class PeersScreen(NodeScreen):
         peers.border_title = "neighbours"
         peers.add_columns("peer", "shared topics", "in", "out", "rejected", "address")
         models = self.query_one("#models", DataTable)
-        models.border_title = "received models"
-        models.add_columns("topic", "from", "kind", "version", "accuracy here", "weight")
+        models.border_title = "models"
+        # accuracy here: a received model's on this node's labelled documents it did not train on, the own
+        # model's by 5-fold cross-validation on them (both held-out)
+        models.add_columns("topic", "from", "kind", "version", "held-out acc. here", "weight")
         rejected = self.query_one("#rejected", DataTable)
         rejected.border_title = "rejected messages"
         rejected.add_columns("peer", "reason", "count")
@@ -87,4 +89,5 @@ class PeersScreen(NodeScreen):
                 _fraction(m.accuracy_local),
                 _fraction(m.weight),
             )
-        table.border_title = f"received models ({len(models)})"
+        received = sum(1 for m in models if m.origin != "local")
+        table.border_title = f"models: {received} received, {len(models) - received} own"

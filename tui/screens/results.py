@@ -7,7 +7,7 @@ import webbrowser
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -49,6 +49,18 @@ def preview(hit: Hit) -> str:
     )
 
 
+class SearchInput(Input):
+    """The query field: `/` in an empty field is the "search" key the README and footer name, not the
+    query's first character (the field has the focus when the screen opens, so it used to read "/sql")."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.character == "/" and not self.value:
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+
 class ResultsScreen(NodeScreen):
     NAME = "results"
     LIST = "#hits"
@@ -67,7 +79,7 @@ class ResultsScreen(NodeScreen):
 
     def body(self) -> ComposeResult:
         with Horizontal(id="search-row"):
-            yield Input(placeholder="search local and pooled results (Enter)", id="query")
+            yield SearchInput(placeholder="search local and pooled results (Enter)", id="query")
             yield Select([("all topics", ALL_TOPICS)], value=ALL_TOPICS, allow_blank=False, id="topic-filter")
             yield Select(ORIGINS, value="any", allow_blank=False, id="origin-filter")
             yield Select(VERDICTS, value="accepted", allow_blank=False, id="verdict-filter")

@@ -1,0 +1,69 @@
+"""`topicswarm meta build|show` lead with the held-out accuracy and label the training-document figure."""
+
+from __future__ import annotations
+
+import argparse
+
+import node.cli.node as cli_node
+
+BUILD = {
+    "topic": "Databases",
+    "peers_used": 1,
+    "peers_needed": 2,
+    "predicted": {"loss": 0.4444, "accuracy": 0.8},
+    "measured": {"accuracy": 1.0},
+    "kept": 10,
+    "abstained": 3,
+}
+META = {
+    "topic": "Databases",
+    "loss": 0.2,
+    "kept": 10,
+    "abstained": 3,
+    "curve": [{"loss": 0.0, "accuracy": 1.0}, {"loss": 0.2, "accuracy": 1.0}],
+    "held_out": {
+        "curve": [{"loss": 0.0, "accuracy": 0.818}, {"loss": 0.2, "accuracy": 0.889}],
+        "documents": 11,
+        "folds": 5,
+        "why": "",
+    },
+}
+
+
+def test_build_reports_held_out_accuracy_first_and_training_accuracy_as_optimistic():
+    text = cli_node.build_text(BUILD, META)
+    assert text.splitlines()[0] == (
+        "meta-classifier for Databases: its own model and 1 peer model (the estimator asks for 2 peers)"
+    )
+    assert "filtering at loss 0.20: 10 documents kept, 3 abstained" in text
+    assert "accuracy at loss 0.20: 0.889 held-out (5-fold cross-validation on 11 labelled documents)" in text
+    assert "on its training documents 1.000 (optimistic)" in text
+
+
+def test_build_without_held_out_curve_says_why():
+    meta = dict(META, held_out={"curve": [], "documents": 3, "folds": 5, "why": "too few labelled documents"})
+    assert "held-out n/a (too few labelled documents)" in cli_node.build_text(BUILD, meta)
+
+
+def test_show_prints_held_out_beside_training_accuracy(monkeypatch, capsys):
+    class Client:
+        def meta(self, topic):
+            return META
+
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
+    args = argparse.Namespace(topic="Databases", json=False, data=None)
+    assert cli_node.run_meta_show(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "  loss   held-out  training"
+    assert lines[3].split() == ["0.000", "0.818", "1.000"]
+
+
+class _Context:
+    def __init__(self, value):
+        self.value = value
+
+    def __enter__(self):
+        return self.value
+
+    def __exit__(self, *exc):
+        return False
