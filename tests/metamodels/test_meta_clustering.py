@@ -15,9 +15,12 @@ from metamodels.meta_clustering import (
     agreement_weights,
     apply_models,
     classify_dismissed,
+    cluster_jaccard,
     cluster_sizes,
     combine,
     confidence_vote,
+    hungarian_onto,
+    map_by_similarity,
     map_exact,
     map_incremental,
     map_pairwise,
@@ -31,7 +34,7 @@ from metamodels.meta_clustering import (
 )
 from metamodels.meta_functions import ABSTAIN_LABEL
 
-STRATEGIES = [map_exact, map_incremental, map_pairwise]
+STRATEGIES = [map_by_similarity, map_exact, map_incremental, map_pairwise]
 
 
 def test_purity_of_figure_3_2_divides_the_variance_by_the_cluster_size():
@@ -181,11 +184,74 @@ def test_mapping_keeps_dismissed_documents_dismissed():
     assert mapped[0, 0] == mapped[0, 1]
 
 
-def test_exact_mapping_refuses_a_combinatorial_explosion_and_auto_goes_greedy():
+def test_exact_mapping_refuses_a_combinatorial_explosion_and_auto_maps_many_methods():
     labelings = np.zeros((5, 13), dtype=np.int64)
     with pytest.raises(ClusteringError, match="incremental"):
         map_exact(labelings, 3)
     assert meta_mapping(labelings, 3).maps.shape == (13, 3)
+
+
+def test_hungarian_onto_keeps_the_most_shared_documents():
+    reference = np.array([0, 0, 1, 1, 2, 2, 2])
+    other = np.array([2, 2, 0, 0, 1, 1, 0])  # doc 6 is the one disagreement
+    assert hungarian_onto(reference, other, 3).tolist() == [1, 2, 0]
+
+
+def test_cluster_jaccard_worked_by_hand():
+    # method 0: cluster 0 = {0, 1}, cluster 1 = {2, 3}; method 1: cluster 0 = {0}, cluster 1 = {1, 2}
+    labelings = np.array([[0, 0], [0, 1], [1, 1], [1, ABSTAIN_LABEL]])
+    expected = [
+        [1, 0, 1 / 2, 1 / 3],
+        [0, 1, 0, 1 / 3],
+        [1 / 2, 0, 1, 0],
+        [1 / 3, 1 / 3, 0, 1],
+    ]
+    assert cluster_jaccard(labelings, 2) == pytest.approx(np.array(expected))
+
+
+def split_topic_methods() -> np.ndarray:
+    """24 documents of topics A (0-11), B (12-17), C (18-23). Method 0 is right, method 1 is right with
+    permuted labels, method 2 splits A into {0-5} and {6-11} and lumps B and C into one cluster."""
+    topic = np.repeat([0, 1, 2], [12, 6, 6])
+    method2 = np.where(topic == 0, (np.arange(24) >= 6).astype(np.int64), 2)
+    return np.stack([topic, np.array([2, 0, 1])[topic], method2], axis=1)
+
+
+def test_similarity_mapping_gives_both_pieces_of_a_split_topic_its_label():
+    # Jaccard: each piece of A against A 6/12 = 0.5, the lump against B or C 6/12 = 0.5, the pieces against
+    # each other 0. Average linkage joins A, B, C of methods 0 and 1 (distance 0), the lump to B or C and a
+    # piece to A (0.5), then the other piece to A (mean of 0.5, 0.5 and 1 = 0.67, below B-C's 0.83).
+    labelings = split_topic_methods()
+    mapping = map_by_similarity(labelings, 3)
+    assert mapping.maps[2, 0] == mapping.maps[2, 1] == mapping.maps[0, 0]
+    meta = combine(mapping.apply(labelings), 3, "unanimous")
+    assert np.all(meta[:12] == meta[0])  # A kept whole
+    assert np.sum(meta[12:] >= 0) == 6  # the lump agrees with B or C, not both
+    assert clustering_accuracy(np.repeat([0, 1, 2], [12, 6, 6]), meta) == 1.0
+
+
+def test_one_to_one_purity_mapping_loses_half_of_a_split_topic():
+    labelings = split_topic_methods()
+    meta = combine(map_exact(labelings, 3).apply(labelings), 3, "unanimous")
+    assert np.sum(meta[:12] >= 0) == 6  # one piece of A had to take another topic's label
+
+
+def test_similarity_mapping_falls_back_to_one_to_one_when_a_bridging_cluster_joins_the_topics():
+    # methods 0 and 1 split 10 + 10 documents right; method 2 puts all but document 0 into one cluster,
+    # which bridges both topics, so average linkage joins them and methods 0 and 1 keep a single label
+    topic = np.repeat([0, 1], 10)
+    bridging = np.zeros(20, dtype=np.int64)
+    bridging[0] = 1
+    labelings = np.stack([topic, 1 - topic, bridging], axis=1)
+    mapping = map_by_similarity(labelings, 2)
+    assert all(np.unique(row).size == 2 for row in mapping.maps)
+    mapped = mapping.apply(labelings)
+    assert np.array_equal(mapped[:, 0], mapped[:, 1])
+
+
+def test_similarity_mapping_of_one_method_or_one_cluster_is_the_identity():
+    assert map_by_similarity(np.array([[1], [0], [2]]), 3).maps.tolist() == [[0, 1, 2]]
+    assert map_by_similarity(np.zeros((4, 2), dtype=np.int64), 1).maps.tolist() == [[0], [0]]
 
 
 def test_incremental_mapping_aligns_many_noisy_methods():
@@ -249,3 +315,11 @@ def test_models_from_other_peers_meta_cluster_a_peers_own_documents():
     mapped = meta_mapping(labels, 2).apply(labels)
     meta = confidence_vote(mapped, confidences, 2)
     assert clustering_accuracy(truth[peers[0]], meta.labels) > 0.9
+
+
+def test_purity_strategy_is_exact_for_few_methods_and_incremental_for_many():
+    labelings = split_topic_methods()
+    assert meta_mapping(labelings, 3, "purity").maps.tolist() == map_exact(labelings, 3).maps.tolist()
+    rng = np.random.default_rng(1)
+    many = rng.integers(3, size=(30, 13))
+    assert meta_mapping(many, 3, "purity").maps.tolist() == map_incremental(many, 3).maps.tolist()

@@ -41,12 +41,17 @@ def test_meta_cluster_reports_every_table_and_figure(collection, capsys):
     printed = capsys.readouterr().out
     assert "Table 3.1" in printed and "Table 3.2" in printed and "Table 3.3" in printed
     assert n_tuples == 2
-    assert set(summary["meta"]) == {"voting", "unanimous", "weighted", "unanimous_trimmed"}
+    variants = {"voting", "unanimous", "weighted", "unanimous_trimmed", "unanimous_purity"}
+    assert set(summary["meta"]) == variants
     unanimous = summary["meta"]["unanimous"]
     assert 0.0 <= unanimous["loss"] < 1.0
     assert unanimous["loss"] >= summary["meta"]["voting"]["loss"]  # every tie is a disagreement
     assert summary["meta"]["unanimous_trimmed"]["loss"] <= unanimous["loss"]  # fewer methods to agree
     assert 0.0 <= unanimous["zero_loss_svm"] <= 1.0
+    assert unanimous["zero_loss_goal_met"] == all(
+        unanimous["zero_loss_svm"] < summary["base"][name] for name in meta_cluster.BASE_NAMES
+    )
+    assert summary["goal_met"] == unanimous["goal_met"]
     assert set(summary["table_3_2"]["kmeans"]) == {str(loss) for loss in meta_cluster.LOSSES}
 
 
