@@ -587,7 +587,8 @@ class NodeService:
         try:
             meta = await self.meta(topic)
         except NodeServiceError as exc:
-            return {"accuracy": None, "measured_on": "", "why": exc.detail}
+            why = "no meta-classifier yet: build one (Meta screen: b; `topicswarm meta build`)"
+            return {"accuracy": None, "measured_on": "", "why": why if exc.status == 404 else exc.detail}
         held = meta["held_out"]
         accuracy = accuracy_at(held["curve"], float(meta.get("loss") or 0.0))
         measured_on = (

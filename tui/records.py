@@ -70,7 +70,8 @@ class CrawlFigures:
 
     def headline(self) -> str:
         """ "crawling", or "crawl finished", "crawl paused", ... when the crawler does not run."""
-        return "crawling" if self.activity == "crawling" else f"crawl {self.activity}"
+        activity = self.activity or ("crawling" if self.active else self.state)
+        return "crawling" if activity == "crawling" else f"crawl {activity}"
 
     def rate_text(self) -> str:
         """pages/s while crawling; the average since the node started once it stopped (a bare 0.0 would

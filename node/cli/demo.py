@@ -358,44 +358,45 @@ def node_summary(client: NodeClient, data: DataDir, truth: GroundTruth) -> dict[
 
 
 def format_summary(summary: list[dict[str, Any]]) -> str:
+    """One block per node that fits 100 columns: its figures on one line, then one row per topic; what
+    each column means is said once, above."""
     lines = [
         "",
-        f"demo summary (ground truth: the simulated web's page groups; filtering at loss {META_LOSS})",
+        f"demo summary: ground truth is the simulated web's page groups; filtering at loss {META_LOSS:.2f}",
+        "  harvest    share of the node's pages that belong to one of its topics' groups",
+        "  accepted   share of the pages fetched for a topic that its classifier accepted",
+        "  abstained  share of the topic's documents the meta-model leaves undecided at the loss",
+        "  accuracy   filtering of the pages no model trained on: local model -> meta-model",
     ]
     for i, node in enumerate(summary, start=1):
         lines.append(
-            f"node {i} {(node['peer_id'] or 'offline')[:16]}: {node['pages']} pages, harvest rate "
-            f"{_fmt(node['harvest'], 'no page fetched')} (share of its {node.get('fetched', 0)} pages in "
-            "a topic's group), "
-            f"{node['peers']} peers, {node['models_received']} models received, "
-            f"{node['documents']['pooled']} pooled results"
+            f"node {i} {(node['peer_id'] or 'offline')[:16]}: {node['pages']} pages, harvest "
+            f"{_fmt(node['harvest'], 'no page fetched')}, {node['peers']} peers, "
+            f"{node['models_received']} models received, {node['documents']['pooled']} pooled results"
         )
+        lines.append(f"    {'topic':<13} {'accepted':<9} {'meta-model':<22} {'abstained':<12} accuracy")
         for topic in sorted(node["meta"]):
-            lines.append(
-                f"    {topic:<12} {_topic_line(node['meta'][topic], node['accepted_share'].get(topic))}"
-            )
+            accepted = _fmt(node["accepted_share"].get(topic), "no fetch")
+            lines.append(f"    {topic[:13]:<13} {accepted:<9} {_topic_line(node['meta'][topic])}")
     return "\n".join(lines)
 
 
-def _topic_line(meta: dict[str, Any], accepted: float | None) -> str:
-    share = f"accepted/fetched {_fmt(accepted, 'no fetch')}"
+def _topic_line(meta: dict[str, Any]) -> str:
+    """A topic's meta-model, its abstentions and its filtering accuracy, or why they are missing."""
     if "missing" in meta or "loss" not in meta:
-        return f"{share}  meta-model n/a ({meta.get('missing', 'none built')})"
+        return f"n/a ({meta.get('missing', 'none built')})"
     kept, abstained = meta["kept"] or 0, meta["abstained"] or 0
     realised = abstained / (kept + abstained) if kept + abstained else None
+    members = f"{'own + ' if meta.get('own_model', True) else 'no own, '}{meta['peer_models']} peer models"
     tested = meta.get("tested")
-    why_untested = "not measured: no local model to compare" if tested is None else "nothing decided"
+    why_untested = "no local model to compare" if tested is None else "nothing decided"
     local = _fmt(meta.get("accuracy_local"), why_untested)
     if meta["peer_models"] == 0:
-        combined = "n/a (no peer model held: the meta-model is the local model)"
+        accuracy = f"{local} (meta n/a: no peer model held, it is the local model)"
     else:
-        combined = _fmt(meta.get("accuracy_meta"), why_untested)
-    members = f"{'own + ' if meta.get('own_model', True) else 'no own model, '}{meta['peer_models']} peer"
-    return (
-        f"{share}  meta-model of {members} models: loss set {meta['loss']:.2f}, "
-        f"abstained {_fmt(realised, 'no documents')} of {kept + abstained}; "
-        f"accuracy on {tested if tested is not None else 0} unseen pages: local {local}, meta {combined}"
-    )
+        accuracy = f"{local} -> {_fmt(meta.get('accuracy_meta'), why_untested)} on {tested or 0} pages"
+    share = f"{_fmt(realised, 'no documents')} of {kept + abstained}"
+    return f"{members:<22} {share:<12} {accuracy}"
 
 
 def _fmt(value: float | None, why: str) -> str:

@@ -52,6 +52,11 @@ def ensure_node(data: DataDir, timeout: float = START_TIMEOUT) -> subprocess.Pop
 
 
 def run(args: argparse.Namespace) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError(
+            "the UI needs a terminal (stdin and stdout): run it in one; without one, "
+            "`topicswarm status` and the other commands show what the node does"
+        )
     data = DataDir(data_dir(args).root.resolve())
     if args.no_start:
         if not node_running(data):

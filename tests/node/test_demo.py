@@ -76,7 +76,32 @@ def test_summary_says_why_a_figure_is_missing_instead_of_printing_one():
         },
     }
     text = format_summary([node])
-    assert "harvest rate n/a (no page fetched)" in text
-    assert "meta n/a (no peer model held" in text and "local 0.90" in text
-    assert "abstained 0.20 of 10" in text
-    assert "meta-model n/a (topic has no model yet)" in text
+    assert "harvest n/a (no page fetched)" in text
+    assert "0.90 (meta n/a: no peer model held" in text
+    assert "0.20 of 10" in text
+    assert "Sysadmin      n/a (no fetch) n/a (topic has no model yet)" in text
+
+
+def test_summary_fits_a_100_column_terminal():
+    topic = {
+        "loss": 0.2,
+        "kept": 16,
+        "abstained": 4,
+        "peer_models": 2,
+        "tested": 107,
+        "accuracy_local": 0.71,
+        "accuracy_meta": 0.74,
+    }
+    node = {
+        "peer_id": "12D3KooWNWTxULjgG6q7N4TxrcA73mkedXvjdkY2TDPwVAWqFBbe",
+        "pages": 120,
+        "harvest": 1.0,
+        "accepted_share": {"Databases": 0.08, "Mathematics": 0.34},
+        "peers": 2,
+        "models_received": 6,
+        "documents": {"local": 120, "pooled": 63},
+        "meta": {"Databases": topic, "Mathematics": topic},
+    }
+    text = format_summary([node, node, node])
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "    Databases     0.08      own + 2 peer models    0.20 of 20   0.71 -> 0.74 on 107 pages" in text

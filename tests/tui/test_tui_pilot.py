@@ -15,6 +15,7 @@ from tui.screens.peers import PeersScreen
 from tui.screens.refine import RefineScreen
 from tui.screens.results import ResultsScreen
 from tui.screens.topics import TopicsScreen
+from tui.widgets.plots import CurvePlot
 from tui.widgets.status_bar import StatusBar
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -180,10 +181,18 @@ async def test_changing_the_loss_changes_the_kept_count(node_data):
         kept_at_no_loss = screen.meta.kept
         await set_loss_by_keys(pilot, screen, "0.5")
         kept_at_half = screen.meta.kept
+        title = screen.query_one(CurvePlot).border_title
     with NodeClient.from_data_dir(node_data) as client:
         meta = client.meta(topic)
+        quality = next(t["quality"] for t in client.topics()["topics"] if t["key"] == topic)
     assert (meta["loss"], meta["kept"]) == (0.5, kept_at_half)
     assert kept_at_half < kept_at_no_loss
+    # the screen shows the accuracy measured on held-out documents, and says so
+    held = meta["held_out"]
+    assert held["folds"] == 5 and held["documents"] > 0, held["why"]
+    assert screen.meta.held_out and "held-out: 5-fold CV" in str(title)
+    assert quality["measured_on"].startswith("5-fold cross-validation on")
+    assert quality["accuracy"] == next(p["accuracy"] for p in held["curve"] if p["loss"] == 0.5)
 
 
 async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
