@@ -16,8 +16,10 @@ from node.cli.demo import map_bookmarks
 from node.cli.node import crawl_answer_text, crawl_lines
 from node.client import AsyncNodeClient
 from node.config import Config
+from node.cooperation import store
 from node.datadir import DataDir
 from node.service import NodeService, replace_settings
+from p2p.schemas import CrawlResult
 from simnet.paths import PROJECT_ROOT
 from simnet.web import serve_web
 
@@ -78,6 +80,52 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
     assert text.startswith("crawl      finished: reached max_pages") and "pages/s)" in text
     assert "0.0 pages/s" not in text
     assert "will not fetch: reached max_pages" in crawl_answer_text(answer, None)
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_peers_pooled_results_do_not_use_up_the_page_limit_after_a_restart(tmp_path):
+    data = DataDir(tmp_path / "node").ensure()
+    async with serve_web("fixture") as web:
+        html = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+        repo = Repository(data.repository)
+        try:
+            store_taxonomy(repo, parse_bookmarks(html, name="bookmarks.html"))
+        finally:
+            repo.close()
+        for limit, pooled in ((MAX_PAGES, 0), (MAX_PAGES + 4, 6)):
+            if pooled:  # results a peer shared while the node ran
+                repo = Repository(data.repository)
+                try:
+                    store.ensure_schema(repo)
+                    store.pool_results(repo, "12D3KooWPeer", "Databases", pooled_results(pooled), pooled)
+                finally:
+                    repo.close()
+            service = NodeService(data, loopback_config(), offline=True, max_pages=limit)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)
+                async with AsyncNodeClient.from_data_dir(data) as client:
+                    status = await wait_for(client, lambda c: c.get("activity") == "finished", "finished")
+                service.request_stop()
+    assert status["documents"] == {"local": MAX_PAGES + 4, "pooled": 6}
+    assert status["crawl"]["pages"] == MAX_PAGES + 4
+    assert f"({MAX_PAGES + 4} of {MAX_PAGES + 4} documents)" in status["crawl"]["detail"]
+
+
+def pooled_results(count: int) -> list[CrawlResult]:
+    return [
+        CrawlResult(
+            url=f"http://127.0.0.99/pooled{i}.html",
+            title=f"pooled {i}",
+            preview="a peer's page",
+            topic="Databases",
+            confidence=1.0,
+            fingerprint=f"{i:016x}",
+            origin="12D3KooWPeer",
+            fetched_at=0.0,
+        )
+        for i in range(count)
+    ]
 
 
 @pytest.mark.trio
