@@ -132,6 +132,7 @@ class Cooperation:
         self._held: dict[tuple[str, str], int] = {}  # (topic, origin) -> version of the received model
         self._asked: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of first-contact model fetches
         self._synced: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of result syncs
+        self._pulled: dict[tuple[str, str], int] = {}  # (peer, topic) -> round of the last result pull
         # (topic, origin) -> (deadline, arrival) of a model fetch under way, so that an announcement, a
         # first contact and a cross-validation request never fetch the same model twice at once
         self._inflight: dict[tuple[str, str], tuple[float, trio.Event]] = {}
@@ -299,16 +300,16 @@ class Cooperation:
         return previous if alike else model
 
     def _learning(self) -> bool:
-        """Whether the node's crawler has not left its learning phase yet and is still fetching (its crawl
-        did not end, and its page count moved within the last three rounds' time, or this is the first
-        look): the training documents are about to grow. A crawler whose focus is not installed yet (a
-        round between an import's storing and its focus refresh) counts as learning; False without a
-        crawler."""
+        """Whether the node's crawler has not left its learning phase yet and is still fetching (it did not
+        reach its page limit, and its page count moved within the last three rounds' time, or this is
+        the first look): the training documents are about to grow. A crawler whose focus is not
+        installed yet (a round between an import's storing and its focus refresh) counts as learning;
+        False without a crawler."""
         crawler = getattr(self.service, "crawler", None)
         if crawler is None or getattr(getattr(crawler, "policy", None), "phase", None) == HARVESTING:
             return False
         stats = crawler.stats
-        if stats.finished and stats.reason in ("max_pages", "exhausted", "blocked"):
+        if stats.finished and stats.reason == "max_pages":
             return False
         pages, now = int(stats.total_pages), trio.current_time()
         if pages != self._learning_pages:
@@ -1053,14 +1054,19 @@ class Cooperation:
         return ResultPage(sign_results(self.key, results), next_cursor, more)
 
     async def sync_results(self) -> int:
-        """Pull new crawl results of shared topics from every community peer; returns new pooled documents.
-        A (peer, topic) that had nothing new is asked again after a growing number of rounds."""
+        """Pull new crawl results of shared topics from every community peer, in turns (`_my_turn`);
+        returns new pooled documents. A (peer, topic) that had nothing new is asked again after a growing
+        number of rounds."""
         added = 0
         for topic in await self.topics():
             for peer in self.community(topic):
                 backoff = self._synced.setdefault((peer, topic), Backoff())
                 if self.rounds < backoff.skip_until:
                     continue
+                last = self._pulled.get((peer, topic))
+                if not self._my_turn(peer) and last is not None and self.rounds - last < 2:
+                    continue
+                self._pulled[(peer, topic)] = self.rounds
                 got = await self._sync_peer(peer, topic)
                 if got is None:
                     backoff.idle(self.rounds, self.settings.max_backoff_rounds)
@@ -1070,6 +1076,15 @@ class Cooperation:
         if added and self.service is not None:
             await self._seed_from_hubs()
         return added
+
+    def _my_turn(self, peer: str) -> bool:
+        """Two peers pulling each other's results at the same time both send what the other crawled too;
+        in turns (alternating wall-clock slots of `sync_interval`, the smaller peer id in the odd ones)
+        the later pull knows what the earlier one brought and leaves it out (`store.own_results`). A pull
+        that missed its turn in the last round goes ahead anyway, so rounds that drift across slots
+        cannot starve a peer."""
+        slot = int(time.time() // self.settings.sync_interval)
+        return (slot + (self.peer_id < peer)) % 2 == 0
 
     async def _sync_peer(self, peer: str, topic: str) -> int | None:
         """Pooled documents added from one page of the peer's results; None when it had nothing new."""
