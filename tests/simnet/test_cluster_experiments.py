@@ -59,9 +59,12 @@ def test_collab_cluster_reports_accuracy_by_peers_and_loss(collection, capsys):
     args = collab_cluster.parse_args(["--k", "2", "--tuples", "1", "--peers", "4"])
     result = collab_cluster.run_experiment(collection, args)
     assert "Collaborative clustering" in capsys.readouterr().out
-    assert set(result["accuracy"]) == {"1", "2", "4"}
+    assert set(result["accuracy"]) == {"1", "2", "4", "centralised"}
     for row in result["accuracy"].values():
         assert all(0.0 <= value <= 1.0 for value in row.values())
     assert result["error"]["4"]["0.0"] == pytest.approx(1 - result["accuracy"]["4"]["0.0"], abs=1e-4)
     assert 0.0 < result["shared_fraction"] < 0.5
     assert result["median_model_bytes"] > 0
+    accuracy = result["accuracy"]
+    gain = result["goals"]["gain_at_loss_0_by_peers"]["4"]
+    assert gain == pytest.approx(accuracy["4"]["0.0"] - accuracy["1"]["0.0"], abs=2e-4)
