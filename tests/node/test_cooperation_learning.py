@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -121,3 +122,14 @@ def test_a_label_flipped_model_cannot_be_calibrated_into_a_good_one(tmp_path):
     assert member.scaler is None and member.weight == 0.0
     good = learning.received_member("good", 1, learning.train_local(other), data)
     assert good.scaler is not None and good.scaler.a < 0 and good.weight > 0
+
+
+def test_a_model_right_on_held_out_documents_of_one_class_keeps_its_weight(tmp_path):
+    # the Peers screen showed "accuracy here 0.89, weight 0": the model was trained on every positive
+    # document here, so its held-out ones were all negatives, and no Platt scaler fits one class
+    own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
+    positives = tuple(i for i, y in zip(own.ids, own.labels, strict=True) if y == 1)
+    model = replace(learning.train_local(other), training_ids=positives)
+    member = learning.received_member("peer", 1, model, own)
+    assert member.evaluated == own.negatives and member.accuracy > 0.8
+    assert member.scaler is not None and member.weight > 0
