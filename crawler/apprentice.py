@@ -41,15 +41,19 @@ Pending features are kept in memory (bounded); after a restart they are rebuilt 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
 
 from crawler.engine import CrawledPage, PageVerdict
 from crawler.errors import CrawlerError
@@ -63,6 +67,8 @@ STATE_VERSION = 1
 NO_TOPIC = ""  # model key of links queued without a topic
 PROTECTED_PRIORITY = 1e6  # queued entries at or above this (bookmarks, boosted hub links) are never rescored
 LOG_ODDS_CAP = 30.0
+URL_WORD = re.compile(r"[a-z]+|[0-9]+")
+MAX_BLEND_ROWS = 5000
 
 
 class ApprenticeError(CrawlerError):
@@ -86,7 +92,14 @@ class ApprenticeSettings:
     label_threshold: float = setting(
         0.0, "Critic confidence a target page needs (besides acceptance in the link's topic) to be relevant."
     )
-    weight: float = setting(1.0, "Priority = P(relevant) ** weight * base ** (1 - weight); 1 replaces base.")
+    blend: bool = setting(
+        True,
+        "Learn how much the apprentice and the base priority count, from the links resolved so far; off: the "
+        "fixed weight.",
+    )
+    weight: float = setting(
+        1.0, "Without blend: priority = P(relevant) ** weight * base ** (1 - weight); 1 replaces base."
+    )
     n_features: int = setting(2**18, "Size of the hashed feature space.")
     max_pending: int = setting(300_000, "Most queued links whose features are kept in memory.")
 
@@ -114,14 +127,18 @@ def link_features(
     source_confidence: float,
     same_host: bool,
     radius: int = CONTEXT_RADIUS,
+    target_url: str = "",
 ) -> list[str]:
     """The feature strings of one link (see the module docstring), repeated terms kept (multinomial)."""
-    features = [
-        f"{offset}:{term}"
+    near = [
+        (offset, term)
         for offset, text in context
         if abs(offset) <= radius and text
         for term in featurizer.terms(text)
     ]
+    features = [f"{offset}:{term}" for offset, term in near]
+    features.extend(f"near:{term}" for _, term in near)
+    features.extend(f"url:{word}" for word in url_words(target_url))
     tags = [t for t in dom_path.split("/") if t and t not in ("html", "body")]
     if tags:
         features.append("tag:" + "/".join(tags[-3:]))
@@ -131,6 +148,11 @@ def link_features(
     features.append(f"conf:{max(-1.0, min(1.0, round(source_confidence, 1))):.1f}")
     features.append("host:same" if same_host else "host:other")
     return features
+
+
+def url_words(url: str) -> list[str]:
+    """Lower-case words and numbers of a URL's path (Rennie and McCallum's path names), longer than 1."""
+    return [w for w in URL_WORD.findall(urlsplit(url).path.lower()) if len(w) > 1]
 
 
 def hashed(featurizer: Featurizer, features: Iterable[str]) -> np.ndarray:
@@ -203,6 +225,24 @@ class LinkNaiveBayes:
         return model
 
 
+def fit_blend(
+    rows: Sequence[tuple[float, float, int]], min_per_class: int
+) -> tuple[float, float, float] | None:
+    """(a, b, c) of P(relevant) = sigmoid(a * apprentice log-odds + b * log base + c), a logistic
+    regression on resolved links (None until each label has `min_per_class` rows). Negative weights are
+    set to 0: a signal that ranks backwards on this crawl is dropped, not inverted."""
+    labels = np.array([r[2] for r in rows])
+    if min(int(labels.sum()), int(len(labels) - labels.sum())) < min_per_class:
+        return None
+    x = np.array([(r[0], r[1]) for r in rows])
+    scale = np.maximum(x.std(axis=0), 1e-9)
+    model = LogisticRegression(C=1.0).fit(x / scale, labels)
+    a, b = np.maximum(model.coef_[0] / scale, 0.0)
+    if a == 0.0 and b == 0.0:
+        return None
+    return float(a), float(b), float(model.intercept_[0])
+
+
 # -- persistence --------------------------------------------------------------------------------------------
 def _schema_v1(db: Any) -> None:
     db.execute(
@@ -238,6 +278,9 @@ class Apprentice:
         self.judged = 0
         self.refits = 0
         self.resolved = {0: 0, 1: 0}
+        self.blends: dict[str, tuple[float, float, float]] = {}
+        self.blend_rows: dict[str, list[tuple[float, float, int]]] = {}
+        self._blend_due: list[tuple[str, np.ndarray, float, int]] = []
 
     def model(self, topic: str | None) -> LinkNaiveBayes:
         key = topic or NO_TOPIC
@@ -256,14 +299,23 @@ class Apprentice:
             verdict.confidence,
             host_of(link.url) == host_of(source_url),
             self.settings.radius,
+            link.url,
         )
         return hashed(self.featurizer, names)
 
     def priority(self, topic: str | None, indices: np.ndarray, base: float) -> float:
-        """The link's priority: the base priority until the topic's model is trained, then the blend."""
-        model = self.models.get(topic or NO_TOPIC)
+        """The link's priority: the base priority until the topic's model is trained (and, with `blend`,
+        its blend learnt), then the blend of both."""
+        key = topic or NO_TOPIC
+        model = self.models.get(key)
         if model is None or not model.trained(self.settings.min_per_class):
             return base
+        if self.settings.blend:
+            if key not in self.blends:
+                return base
+            a, b, c = self.blends[key]
+            z = a * model.log_odds(indices) + b * math.log(max(base, 1e-12)) + c
+            return 1.0 / (1.0 + math.exp(-max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, z))))
         p = model.probability(indices)
         w = self.settings.weight
         return p if w == 1.0 else p**w * max(base, 1e-12) ** (1.0 - w)
@@ -284,13 +336,20 @@ class Apprentice:
         return True
 
     def learn(self, link: _Pending, relevant: bool) -> None:
-        """Buffer one labelled link for the next refit."""
+        """Buffer one labelled link for the next refit (a link queued with a base priority also teaches the
+        blend)."""
         label = int(relevant)
         self.buffer.append((link.topic, link.indices, label))
         self.resolved[label] += 1
+        if link.base > 0.0:
+            self._blend_due.append((link.topic, link.indices, link.base, label))
 
     def refit(self) -> None:
-        """Fold the buffer into the counts and recompute every touched model's tables."""
+        """Fold the buffer into the counts and recompute every touched model's tables; with `blend`, first
+        score the newly resolved queued links with the models that have not seen them yet and refit the
+        blends on those out-of-sample scores."""
+        if self.settings.blend:
+            self._collect_blend_rows()
         touched = set()
         for topic, indices, label in self.buffer:
             self.model(topic).add(indices, label)
@@ -299,6 +358,22 @@ class Apprentice:
         for topic in touched:
             self.models[topic].fit()
         self.refits += 1
+        if self.settings.blend:
+            for topic, rows in self.blend_rows.items():
+                fitted = fit_blend(rows, self.settings.min_per_class)
+                if fitted is not None:
+                    self.blends[topic] = fitted
+
+    def _collect_blend_rows(self) -> None:
+        due, self._blend_due = self._blend_due, []
+        for topic, indices, base, label in due:
+            model = self.models.get(topic)
+            if model is None or not model.trained(self.settings.min_per_class):
+                continue
+            odds = max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, model.log_odds(indices)))
+            rows = self.blend_rows.setdefault(topic, [])
+            rows.append((odds, math.log(max(base, 1e-12)), label))
+            del rows[:-MAX_BLEND_ROWS]
 
     def rescored(self, entries: Iterable[tuple[str, str | None, float]]) -> dict[str, float]:
         """New priorities for queued (url, topic, priority) entries whose features are known."""
@@ -320,7 +395,13 @@ class Apprentice:
         return [
             (
                 topic,
-                json.dumps(self.model(topic).to_dict(), separators=(",", ":")),
+                json.dumps(
+                    {
+                        **self.model(topic).to_dict(),
+                        **({"blend": self.blends[topic]} if topic in self.blends else {}),
+                    },
+                    separators=(",", ":"),
+                ),
                 json.dumps(buffers.get(topic, []), separators=(",", ":")),
             )
             for topic in topics
@@ -329,9 +410,14 @@ class Apprentice:
     def load_rows(self, rows: Iterable[tuple[str, str, str]]) -> None:
         models: dict[str, LinkNaiveBayes] = {}
         buffer: list[tuple[str, np.ndarray, int]] = []
+        blends: dict[str, tuple[float, float, float]] = {}
         for topic, state, pending in rows:
             try:
-                models[topic] = LinkNaiveBayes.from_dict(json.loads(state))
+                data = json.loads(state)
+                models[topic] = LinkNaiveBayes.from_dict(data)
+                if "blend" in data:
+                    a, b, c = (float(x) for x in data["blend"])
+                    blends[topic] = (a, b, c)
                 buffer.extend(
                     (topic, np.asarray(indices, dtype=np.int64), int(label))
                     for label, indices in json.loads(pending)
@@ -345,6 +431,7 @@ class Apprentice:
                 )
         self.models = models
         self.buffer = buffer
+        self.blends = blends
 
     def save(self, repo: Repository, now: float) -> None:
         rows = [(*row, now) for row in self.state_rows()]
@@ -408,21 +495,32 @@ def stored_in_links(
 def learn_from_crawl(apprentice: Apprentice, repo: Repository, topic: str | None) -> int:
     """Train the `topic` model on a stored crawl (seed 002's protocol A: the apprentice learns from a
     baseline crawl before guiding one): every stored link (u, v) with u fetched before v, labelled by the
-    stored verdict of v relative to `topic`; returns the instances added (refit included)."""
+    stored verdict of v relative to `topic` (the link that queued v also teaches the blend, with the priority
+    it was queued with); returns the instances added (refits included)."""
     queue = topic or NO_TOPIC
     threshold = apprentice.settings.label_threshold
     documents = repo.db.execute(
         "SELECT id, url, final_url, topic, confidence, accepted FROM documents "
         "WHERE duplicate_of IS NULL ORDER BY id"
     ).fetchall()
+    queued = {
+        url: (source, priority)
+        for url, source, priority in repo.db.execute("SELECT url, source, priority FROM frontier")
+        if priority < PROTECTED_PRIORITY
+    }
     added = 0
     for doc_id, url, final_url, doc_topic, confidence, accepted in documents:
         relevant = is_relevant(
             PageVerdict(doc_topic, float(confidence or 0.0), bool(accepted)), queue, threshold
         )
+        source, base = queued.get(url, ("", 0.0))
         for link in stored_in_links(repo, apprentice, (url, final_url), queue, before=doc_id):
-            apprentice.learn(link, relevant)
+            apprentice.learn(
+                dataclasses.replace(link, base=base) if link.source == source else link, relevant
+            )
             added += 1
+        if doc_id % apprentice.settings.retrain_every == 0 and apprentice.buffer:
+            apprentice.refit()  # in batches, as in the crawl: the blend learns from out-of-sample scores
     if apprentice.buffer:
         apprentice.refit()
     return added

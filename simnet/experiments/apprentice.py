@@ -70,6 +70,7 @@ PROTOCOLS = {
 }
 CURVE_STEP = 250
 CRITIC_SAMPLE_SEED = 0
+CRITIC_CHECK_PAGES = 1500
 
 
 class OneTopicFocus:
@@ -144,6 +145,38 @@ def critic_examples(
                     )
                 )
     return docs
+
+
+def critic_quality(
+    focus: TopicFocus,
+    corpus: WebCorpus,
+    targets: dict[str, str],
+    held_out: set[str],
+    sample: int = CRITIC_CHECK_PAGES,
+    seed: int = CRITIC_SAMPLE_SEED,
+) -> dict[str, dict[str, float]]:
+    """Per topic, precision, recall and accuracy of the critic's acceptance into the topic against the web's
+    ground truth (page group == target group), on up to `sample` pages it was not trained on."""
+    pages = [(p, g) for g, paths in group_pages(corpus).items() for p in paths if str(p) not in held_out]
+    pages = random.Random(seed).sample(pages, min(sample, len(pages)))
+    texts, groups = [], []
+    for path, group in pages:
+        page = parse_html(path.read_bytes(), "http://example.invalid/")
+        texts.append(f"{page.title}\n{page.text}")
+        groups.append(group)
+    verdicts = focus.model.classify_texts(texts) if texts else []
+    out = {}
+    for topic, target in targets.items():
+        said = [v.accepted and in_subtree(v.topic, topic) for v in verdicts]
+        true = [g == target for g in groups]
+        hits = sum(a and b for a, b in zip(said, true, strict=True))
+        out[topic] = {
+            "pages": len(true),
+            "precision": round(hits / max(sum(said), 1), 3),
+            "recall": round(hits / max(sum(true), 1), 3),
+            "accuracy": round(sum(a == b for a, b in zip(said, true, strict=True)) / max(len(true), 1), 3),
+        }
+    return out
 
 
 def with_critic_examples(taxonomy: Taxonomy, docs: list[TrainingDocument]) -> Taxonomy:
@@ -309,6 +342,9 @@ async def run_experiment(
         report["critic_examples"] = len(examples)
         groups = group_pages(corpus)
         critic_taxonomy = with_critic_examples(fetched, examples)
+        report["critic"] = critic_quality(
+            TopicFocus(critic_taxonomy, focus), corpus, targets, {d.path for d in examples if d.path}
+        )
         curves: dict[str, dict[str, Any]] = {v: {} for v in VARIANTS}
         report["apprentice"] = {}
         for topic, target in sorted(targets.items()):
@@ -383,6 +419,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--radius", type=int, default=ApprenticeSettings.radius, help="DOM window (d_max)")
     parser.add_argument(
+        "--in-links",
+        type=int,
+        default=ApprenticeSettings.in_links,
+        help="stored links into a judged page that become instances (0: only the queuing link)",
+    )
+    parser.add_argument(
         "--full-budget",
         action="store_true",
         help="compare over the whole smaller crawl instead of cutting it to the relevant pool",
@@ -395,7 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     focus = FocusSettings(strategy=args.strategy, retrain=args.retrain, retrain_every=max(args.pages // 6, 1))
-    apprentice = ApprenticeSettings(radius=args.radius, retrain_every=args.retrain_every, weight=args.weight)
+    apprentice = ApprenticeSettings(
+        radius=args.radius, retrain_every=args.retrain_every, weight=args.weight, in_links=args.in_links
+    )
     topics = tuple(t for t in args.topics.split(",") if t)
     report = trio.run(
         run_experiment,

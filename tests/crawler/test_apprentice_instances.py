@@ -2,10 +2,13 @@
 
 import json
 
+import numpy as np
+
 from crawler.apprentice import (
     Apprentice,
     ApprenticeFocus,
     ApprenticeSettings,
+    fit_blend,
     learn_from_crawl,
     stored_in_links,
 )
@@ -93,9 +96,9 @@ def test_learning_from_a_stored_crawl_labels_links_by_their_targets_verdict(tmp_
         store(repo, 2, "http://h.test/good", b"<p>hockey</p>", topic="Sports", accepted=True)
         store(repo, 3, "http://h.test/bad", b"<p>soup</p>")
         store(repo, 4, "http://h.test/other", b"<p>x</p>", topic="Cooking", accepted=True)
-        apprentice = Apprentice(ApprenticeSettings(min_per_class=1))
+        apprentice = Apprentice(ApprenticeSettings(min_per_class=1, blend=False))
         assert learn_from_crawl(apprentice, repo, "Sports") == 2
-    assert apprentice.resolved == {0: 1, 1: 1} and apprentice.refits == 1 and not apprentice.buffer
+    assert apprentice.resolved == {0: 1, 1: 1} and not apprentice.buffer
     page = parse_html(hub, "http://h.test/hub2")
     verdict = PageVerdict(None, -0.5, False)
     score = {
@@ -105,3 +108,44 @@ def test_learning_from_a_stored_crawl_labels_links_by_their_targets_verdict(tmp_
         for link in page.links
     }
     assert score["good"] > 0.5 > score["bad"]
+
+
+def test_the_blend_keeps_the_signal_that_predicts_the_labels_and_drops_the_one_that_does_not():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    informative = labels * 2.0 + rng.normal(0, 0.5, 400)
+    noise = rng.normal(0, 1.0, 400)
+    a, b, _ = fit_blend(list(zip(informative, noise, labels.tolist(), strict=True)), min_per_class=10)
+    assert a > 1.0 and b < 0.2 * a
+    a, b, _ = fit_blend(list(zip(noise, informative, labels.tolist(), strict=True)), min_per_class=10)
+    assert b > 1.0 and a < 0.2 * b
+    backwards = list(zip(-informative, noise * 0.0, labels.tolist(), strict=True))
+    assert fit_blend(backwards, min_per_class=10) is None  # an inverted signal is dropped, not used
+    assert fit_blend([(1.0, 0.0, 1)] * 20 + [(0.0, 0.0, 0)] * 3, min_per_class=5) is None
+
+
+def test_priorities_follow_the_base_until_the_blend_has_out_of_sample_rows_then_the_blend():
+    apprentice = Apprentice(ApprenticeSettings(min_per_class=2, n_features=64, retrain_every=1))
+    good, bad = np.array([1, 2]), np.array([5, 6])
+    step = 0
+
+    def resolve(indices, label, base):
+        nonlocal step
+        step += 1
+        apprentice.remember(f"u{step}", "T", indices, base)
+        apprentice.resolve(f"u{step}", label)
+
+    for _ in range(3):
+        resolve(good, True, 0.5)
+        resolve(bad, False, 0.5)
+    apprentice.refit()  # the model learns; no out-of-sample row yet
+    assert apprentice.priority("T", good, 0.2) == 0.2
+    for _ in range(3):
+        resolve(good, True, 0.5)
+        resolve(bad, False, 0.5)
+    apprentice.refit()  # rows scored by the model before it saw them: the blend is learnt
+    assert "T" in apprentice.blends
+    assert apprentice.priority("T", good, 0.2) > apprentice.priority("T", bad, 0.2)
+    restored = Apprentice(apprentice.settings)
+    restored.load_rows(apprentice.state_rows())
+    assert restored.blends == apprentice.blends
