@@ -128,7 +128,7 @@ def test_weight_blends_apprentice_and_base_priorities_geometrically():
 
 
 def test_state_round_trips_through_the_repository_with_the_buffer(tmp_path):
-    settings = ApprenticeSettings(n_features=128, min_per_class=1)
+    settings = ApprenticeSettings(n_features=128, min_per_class=1, learner="naive_bayes")
     apprentice = Apprentice(settings)
     for url, topic, indices, label in (
         ("a", "T", np.array([1, 2, 2]), True),

@@ -3,11 +3,13 @@
 import json
 
 import numpy as np
+import pytest
 
 from crawler.apprentice import (
     Apprentice,
     ApprenticeFocus,
     ApprenticeSettings,
+    LinkLogistic,
     fit_blend,
     learn_from_crawl,
     stored_in_links,
@@ -149,3 +151,25 @@ def test_priorities_follow_the_base_until_the_blend_has_out_of_sample_rows_then_
     restored = Apprentice(apprentice.settings)
     restored.load_rows(apprentice.state_rows())
     assert restored.blends == apprentice.blends
+
+
+def test_logistic_learner_ranks_links_by_their_features_and_round_trips_as_plain_data():
+    settings = ApprenticeSettings(n_features=64, min_per_class=2, learner="logistic", blend=False)
+    apprentice = Apprentice(settings)
+    good, bad, shared = np.array([1, 2]), np.array([5, 6]), np.array([9])
+    for k in range(6):
+        apprentice.remember(f"g{k}", "T", np.concatenate([good, shared]), 0.5)
+        apprentice.resolve(f"g{k}", True)
+        apprentice.remember(f"b{k}", "T", np.concatenate([bad, shared]), 0.5)
+        apprentice.resolve(f"b{k}", False)
+    apprentice.refit()
+    model = apprentice.models["T"]
+    assert isinstance(model, LinkLogistic) and model.trained(2)
+    assert apprentice.priority("T", good, 0.5) > 0.5 > apprentice.priority("T", bad, 0.5)
+    restored = Apprentice(settings)
+    restored.load_rows(json.loads(json.dumps(apprentice.state_rows())))
+    assert restored.models["T"].log_odds(good) == pytest.approx(model.log_odds(good))
+    bounded = LinkLogistic(64, max_instances=3)
+    for label in (1, 0, 1, 0):
+        bounded.add(np.array([label]), label)
+    assert len(bounded.data) == 3 and bounded.instances.tolist() == [2.0, 1.0]
