@@ -323,3 +323,12 @@ def test_purity_strategy_is_exact_for_few_methods_and_incremental_for_many():
     rng = np.random.default_rng(1)
     many = rng.integers(3, size=(30, 13))
     assert meta_mapping(many, 3, "purity").maps.tolist() == map_incremental(many, 3).maps.tolist()
+
+
+def test_similarity_mapping_ranks_methods_by_pairwise_purity_worked_by_hand():
+    # method 0's clusters overlap method 1's in [4, 9] (13 docs) and [7, 0] (7 docs); method 1's overlap
+    # method 0's in [4, 7] (11 docs) and [9, 0] (9 docs): population variance over the cluster's size
+    mapping = map_by_similarity(figure_like_pair(), 2)
+    expected = [[6.25 / 13, 12.25 / 7], [2.25 / 11, 20.25 / 9]]
+    assert mapping.cluster_purity == pytest.approx(np.array(expected))
+    assert mapping.ranking == (1, 0)

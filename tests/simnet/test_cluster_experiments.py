@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from metamodels.clustering import Clustering
 from simnet.corpora import Document
+from simnet.experiments.collab_classify import Tally
 from simnet.experiments import collab_cluster, meta_cluster
 
 
@@ -68,3 +70,12 @@ def test_collab_cluster_reports_accuracy_by_peers_and_loss(collection, capsys):
     accuracy = result["accuracy"]
     gain = result["goals"]["gain_at_loss_0_by_peers"]["4"]
     assert gain == pytest.approx(accuracy["4"]["0.0"] - accuracy["1"]["0.0"], abs=2e-4)
+
+
+def test_tally_restricted_counts_decided_documents_at_each_loss():
+    tally = Tally()
+    clustering = Clustering(labels=np.array([0, 0, 1, 0]), confidence=np.array([0.9, 0.8, 0.7, 0.1]), k=2)
+    collab_cluster.tally_restricted(tally, "x", [(np.array([0, 0, 1, 1]), clustering)])
+    assert tally.accuracy("x", 0.0) == pytest.approx(3 / 4)
+    assert tally.accuracy("x", 0.3) == 1.0  # round(0.3 * 4) = 1 dismissed: the least confident, wrong one
+    assert tally.decided[("x", 0.5)] == 2
