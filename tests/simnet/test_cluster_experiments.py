@@ -7,8 +7,8 @@ import pytest
 
 from metamodels.clustering import Clustering
 from simnet.corpora import Document
-from simnet.experiments.collab_classify import Tally
 from simnet.experiments import collab_cluster, meta_cluster
+from simnet.experiments.collab_classify import Tally
 
 
 def synthetic_documents(n_topics: int, per_topic: int, seed: int) -> list[Document]:
