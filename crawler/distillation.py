@@ -45,12 +45,14 @@ WEIGHTINGS = ("bharat-henzinger", "plain")
 @dataclass(frozen=True)
 class DistillationScores:
     """`authority` and `hub` per graph node (hub: the page's best region), and how many frontier regions
-    were kept whole over all hub pages at the last iteration (`regions`) against plain HITS's one per page."""
+    were kept whole over all hub pages at the last iteration (`regions`) against plain HITS's one per page,
+    and how many pages were split (`split_pages`)."""
 
     authority: np.ndarray
     hub: np.ndarray
     regions: int
     hub_pages: int
+    split_pages: int = 0  # hub pages cut into more than one region at the last iteration
 
 
 def _tags(path: str) -> tuple[str, ...]:
@@ -191,17 +193,18 @@ def dom_hits(
     else:
         authority = hits(graph, iterations).authority.copy()
     page_hub = np.zeros(n)
-    regions = len(hubs.pages)
+    regions, split = len(hubs.pages), 0
     for _ in range(iterations):
         score = authority[hubs.targets] * hubs.hub_weight
         good = authority[hubs.targets] >= authority[hubs.targets].mean() if score.size else score > 0
         smoothed = np.zeros_like(score)
         page_hub[:] = 0.0
-        regions = 0
+        regions = split = 0
         for k, page in enumerate(hubs.pages):
             lo, hi = hubs.starts[k], hubs.starts[k + 1]
             cut = segment(hubs.trees[k], good[lo:hi]) if segmented else [list(range(hi - lo))]
             regions += len(cut)
+            split += len(cut) > 1
             for region in cut:
                 members = np.asarray(region) + lo
                 total = float(score[members].sum())
@@ -213,7 +216,9 @@ def dom_hits(
             break
         authority = new / norm
     norm = float(np.linalg.norm(page_hub))
-    return DistillationScores(authority, page_hub / norm if norm else page_hub, regions, len(hubs.pages))
+    return DistillationScores(
+        authority, page_hub / norm if norm else page_hub, regions, len(hubs.pages), split
+    )
 
 
 def top_authorities(scores: np.ndarray, k: int, exclude: Sequence[int] = ()) -> list[int]:

@@ -419,6 +419,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--radius", type=int, default=ApprenticeSettings.radius, help="DOM window (d_max)")
     parser.add_argument(
+        "--learner",
+        choices=("logistic", "naive_bayes"),
+        default=ApprenticeSettings.learner,
+        help="link learner",
+    )
+    parser.add_argument(
+        "--no-blend", action="store_true", help="fixed --weight instead of the learnt blend with the base"
+    )
+    parser.add_argument(
         "--in-links",
         type=int,
         default=ApprenticeSettings.in_links,
@@ -438,7 +447,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     focus = FocusSettings(strategy=args.strategy, retrain=args.retrain, retrain_every=max(args.pages // 6, 1))
     apprentice = ApprenticeSettings(
-        radius=args.radius, retrain_every=args.retrain_every, weight=args.weight, in_links=args.in_links
+        radius=args.radius,
+        retrain_every=args.retrain_every,
+        weight=args.weight,
+        in_links=args.in_links,
+        learner=args.learner,
+        blend=not args.no_blend,
     )
     topics = tuple(t for t in args.topics.split(",") if t)
     report = trio.run(

@@ -97,6 +97,7 @@ def compare(
     plain = dom_hits(graph, sub_paths, PLAIN_ITERATIONS, weighting="plain")
     methods["domhits"] = plain.authority
     result["regions"], result["hub_pages"] = plain.regions, plain.hub_pages
+    result["split_pages"], result["split_pages_bh"] = plain.split_pages, bh.split_pages
     for name, authority in methods.items():
         top = [graph.ids[k] for k in top_authorities(np.asarray(authority), TOP, root_nodes)]
         result[name] = {

@@ -50,7 +50,7 @@ def test_unsegmented_dom_hits_is_bharat_henzinger_hits():
     plain = hits(graph, 60)
     whole = dom_hits(graph, paths, iterations=60, segmented=False)
     assert np.allclose(whole.authority, plain.authority, atol=1e-6)
-    assert whole.regions == whole.hub_pages == 4
+    assert whole.regions == whole.hub_pages == 4 and whole.split_pages == 0
 
 
 def test_mixed_hub_passes_less_authority_to_its_unrelated_region():
@@ -61,6 +61,7 @@ def test_mixed_hub_passes_less_authority_to_its_unrelated_region():
     plain = hits(graph)
     dom = dom_hits(graph, paths)
     assert dom.regions > dom.hub_pages  # the mixed hub was split
+    assert dom.split_pages == 1  # and only it
     assert dom.authority[junk].sum() < 0.5 * plain.authority[junk].sum()
     assert dom.authority[good].sum() >= plain.authority[good].sum()
     assert set(top_authorities(dom.authority, 5)) == set(good)
