@@ -43,3 +43,40 @@ async def start_network(service: NodeService, *, task_status: Any = trio.TASK_ST
     settings = p2p_settings(service)
     key_pair = load_or_create_identity(service.data.identity)
     await run_service(settings, key_pair, task_status=task_status)
+
+
+def check_listen_addrs(service: NodeService) -> None:
+    """Before the network starts: every listen port is free (see `refuse_taken_port`)."""
+    for addr in p2p_settings(service).listen_addrs:
+        refuse_taken_port(addr)
+
+
+def refuse_taken_port(addr: str) -> None:
+    """A listen address whose TCP port another process holds is an error that says what to do. libp2p
+    listens with SO_REUSEPORT, so a second node on the default port 4001 used to start "fine" and share
+    the port with the first, each getting a random half of the incoming connections."""
+    import errno
+    import socket
+
+    from node.service import NodeServiceError
+
+    parts = addr.strip("/").split("/")
+    if len(parts) < 4 or parts[0] not in ("ip4", "ip6") or parts[2] != "tcp" or parts[3] in ("", "0"):
+        return
+    family = socket.AF_INET if parts[0] == "ip4" else socket.AF_INET6
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # SO_REUSEADDR: a port left in TIME_WAIT by a node that just stopped is free; one listened on is not
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((parts[1], int(parts[3])))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # not ours to judge (an address of another machine...): libp2p says what is wrong
+            raise NodeServiceError(
+                "listen",
+                f"port {parts[3]} of {addr} is in use (another node?): listen elsewhere with "
+                f"`topicswarm node run --listen /{parts[0]}/{parts[1]}/tcp/PORT` or [p2p] listen_addrs "
+                "in config.toml (port 0 picks a free one)",
+            ) from exc
+        except ValueError:
+            return

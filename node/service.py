@@ -154,6 +154,10 @@ class NodeService:
             self._pooled_at_start = document_counts(self._side)["pooled"]
             self.crawler = self._build_crawler()
             self._sync_paused_topics()
+            if self.networked:
+                from node.network import check_listen_addrs
+
+                check_listen_addrs(self)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if self.handle_signals:

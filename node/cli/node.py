@@ -158,7 +158,7 @@ def setup_logging(data: DataDir, level: str) -> None:
 def run_node(args: argparse.Namespace) -> int:
     import trio
 
-    from node.service import NodeService, NodeServiceError
+    from node.service import NodeService
 
     data = data_dir(args).ensure()
     if node_running(data):
@@ -189,9 +189,10 @@ def run_node(args: argparse.Namespace) -> int:
 
     try:
         trio.run(main)
-    except NodeServiceError as exc:
-        raise CliError(exc.detail) from exc
     except Exception as exc:
+        refusal = service_error_in(exc)
+        if refusal is not None:  # the node refused to start and said why (a port in use, a bad repository)
+            raise CliError(refusal.detail) from exc
         from node.service import root_cause
 
         logging.getLogger("node").exception("the node failed")
@@ -200,9 +201,33 @@ def run_node(args: argparse.Namespace) -> int:
     return 0
 
 
+def service_error_in(exc: BaseException) -> Any:
+    """The NodeServiceError inside `exc` or its exception groups (trio wraps a failing start in them)."""
+    from node.service import NodeServiceError
+
+    if isinstance(exc, NodeServiceError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = service_error_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def ready_line(service: Any) -> str:
-    addrs = " ".join(service._addrs()) or "(offline)"
-    return f"node ready: api {service.api_url} peer {service.peer_id or '-'} addrs {addrs}"
+    """The API, the peer id and the addresses other nodes join through (`--bootstrap`)."""
+    addrs = list(service._addrs())
+    shown = " ".join(addrs) or "(offline)"
+    line = f"node ready: api {service.api_url} peer {service.peer_id or '-'} addrs {shown}"
+    wildcard = next((a for a in addrs if a.startswith("/ip4/0.0.0.0/")), None)
+    if wildcard is not None:  # not an address anyone can dial: say what to give instead
+        local = wildcard.replace("/ip4/0.0.0.0/", "/ip4/127.0.0.1/", 1)
+        line += (
+            f"\n  (0.0.0.0 is every interface: other machines join with --bootstrap "
+            f"{wildcard.replace('/ip4/0.0.0.0/', '/ip4/THIS_MACHINE_IP/', 1)}, this one with {local})"
+        )
+    return line
 
 
 # -- status and peers -----------------------------------------------------------------------------------

@@ -1,0 +1,37 @@
+"""`topicswarm node run` as a newcomer meets it: a taken listen port is refused with what to do (libp2p
+listens with SO_REUSEPORT, so a second node used to share the port silently), and the ready line says how
+other nodes reach a node listening on every interface."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from node.cli.node import ready_line
+from simnet.paths import PROJECT_ROOT
+
+
+def test_a_listen_port_in_use_is_refused_in_one_line(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(tmp_path / "node")]
+        command += ["--listen", f"/ip4/127.0.0.1/tcp/{port}"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"topicswarm: port {port} of /ip4/127.0.0.1/tcp/{port} is in use")
+    assert "--listen" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ready_line_says_how_to_reach_a_node_listening_on_every_interface():
+    addr = "/ip4/0.0.0.0/tcp/4001/p2p/12D3KooWX"
+    service = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id="12D3KooWX", _addrs=lambda: [addr])
+    line = ready_line(service)
+    assert line.startswith(f"node ready: api http://127.0.0.1:5 peer 12D3KooWX addrs {addr}\n")
+    assert "--bootstrap /ip4/THIS_MACHINE_IP/tcp/4001/p2p/12D3KooWX" in line
+    assert "this one with /ip4/127.0.0.1/tcp/4001/p2p/12D3KooWX" in line
+    offline = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id=None, _addrs=lambda: [])
+    assert ready_line(offline) == "node ready: api http://127.0.0.1:5 peer - addrs (offline)"
