@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from node.cli.common import CliError
+
+WEBS = Path(__file__).resolve().parents[2] / "simnet" / "webs"
 
 if TYPE_CHECKING:
     from simnet.web import FaultPlan, ServedWeb, WebCorpus
@@ -25,6 +28,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KIND:HOST[:PATH][,key=value...]",
         help="inject a fault, e.g. slow:python,delay=0.5 or robots:sqlite:/c3ref/,crawl_delay=2",
     )
+    serve.add_argument(
+        "--bookmarks-out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the web's bookmarks (simnet/webs/WEB-bookmarks.html, or --bookmarks) with their URLs "
+        "mapped to the served web, ready for `topicswarm topics import`",
+    )
+    serve.add_argument(
+        "--bookmarks", type=Path, default=None, metavar="FILE", help="the bookmarks --bookmarks-out maps"
+    )
     serve.set_defaults(func=run_serve)
 
 
@@ -39,10 +53,15 @@ def run_serve(args: argparse.Namespace) -> int:
         corpus = load_web(args.web)
     except (WebError, SharedDataMissing) as exc:
         raise CliError(str(exc)) from exc
+    source = args.bookmarks or WEBS / f"{args.web}-bookmarks.html"
+    if args.bookmarks_out is not None and not source.is_file():
+        raise CliError(f"no bookmarks at {source}: give the file to map with --bookmarks FILE")
 
     async def serve() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with serve_web(corpus, plan, args.port) as web:
+                if args.bookmarks_out is not None:
+                    write_bookmarks(web, source, args.bookmarks_out)
                 print_web(web, corpus, plan)
                 async for _ in signals:
                     break
@@ -53,6 +72,15 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     print("stopped")
     return 0
+
+
+def write_bookmarks(web: ServedWeb, source: Path, out: Path) -> None:
+    """The bookmarks with their upstream URLs (https://www.postgresql.org/docs/...) replaced by the
+    served web's, so a node can import them and crawl the simulated web without the Internet."""
+    from node.cli.demo import map_bookmarks
+
+    out.write_text(map_bookmarks(source.read_text(encoding="utf-8"), web.map_upstream), encoding="utf-8")
+    print(f"bookmarks {out} (import with `topicswarm topics import --data DIR {out}`)")
 
 
 def print_web(web: ServedWeb, corpus: WebCorpus, plan: FaultPlan) -> None:
