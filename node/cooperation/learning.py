@@ -420,6 +420,17 @@ def cutoff_decisions(scores: np.ndarray, cutoff: float) -> np.ndarray:
     return decisions
 
 
+PREVIEW_LINE = 40  # characters a text line needs to count as content rather than navigation
+
+
+def preview(text: str, chars: int) -> str:
+    """The first `chars` characters of a page's content lines (those of at least `PREVIEW_LINE`
+    characters; the page's first lines are mostly navigation: "Download the ebook", "Prev", "Next"), or
+    of the text when it has none: the snippet peers see and search of a pooled result."""
+    content = " ".join(line.strip() for line in text.splitlines() if len(line.strip()) >= PREVIEW_LINE)
+    return (content or " ".join(text.split()))[:chars]
+
+
 def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> tuple[int, int]:
     """Store each document's restrictive verdict; (kept, abstained)."""
     with repo.transaction() as db:

@@ -1038,7 +1038,7 @@ class Cooperation:
             CrawlResult(
                 url=row["url"],
                 title=(row["title"] or "")[:MAX_TITLE_LEN],
-                preview=(row["text"] or "")[: self.settings.preview_chars],
+                preview=learning.preview(row["text"] or "", self.settings.preview_chars),
                 topic=topic,
                 confidence=float(row["confidence"] or 0.0)
                 if math.isfinite(row["confidence"] or 0.0)

@@ -133,3 +133,10 @@ def test_a_model_right_on_held_out_documents_of_one_class_keeps_its_weight(tmp_p
     member = learning.received_member("peer", 1, model, own)
     assert member.evaluated == own.negatives and member.accuracy > 0.8
     assert member.scaler is not None and member.weight > 0
+
+
+def test_preview_skips_navigation_lines_and_keeps_the_length():
+    text = "Download the ebook\nPrev\nNext\n8.6. Shell Environment\n" + "Command interpreters " * 10
+    shown = learning.preview(text, 100)
+    assert shown.startswith("Command interpreters") and len(shown) == 100
+    assert learning.preview("short\nlines only", 100) == "short lines only"
