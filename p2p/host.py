@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import multiaddr
@@ -69,6 +69,8 @@ class P2PHost:
     gossipsub: GossipSub
     dht: KadDHT | None
     settings: P2PSettings
+    _first_seen: dict[ID, float] = field(default_factory=dict)
+    """When `trim_connections` first saw each connected peer (trio clock)."""
 
     @property
     def peer_id(self) -> ID:
@@ -104,14 +106,24 @@ class P2PHost:
         """Close connections beyond `limit`, lowest `rank` first; the peers disconnected.
 
         A connection that carries a gossip mesh link or an open request stream is kept: closing it would
-        break the topic's mesh or an exchange under way. Without a bound every peer a node ever exchanged
-        with stays connected, so connections, their pubsub streams and mesh maintenance grow with N."""
+        break the topic's mesh or an exchange under way. So is one first seen less than `request_timeout`
+        ago: a joining peer's or a fetcher's connection is dialled before its stream opens, and closing it
+        in between made joins through a busy bootstrap fail over and over. Without a bound every peer a
+        node ever exchanged with stays connected, so connections, pubsub streams and mesh work grow with N."""
         network = self.host.get_network()
+        now = trio.current_time()
+        first_seen = {p: self._first_seen.get(p, now) for p in network.connections}
+        self._first_seen = first_seen
         excess = len(network.connections) - limit
         if excess <= 0:
             return []
         keep = self.mesh_peers()
-        idle = [p for p, conns in network.connections.items() if p not in keep and not _busy(conns)]
+        settled = now - self.settings.request_timeout
+        idle = [
+            p
+            for p, conns in network.connections.items()
+            if p not in keep and first_seen[p] <= settled and not _busy(conns)
+        ]
         closed = sorted(idle, key=rank)[:excess]
         for peer in closed:
             with trio.move_on_after(2), contextlib.suppress(Exception):

@@ -224,6 +224,19 @@ async def wait_for_meshes(services: list) -> None:
         await trio.sleep(0.2)
 
 
+class LoopLag:
+    """The longest time a 0.1 s sleep overslept: how far the event loop ran behind (CPU saturation)."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+
+    async def watch(self) -> None:
+        while True:
+            began = time.monotonic()
+            await trio.sleep(0.1)
+            self.worst = max(self.worst, time.monotonic() - began - 0.1)
+
+
 async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
     from p2p.codec import encode_frame
     from p2p.schemas import ModelResponse
@@ -234,6 +247,8 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
     try:
         with trio.fail_after(timeout):
             async with trio.open_nursery() as nursery:
+                lag = LoopLag()
+                nursery.start_soon(lag.watch)
                 began = time.monotonic()
                 services = await start_hosts(nursery, p2p_settings(config), 1)
                 bootstrap = (services[0].addrs()[0],)
@@ -250,6 +265,7 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 await wait_for_meshes(services)
                 start_seconds = time.monotonic() - began
                 start_cpu = time.process_time()
+                start_lag, lag.worst = lag.worst, 0.0
                 stage = f"spreading the model (hosts were up after {start_seconds:.0f} s)"
                 for service in services:
                     service.protocols.bytes_out.clear()
@@ -268,7 +284,7 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
         have = sum(p.model is not None for p in state.values())
         raise BenchTimeout(
             f"no result within --timeout {timeout:.0f} s; it ran out while {stage}, "
-            f"{have} of {peers} peers had the model"
+            f"{have} of {peers} peers had the model, event loop up to {lag.worst:.1f} s behind"
         ) from None
     hops = hops_of({peer: p.supplier for peer, p in state.items()})
     frame = ModelResponse(TOPIC, origin.model)
@@ -285,6 +301,7 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
         "start_seconds": round(start_seconds, 2),
         "start_cpu_seconds": round(start_cpu, 1),
         "spread_cpu_seconds": round(spread_cpu, 1),
+        "max_loop_lag_seconds": {"start": round(start_lag, 2), "spread": round(lag.worst, 2)},
         "workers": 1,
         "exchange_period": config.exchange_period,
         "gossip_heartbeat": config.gossip_heartbeat,
