@@ -27,9 +27,8 @@ def topic_label(topic: Topic) -> Text:
     label = Text(no_wrap=True)
     label.append(f"{mark} ", style=colour)
     label.append(topic.name, style="bold")
-    label.append(
-        f"  {topic.local}+{topic.pooled}  h {topic.harvest_rate:.2f}  held-out acc {accuracy}", style="dim"
-    )
+    figures = f"  {topic.local}+{topic.pooled}  harvest {topic.harvest_rate:.2f}  held-out acc {accuracy}"
+    label.append(figures, style="dim")
     return label
 
 
