@@ -178,17 +178,23 @@ def dom_hits(
     iterations: int = HITS_ITERATIONS,
     segmented: bool = True,
     weighting: str = "bharat-henzinger",
+    roots: Sequence[int] = (),
 ) -> DistillationScores:
     """DOMHITS over `graph`; `paths[node id]` lists a page's links as (target node id, element path) in
     document order. Links missing from `paths` do not count. `segmented=False` keeps every page whole:
-    HITS over the same links with the chosen `weighting` (see the module docstring)."""
+    HITS over the same links with the chosen `weighting` (see the module docstring). With `roots` (graph
+    indices of the root set), only they start with authority, as in the book's DOMHITS (Fig. 7.13): the
+    first segmentation then separates regions linking to the root set from the rest."""
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, not {weighting!r}")
     n = graph.size
     if n == 0:
         return DistillationScores(np.zeros(0), np.zeros(0), 0, 0)
     hubs = _microhubs(graph, paths, weighting)
-    if weighting == "plain":
+    if len(roots):
+        authority = np.zeros(n)
+        authority[np.asarray(roots, dtype=np.int64)] = 1.0 / math.sqrt(len(roots))
+    elif weighting == "plain":
         authority = np.full(n, 1.0 / math.sqrt(n))
     else:
         authority = hits(graph, iterations).authority.copy()

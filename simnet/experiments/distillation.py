@@ -96,6 +96,13 @@ def compare(
     ).authority
     plain = dom_hits(graph, sub_paths, PLAIN_ITERATIONS, weighting="plain")
     methods["domhits"] = plain.authority
+    if root_nodes:  # the book's start: authority on the root set only
+        methods["hits_roots"] = dom_hits(
+            graph, sub_paths, PLAIN_ITERATIONS, segmented=False, weighting="plain", roots=root_nodes
+        ).authority
+        rooted = dom_hits(graph, sub_paths, PLAIN_ITERATIONS, weighting="plain", roots=root_nodes)
+        methods["domhits_roots"] = rooted.authority
+        result["split_pages_roots"] = rooted.split_pages
     result["regions"], result["hub_pages"] = plain.regions, plain.hub_pages
     result["split_pages"], result["split_pages_bh"] = plain.split_pages, bh.split_pages
     for name, authority in methods.items():

@@ -91,3 +91,15 @@ def test_plain_weighting_unsegmented_is_kleinberg_hits_and_counts_links_within_a
 
 def _edges(graph):
     return [graph.ids[s] for s in graph.sources], [graph.ids[t] for t in graph.targets]
+
+
+def test_a_root_set_start_gives_authority_first_to_what_the_roots_hubs_point_at():
+    graph, paths = mixed_graph()
+    index = {node: i for i, node in enumerate(graph.ids)}
+    roots = [index[n] for n in GOOD[:1]]
+    one_step = dom_hits(graph, paths, iterations=1, segmented=False, weighting="plain", roots=roots)
+    uniform = dom_hits(graph, paths, iterations=1, segmented=False, weighting="plain")
+    junk = [index[n] for n in JUNK]
+    assert one_step.authority[junk].sum() < uniform.authority[junk].sum()
+    with_roots = dom_hits(graph, paths, weighting="plain", roots=roots)
+    assert set(top_authorities(with_roots.authority, 5)) == {index[n] for n in GOOD}
