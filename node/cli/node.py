@@ -248,7 +248,9 @@ def run_status(args: argparse.Namespace) -> int:
         f"peers      {status['peers_online']} online; exchanged {status['bytes_exchanged']['in']} B in, "
         f"{status['bytes_exchanged']['out']} B out",
     ]
-    lines += [f"harvest    {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
+    if status["harvest"]:
+        lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
+    lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
     print("\n".join(lines))
     return 0
 

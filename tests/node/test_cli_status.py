@@ -4,12 +4,15 @@ why (not "running 0.0 pages/s"), and a topic's answer is the state that was aske
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+from contextlib import nullcontext
 
 import pytest
 import trio
 
+import node.cli.node as cli_node
 from crawler.repository import Repository
 from crawler.taxonomy import parse_bookmarks, store_taxonomy
 from node.cli.demo import map_bookmarks
@@ -173,3 +176,37 @@ def test_output_cut_short_by_a_pipe_ends_quietly():
         child.stderr.close()
     assert "Traceback" not in stderr, stderr
     assert child.returncode == 141
+
+
+def test_status_text_explains_its_figures(monkeypatch, capsys):
+    status = {
+        "peer_id": None,
+        "api": "http://127.0.0.1:5",
+        "uptime_s": 30.0,
+        "crawl": {
+            "state": "running",
+            "activity": "crawling",
+            "active": True,
+            "pages": 40,
+            "pages_per_s": 3.25,
+            "frontier_size": 300,
+            "errors_by_kind": {"http_4xx": 2},
+            "session": {"pages": 40, "crawl_seconds": 16.0, "pages_per_s": 2.5},
+        },
+        "documents": {"local": 40, "pooled": 0},
+        "peers_online": 0,
+        "bytes_exchanged": {"in": 0, "out": 0},
+        "harvest": {"Databases": 0.5},
+    }
+
+    class Client:
+        def status(self):
+            return status
+
+    monkeypatch.setattr(cli_node, "connect", lambda args: nullcontext(Client()))
+    assert cli_node.run_status(argparse.Namespace(json=False, data=None)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "crawl      crawling  3.2 pages/s (last seconds)  40 documents  frontier 300"
+    assert lines[3] == "           since the node started 40 pages in 16 s of crawling (2.5 pages/s)"
+    assert lines[-2].startswith("harvest    share of the pages fetched for each topic")
+    assert lines[-1].split() == ["Databases", "0.50"]
