@@ -22,8 +22,9 @@ with page labels):
   pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
   is in the topic's target group), the 20% least confident documents are dismissed, the rest decided by the
   sign; accuracy = correct / decided, micro-averaged over the topics (filter_documents: the labelled
-  documents per topic, filter_decided: decisions over all topics; meta_wins/meta_losses: documents both
-  decided where only the meta-classifier was right / only the local model was). "meta" is the node's
+  documents per topic, filter_decided: decisions over all topics; meta_wins/meta_losses: documents the
+  meta-classifier decided right and the local model did not, abstaining or wrong / the reverse; both
+  abstain on the same number, so they mostly differ in which documents they dismiss). "meta" is the node's
   meta-classifier as stored after the build; "local" is the same pipeline with the node's local model alone
   (its own Platt scaler, weight 1), i.e. what the node decides without peers. Both score the same documents.
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
@@ -237,7 +238,7 @@ def filter_figures(
     X = featurizer.transform([text for _, text in docs]) if docs else None
     labels = np.array([label for label, _ in docs])
     totals = {"local": [0, 0], "meta": [0, 0]}
-    changed = [0, 0]  # decided by both: meta right where local was wrong, and the reverse
+    changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
     per_topic: dict[str, Any] = {}
     for topic, target in targets.items():
         row = store.load_meta(repo, topic) if repo.db["coop_meta"].exists() else None
@@ -263,10 +264,9 @@ def filter_figures(
             totals[name][0] += correct
             totals[name][1] += int(decided.sum())
             figures[name] = correct / int(decided.sum()) if decided.any() else None
-            right[name] = np.where(decided, decisions == truth, np.nan)
-        both = ~np.isnan(right["local"]) & ~np.isnan(right["meta"])
-        figures["meta_wins"] = int(np.sum(both & (right["meta"] == 1) & (right["local"] == 0)))
-        figures["meta_losses"] = int(np.sum(both & (right["meta"] == 0) & (right["local"] == 1)))
+            right[name] = decided & (decisions == truth)
+        figures["meta_wins"] = int(np.sum(right["meta"] & ~right["local"]))
+        figures["meta_losses"] = int(np.sum(right["local"] & ~right["meta"]))
         changed[0] += figures["meta_wins"]
         changed[1] += figures["meta_losses"]
         figures["meta_members"] = [
