@@ -674,8 +674,8 @@ class ApprenticeFocus:
                 )
             if queued is None:
                 self.rebuilt += any(link.source == entry.source for link in stored)
-            elif all(link.source != queued.source for link in stored):
-                stored.append(queued)  # its source is not stored yet (same batch) or not the queuing page
+            else:  # the queuing link in place of its stored copy: it knows the base priority (for the blend)
+                stored = [link for link in stored if link.source != queued.source] + [queued]
             for link in stored:
                 self.apprentice.learn(link, relevant)
         self.apprentice.judged += len(pages)

@@ -173,3 +173,17 @@ def test_logistic_learner_ranks_links_by_their_features_and_round_trips_as_plain
     for label in (1, 0, 1, 0):
         bounded.add(np.array([label]), label)
     assert len(bounded.data) == 3 and bounded.instances.tolist() == [2.0, 1.0]
+
+
+def test_the_queuing_link_keeps_its_base_priority_for_the_blend_when_its_source_is_stored(tmp_path):
+    with Repository(tmp_path / "r.db") as repo:
+        store(repo, 1, "http://h.test/a", list_page("/t"))
+        store(repo, 2, "http://h.test/b", list_page("/t"))
+        policy = ApprenticeFocus(HockeyCritic(), ApprenticeSettings(retrain_every=100))
+        policy.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
+        source = crawled("http://h.test/a", list_page("/t"))
+        link = source.parsed.links[0]
+        policy.link_priority(source, link, PageVerdict("Sports", 0.8, True))
+        policy.score_pages([crawled("http://h.test/t", b"<p>hockey</p>", source="http://h.test/a")])
+        assert policy.apprentice.resolved == {0: 0, 1: 2}  # a (queued) and b (stored), a once
+        assert [base for _, _, base, _ in policy.apprentice._blend_due] == [0.5]
