@@ -388,7 +388,8 @@ def _topic_line(meta: dict[str, Any]) -> str:
     kept, abstained = meta["kept"] or 0, meta["abstained"] or 0
     realised = abstained / (kept + abstained) if kept + abstained else None
     peers = meta["peer_models"]
-    members = f"{'own + ' if meta.get('own_model', True) else 'no own, '}{peers} peer model{'s' * (peers != 1)}"
+    own = "own + " if meta.get("own_model", True) else "no own, "
+    members = f"{own}{peers} peer model{'s' * (peers != 1)}"
     tested = meta.get("tested")
     why_untested = "no local model to compare" if tested is None else "nothing decided"
     local = _fmt(meta.get("accuracy_local"), why_untested)
