@@ -91,10 +91,14 @@ def test_experiment_prints_reductions_at_equal_budgets_and_harvest_curves_for_ev
     assert set(report["topics"]) == {"Databases", "Sysadmin", "Mathematics"}
     for numbers in report["topics"].values():
         assert {"irrelevant_without", "irrelevant_with", "reduction", "compared"} <= set(numbers)
-        assert numbers["compared"] == min(numbers["fetched_without"], numbers["fetched_with"])
+        budget = min(numbers["fetched_without"], numbers["fetched_with"])
+        assert numbers["compared"] == min(budget, numbers["pool"])
+        assert numbers["at_budget"]["compared"] == budget and numbers["protocol"]
     for variant in ("without", "with"):
         curve = report["curves"][variant]
         assert curve["pages"][-1] <= 120 and len(curve["harvest_rate"]) == len(curve["pages"])
+    assert set(report["critic"]) == set(report["topics"])
+    assert all(0.0 <= c["precision"] <= 1.0 and 0.0 <= c["recall"] <= 1.0 for c in report["critic"].values())
     for learner in report["apprentice"].values():
         assert learner["instances"]["relevant"] + learner["instances"]["irrelevant"] > 0
 
