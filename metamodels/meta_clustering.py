@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from scipy.cluster.hierarchy import cut_tree, linkage
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import squareform
+from sklearn.metrics import normalized_mutual_info_score
 
 from metamodels.clustering import Clustering, ClusteringModel
 from metamodels.errors import ClusteringError
@@ -265,13 +266,14 @@ def map_by_similarity(labelings: np.ndarray, k: int) -> MetaMapping:
 
 
 def meta_mapping(labelings: np.ndarray, k: int, strategy: str = "auto") -> MetaMapping:
-    """The meta mapping by `strategy`; "auto" is "similarity" (`map_by_similarity`). The purity mappings of
-    3.1.3 stay available for comparison: "exact", its greedy variants "incremental" and "pairwise", and
-    "purity", which is exact while k ** l <= EXACT_MAX_CELLS and incremental above."""
+    """The meta mapping by `strategy`: "similarity" (`map_by_similarity`, many-to-one) or one of the purity
+    mappings of 3.1.3: "exact", its greedy variants "incremental" and "pairwise", and "purity" (also
+    "auto"), which is exact while k ** l <= EXACT_MAX_CELLS and incremental above. `consensus` chooses
+    between similarity and purity per document set."""
     array = _as_labelings(labelings, k)
-    if strategy in ("auto", "similarity"):
+    if strategy == "similarity":
         return map_by_similarity(array, k)
-    if strategy == "purity":
+    if strategy in ("auto", "purity"):
         strategy = "exact" if k ** array.shape[1] <= EXACT_MAX_CELLS else "incremental"
     if strategy == "exact":
         return map_exact(array, k)
@@ -282,6 +284,60 @@ def meta_mapping(labelings: np.ndarray, k: int, strategy: str = "auto") -> MetaM
     raise ClusteringError(
         f"unknown mapping strategy {strategy!r}: choose auto or one of {MAPPING_STRATEGIES}"
     )
+
+
+def average_nmi(consensus: np.ndarray, labelings: np.ndarray) -> float:
+    """Mean normalised mutual information between a consensus labeling and every method's labels, over the
+    documents the consensus decided (Strehl and Ghosh's ANMI, 2002); -1 if it decided none."""
+    array = np.asarray(labelings)
+    decided = np.asarray(consensus) >= 0
+    if not decided.any():
+        return -1.0
+    return float(np.mean([normalized_mutual_info_score(col[decided], consensus[decided]) for col in array.T]))
+
+
+@dataclass(frozen=True, eq=False)
+class Consensus:
+    """A confidence-voted meta clustering and the mapping it was built on (`strategy` names it)."""
+
+    clustering: Clustering
+    mapping: MetaMapping
+    strategy: str
+
+
+CONSENSUS_STRATEGIES = ("similarity", "purity")
+
+
+def consensus(
+    labelings: np.ndarray,
+    confidences: np.ndarray,
+    k: int,
+    strategies: Sequence[str] = CONSENSUS_STRATEGIES,
+    weights: np.ndarray | None = None,
+) -> Consensus:
+    """The confidence vote (`confidence_vote`) over each mapping strategy's labels, keeping the one whose
+    result shares the most information with the methods (highest `average_nmi`; ties to the first listed):
+    Strehl and Ghosh's supra-consensus choice between consensus functions.
+
+    Neither mapping is best everywhere. Many peers' k-means models on a balanced tuple mostly differ by a
+    permutation, and a small stray cluster of one model can take a group of its own in the similarity
+    mapping and merge two topics (20 Newsgroups, 16 peers: purity 0.638, similarity 0.596 at loss 0); on
+    unbalanced Reuters tuples the models split a large topic differently, and only the similarity mapping
+    lets their pieces agree (similarity 0.714, purity 0.676). Choosing per peer by ANMI gave 0.632 and
+    0.705: a consensus that merged two topics shares less information with the methods that kept them
+    apart, and one that mislabels pieces of a topic shares less with the methods that kept it whole.
+    """
+    array = _as_labelings(labelings, k)
+    best: tuple[float, Consensus] | None = None
+    for strategy in strategies:
+        mapping = meta_mapping(array, k, strategy)
+        voted = confidence_vote(mapping.apply(array), confidences, k, weights)
+        score = average_nmi(voted.labels, array)
+        if best is None or score > best[0]:
+            best = (score, Consensus(clustering=voted, mapping=mapping, strategy=strategy))
+    if best is None:
+        raise ClusteringError(f"no mapping strategy given: choose from {MAPPING_STRATEGIES}")
+    return best[1]
 
 
 def ranking_weights(mapping: MetaMapping) -> np.ndarray:

@@ -3,12 +3,13 @@
 For random k-tuples of topics, the tuple's documents (unlabelled for the peers) are spread over 16 peers in
 equal subsets with about 15% overlap. Every peer runs k-means on its own subset and publishes the model
 (centroids plus feature encoding, sent through its plain-data form). In groups of 1, 2, 4, 8 and 16
-cooperating peers, each peer applies the group's models to its own documents, maps their labels by purity
-(own model first), combines them with a confidence vote and dismisses the least confident share (the same
-loss on every peer). Accuracy is eq. 3.20 on each peer's documents, micro-averaged over peers and tuples,
-with a 95% t-interval over the per-tuple accuracies. One peer is the local, non-cooperative clustering.
-The upper reference ("centralised") is k-means on the union of all peers' documents, applied to each peer's
-documents: the clustering the peers' models approximate together, so what cooperation can reach at best.
+cooperating peers, each peer applies the group's models to its own documents, maps their labels (own model
+first; by default by the similarity or the purity mapping, whichever voted result shares more information
+with the models: `consensus`), combines them with a confidence vote and dismisses the least confident
+share (the same loss on every peer). Accuracy is eq. 3.20 on each peer's documents, micro-averaged over
+peers and tuples, with a 95% t-interval over the per-tuple accuracies. One peer is the local,
+non-cooperative clustering. The upper reference ("centralised") is k-means on the union of all peers'
+documents, applied to each peer's documents: the clustering the peers' models approximate together.
 
     python -m simnet.experiments.collab_cluster --corpus 20ng
 """
@@ -28,7 +29,7 @@ import numpy as np
 
 from metamodels.clustering import Clustering, ClusteringModel, clustering_accuracy, kmeans, restrict
 from metamodels.features import FeatureConfig
-from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
+from metamodels.meta_clustering import apply_models, confidence_vote, consensus, meta_mapping
 from simnet.corpora import load_corpus
 from simnet.experiments.collab_classify import LOSSES, Setup, Tally, group_sizes
 from simnet.experiments.meta_cluster import (
@@ -71,6 +72,15 @@ def tally_restricted(tally: Tally, column: str, results: Sequence[tuple[np.ndarr
         tally.add(column, loss, correct, decided, correct, decided)
 
 
+def meta_clustering(labels: np.ndarray, confidences: np.ndarray, args: argparse.Namespace) -> Clustering:
+    """A peer's confidence-voted meta clustering of its documents by the chosen mapping ("consensus":
+    similarity or purity, whichever result shares more information with the models)."""
+    if args.mapping == "consensus":
+        return consensus(labels, confidences, args.k).clustering
+    mapped = meta_mapping(labels, args.k, args.mapping).apply(labels)
+    return confidence_vote(mapped, confidences, args.k)
+
+
 def run_tuple(
     collection: TopicCollection,
     topics: Sequence[int],
@@ -93,8 +103,7 @@ def run_tuple(
             for peer in group:
                 own_first = [models[peer]] + [models[q] for q in group if q != peer]
                 labels, confidences = apply_models(own_first, X[subsets[peer]])
-                mapped = meta_mapping(labels, args.k, args.mapping).apply(labels)
-                results.append((truth[subsets[peer]], confidence_vote(mapped, confidences, args.k)))
+                results.append((truth[subsets[peer]], meta_clustering(labels, confidences, args)))
         tally_restricted(tally, str(size), results)
     central = kmeans(X, args.k, collection.config, seed=seed * args.peers + args.peers).model
     tally_restricted(tally, CENTRALISED, [(truth[s], central.assign(X[s])) for s in subsets])
@@ -184,7 +193,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m simnet.experiments.collab_cluster", description=__doc__.split("\n")[0]
     )
-    add_tuple_arguments(parser, tuples=20)
+    add_tuple_arguments(parser, tuples=20, mapping="consensus", extra_mappings=("consensus",))
     parser.add_argument("--peers", type=int, default=16)
     parser.add_argument("--overlap", type=float, default=0.15, help="share of a peer's documents others hold")
     return parser.parse_args(argv)

@@ -14,11 +14,13 @@ from metamodels.meta_clustering import (
     MetaMapping,
     agreement_weights,
     apply_models,
+    average_nmi,
     classify_dismissed,
     cluster_jaccard,
     cluster_sizes,
     combine,
     confidence_vote,
+    consensus,
     hungarian_onto,
     map_by_similarity,
     map_exact,
@@ -32,7 +34,7 @@ from metamodels.meta_clustering import (
     ranking_weights,
     without_weakest,
 )
-from metamodels.meta_functions import ABSTAIN_LABEL
+from metamodels.meta_functions import ABSTAIN_LABEL, k_class_meta
 
 STRATEGIES = [map_by_similarity, map_exact, map_incremental, map_pairwise]
 
@@ -332,3 +334,43 @@ def test_similarity_mapping_ranks_methods_by_pairwise_purity_worked_by_hand():
     expected = [[6.25 / 13, 12.25 / 7], [2.25 / 11, 20.25 / 9]]
     assert mapping.cluster_purity == pytest.approx(np.array(expected))
     assert mapping.ranking == (1, 0)
+
+
+def test_auto_mapping_is_the_purity_mapping():
+    labelings = split_topic_methods()
+    assert meta_mapping(labelings, 3).maps.tolist() == map_exact(labelings, 3).maps.tolist()
+
+
+def test_average_nmi_is_one_for_relabelled_copies_and_zero_for_an_independent_split():
+    consensus_labels = np.array([0, 0, 1, 1, ABSTAIN_LABEL])
+    copies = np.array([[1, 0], [1, 0], [0, 1], [0, 1], [1, 1]])  # the abstained row does not count
+    assert average_nmi(consensus_labels, copies) == pytest.approx(1.0)
+    independent = np.array([[0], [1], [0], [1], [0]])
+    assert average_nmi(consensus_labels, independent) == pytest.approx(0.0, abs=1e-12)
+    assert average_nmi(np.full(5, ABSTAIN_LABEL), copies) == -1.0
+
+
+def stray_cluster_methods() -> np.ndarray:
+    """30 documents of topics A, B, C (10 each): methods 0-2 are right with permuted labels; method 3
+    lumps B and C and puts document 0 alone in its third cluster."""
+    topic = np.repeat([0, 1, 2], 10)
+    stray = np.where(topic == 2, 1, topic)
+    stray[0] = 2
+    return np.stack([topic, (topic + 1) % 3, (topic + 2) % 3, stray], axis=1)
+
+
+def test_consensus_keeps_purity_when_a_stray_cluster_makes_the_similarity_mapping_merge_topics():
+    labelings = stray_cluster_methods()
+    # the stray one-document cluster takes a meta label alone, so B and C share one
+    merged = k_class_meta(map_by_similarity(labelings, 3).apply(labelings), 3)
+    assert np.unique(merged[10:]).size == 1
+    result = consensus(labelings, np.ones(labelings.shape), 3)
+    assert result.strategy == "purity"
+    assert clustering_accuracy(np.repeat([0, 1, 2], 10), result.clustering.labels) == 1.0
+
+
+def test_consensus_takes_the_similarity_mapping_when_a_method_splits_a_topic():
+    labelings = split_topic_methods()
+    result = consensus(labelings, np.ones(labelings.shape), 3)
+    assert result.strategy == "similarity"
+    assert np.all(result.clustering.labels[:12] == result.clustering.labels[0])
