@@ -156,7 +156,7 @@ class CrawlStats:
     """A snapshot of a running crawl, emitted every `stats_interval` seconds and at the end."""
 
     pages: int = 0  # documents stored in this run
-    total_pages: int = 0  # documents in the repository
+    total_pages: int = 0  # documents this node crawled itself in the repository (peers' pooled ones not)
     fetches: int = 0  # fetch attempts completed in this run
     errors: int = 0
     errors_by_kind: dict[str, int] = field(default_factory=dict)
@@ -233,7 +233,10 @@ class Crawler:
         self.dedup = DedupIndex(max_size=s.dedup_index_size, max_distance=s.near_duplicate_distance)
         for doc_id, fp, sh in repo.fingerprints(s.dedup_index_size):
             self.dedup.add(doc_id, fp, sh)
-        row = repo.db.execute("SELECT coalesce(max(id), 0), count(*) FROM documents").fetchone()
+        # max_pages limits the node's own crawl: peers' pooled results (origin set) share the table
+        row = repo.db.execute(
+            "SELECT coalesce(max(id), 0), count(*) FILTER (WHERE origin IS NULL) FROM documents"
+        ).fetchone()
         self._next_id = int(row[0]) + 1
         self._total_at_start = int(row[1])
         self._counters = _Counters()
@@ -285,8 +288,9 @@ class Crawler:
             await self.fetcher.aclose()
 
     async def run(self, max_pages: int | None = None) -> CrawlStats:
-        """Crawl until the repository holds `max_pages` documents (None: no limit), the frontier is
-        exhausted, or `stop()` is called; returns the final statistics."""
+        """Crawl until the repository holds `max_pages` documents of this node's own crawl (None: no
+        limit; peers' pooled results do not count), the frontier is exhausted, or `stop()` is called;
+        returns the final statistics."""
         self._started = self._clock()
         self._stopping = False
         self._reason = ""

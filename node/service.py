@@ -129,9 +129,6 @@ class NodeService:
         # ends whenever the node edits the frontier, so one run alone is only a fragment of the crawl)
         self._runs_pages = 0
         self._runs_seconds = 0.0
-        # peers' pooled results in the repository when the crawler was built: the engine counts them
-        # among its stored documents, but max_pages limits the node's own crawl (see _own_pages)
-        self._pooled_at_start = 0
         self._last_reason = ""
         self._stop = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -151,7 +148,6 @@ class NodeService:
             ensure_schema(self._side)
             self._states = load_crawl_states(self._side)
             self._states.setdefault(ALL_TOPICS, RUNNING)
-            self._pooled_at_start = document_counts(self._side)["pooled"]
             self.crawler = self._build_crawler()
             self._sync_paused_topics()
             if self.networked:
@@ -312,7 +308,7 @@ class NodeService:
                 self._crawl_idle = trio.Event()
                 self._crawl_running = True
                 try:
-                    stats = await self.crawler.run(self._engine_limit())
+                    stats = await self.crawler.run(self.max_pages)
                 finally:
                     self._crawl_running = False
                     self._crawl_idle.set()
@@ -328,16 +324,7 @@ class NodeService:
 
     def _limit_reached(self) -> bool:
         assert self.crawler is not None
-        return self.max_pages is not None and self._own_pages(self.crawler.stats) >= self.max_pages
-
-    def _engine_limit(self) -> int | None:
-        """max_pages in the engine's count, which includes the pooled results it found at start (a node
-        restarted with 41 pooled results stopped at 59 pages of its own for max_pages 100)."""
-        return None if self.max_pages is None else self.max_pages + self._pooled_at_start
-
-    def _own_pages(self, stats: CrawlStats) -> int:
-        """Documents this node crawled itself (the engine's total less the pooled ones it counted)."""
-        return max(0, stats.total_pages - self._pooled_at_start)
+        return self.max_pages is not None and self.crawler.stats.total_pages >= self.max_pages
 
     async def _wait_for_change(self, timeout: float) -> None:
         with trio.move_on_after(timeout):
@@ -381,7 +368,7 @@ class NodeService:
         answer["crawl"] = {
             "state": self.crawl_state(),
             "reason": reason,
-            "detail": self._idle_detail(reason, self._own_pages(self.crawler.stats) if self.crawler else 0),
+            "detail": self._idle_detail(reason, self.crawler.stats.total_pages if self.crawler else 0),
         }
         self._publish("log", {"message": f"crawl {state}" + (f" for {topic}" if topic else "")})
         return answer
@@ -450,8 +437,8 @@ class NodeService:
             "activity": "crawling" if self._crawl_running else IDLE_ACTIVITY.get(reason, "waiting"),
             "active": self._crawl_running,
             "reason": reason,
-            "detail": self._idle_detail(reason, self._own_pages(stats)),
-            "pages": self._own_pages(stats),
+            "detail": self._idle_detail(reason, stats.total_pages),
+            "pages": stats.total_pages,  # the node's own crawl: peers' pooled results not counted
             "pages_per_s": stats.recent_pages_per_s if self._crawl_running else 0.0,
             "session": self._session_figures(stats),
             "max_pages": self.max_pages,
@@ -484,7 +471,7 @@ class NodeService:
         if self._limit_reached():
             return "max_pages"
         if len(self.crawler.frontier) == 0:
-            return "exhausted" if self._own_pages(self.crawler.stats) else "no_seeds"
+            return "exhausted" if self.crawler.stats.total_pages else "no_seeds"
         if self.crawler.frontier.servable_size() == 0:
             return "topics_held"
         if self._last_reason == "blocked":

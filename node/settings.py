@@ -18,7 +18,11 @@ class NodeSettings:
     event_queue_size: int = doc(
         256, "Events buffered per event-stream client; a slow client loses the oldest."
     )
-    max_pages: int = doc(0, "Stop crawling when the repository holds this many documents; 0 means no limit.")
+    max_pages: int = doc(
+        0,
+        "Stop crawling when this node has crawled this many documents (peers' pooled results do not count); "
+        "0 means no limit.",
+    )
     networked: bool = doc(
         True, "Join the peer-to-peer network (off: a private crawler; `node run --offline`)."
     )

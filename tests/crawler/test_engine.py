@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from crawler.engine import Crawler, CrawlStats, PageVerdict
-from crawler.repository import DONE, FAILED, Repository
+from crawler.repository import DONE, FAILED, DocumentRecord, Repository, StoredPage
 from crawler.search import search
 from crawler.settings import CrawlSettings
 
@@ -117,6 +117,42 @@ async def test_max_pages_counts_the_repository_and_a_rerun_resumes(tmp_path):
     stored_first = {u for u in first_run if u in site(20)}
     assert not stored_first & set(fetcher2.fetched)
     repo2.close()
+
+
+@pytest.mark.trio
+async def test_max_pages_counts_own_documents_and_not_pooled_ones(tmp_path):
+    repo = Repository(tmp_path / "repo.db")
+    with repo.transaction():
+        for i in range(5):
+            repo.insert_page(StoredPage(pooled_document(i)))
+    repo.close()
+    fetcher = FakeFetcher(site(20))
+    crawler, repo = make(tmp_path, fetcher)
+    assert crawler.stats.total_pages == 0
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run(max_pages=8)
+    own = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
+    assert stats.reason == "max_pages" and stats.total_pages == own == 8
+    assert repo.document_count() == 13
+    repo.close()
+
+
+def pooled_document(i: int) -> DocumentRecord:
+    """A result shared by another node, stored with its origin."""
+    return DocumentRecord(
+        url=f"http://b.test/pooled{i}",
+        final_url=f"http://b.test/pooled{i}",
+        host="b.test",
+        status=200,
+        content_type="text/html",
+        title=f"pooled {i}",
+        text="",
+        fingerprint=f"{i:016x}",
+        simhash=i,
+        fetched_at=0.0,
+        depth=0,
+        origin="peer-1",
+    )
 
 
 @pytest.mark.trio
