@@ -32,8 +32,8 @@ class CooperationSettings:
     )
     prune_agreement: float = doc(
         0.95,
-        "Share of the node's own documents whose filtering decision a shipped model must keep when its "
-        "smallest weights are dropped (1: ship every weight).",
+        "Share of the node's documents (its newest crawled ones and its labelled ones) whose filtering "
+        "decision a shipped model must keep when its smallest weights are dropped (1: ship every weight).",
     )
     republish_agreement: float = doc(
         0.95,
