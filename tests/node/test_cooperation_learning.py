@@ -140,3 +140,12 @@ def test_preview_skips_navigation_lines_and_keeps_the_length():
     shown = learning.preview(text, 100)
     assert shown.startswith("Command interpreters") and len(shown) == 100
     assert learning.preview("short\nlines only", 100) == "short lines only"
+
+
+def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that_decides_alike(tmp_path):
+    data = labelled(tmp_path, 0)
+    model = learning.train_local(data)
+    assert learning.decision_agreement(model, model, data.X, 0.2) == 1.0
+    assert learning.decision_agreement(model, flipped(model), data.X, 0.2) < 0.5
+    retrained = learning.train_local(labelled(tmp_path, 1))
+    assert 0.5 < learning.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
