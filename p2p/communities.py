@@ -152,7 +152,7 @@ class Communities:
                 await self._wake.wait()
             self._wake = trio.Event()
             now = self.clock()
-            self._dirty.update(k for k in self.versions if now >= self._refresh_at.get(k, now))
+            self._dirty.update(k for k in self.versions if self._refresh_due(k, now))
             due = [
                 k
                 for k in self._dirty
@@ -167,12 +167,27 @@ class Communities:
                 await trio.sleep(min_gap / 2)
                 self._wake.set()
 
-    def refresh_interval(self, key: str) -> float:
+    def _refresh_due(self, key: str, now: float) -> bool:
+        """Whether `key`'s periodic re-announcement is due, judged by the community size known now.
+
+        The interval is fixed when an announcement is sent, and right after joining a node has heard of
+        few members: a crowd that joined together re-announced after `announce_interval` although the
+        community it learned of meanwhile called for a much longer one. A refresh that is early for the
+        current size moves back instead of being sent."""
+        if now < self._refresh_at.get(key, now):
+            return False
+        last = self._last_sent.get(key)
+        if last is not None and now - last < 0.75 * self.refresh_interval(key, jitter=False):
+            self._refresh_at[key] = last + self.refresh_interval(key)
+            return False
+        return True
+
+    def refresh_interval(self, key: str, *, jitter: bool = True) -> float:
         """Seconds until `key`'s next periodic re-announcement: the community shares
         `reannounce_rate_per_topic`, so the topic's message rate stays flat as the community grows."""
         members = len(self.community(key)) + 1
         base = max(self.settings.announce_interval, members / self.settings.reannounce_rate_per_topic)
-        return base * random.uniform(0.75, 1.25)  # members that joined together drift apart
+        return base * random.uniform(0.75, 1.25) if jitter else base  # a crowd drifts apart
 
     def _seconds_to_next_refresh(self) -> float:
         pending = [self._refresh_at.get(k, self.clock()) for k in self.versions]

@@ -46,6 +46,8 @@ from simnet.measure import peak_rss_mb
 FEATURES = 1 << 18
 TOPIC = "bench/topic"
 START_BATCH = 5
+PROGRESS_EVERY = 30.0
+"""Seconds between progress lines on stderr while the model spreads."""
 log = logging.getLogger(__name__)
 
 
@@ -220,8 +222,12 @@ async def wait_for_meshes(services: list) -> None:
     from p2p.communities import gossip_topic
 
     topic = gossip_topic(TOPIC)
-    while any(not s.p2p.gossipsub.mesh.get(topic) for s in services):
+    next_note = time.monotonic() + PROGRESS_EVERY
+    while missing := sum(not s.p2p.gossipsub.mesh.get(topic) for s in services):
         await trio.sleep(0.2)
+        if time.monotonic() >= next_note:
+            next_note += PROGRESS_EVERY
+            print(f"waiting for the gossip mesh of {missing} hosts", file=sys.stderr)
 
 
 class LoopLag:
@@ -275,8 +281,19 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 origin.model = sign_model(publisher.key, model)
                 t0 = origin.got_at = time.time()
                 publisher.communities.announce(TOPIC, 1)
+                next_note = time.monotonic() + PROGRESS_EVERY
                 while any(p.model is None for p in state.values()):
                     await trio.sleep(0.05)
+                    if time.monotonic() >= next_note:
+                        next_note += PROGRESS_EVERY
+                        have = sum(p.model is not None for p in state.values())
+                        alone = sum(not s.membership.neighbours for s in services)
+                        print(
+                            f"{time.time() - t0:.0f} s: {have} of {peers} peers have the model; "
+                            f"bootstrap connections {publisher.peers_online()}, peers with an empty "
+                            f"neighbour list {alone}, event loop up to {lag.worst:.1f} s behind",
+                            file=sys.stderr,
+                        )
                 sent = [sum(s.protocols.bytes_out.values()) for s in services]
                 spread_cpu = time.process_time() - start_cpu
                 nursery.cancel_scope.cancel()

@@ -127,3 +127,23 @@ async def test_a_model_with_a_bad_signature_is_not_fetched_again(start_services)
             await trio.sleep(1.5)  # several back-offs: no second request
             assert len(requests) == 1
             assert fetcher.protocols.guard.ledger.record_of(announcer.peer_id) is not None
+
+
+def test_refresh_that_is_early_for_the_community_known_now_moves_back():
+    """A crowd that joined together scheduled its first re-announcement knowing few members; when it
+    comes due, the interval is judged by the community heard of since (100 members at 1/s: ~100 s)."""
+    from p2p.communities import Communities
+
+    now = [0.0]
+    settings = P2PSettings(announce_interval=10.0, reannounce_rate_per_topic=1.0)
+    p2p = SimpleNamespace(settings=settings, pubsub=SimpleNamespace(peer_topics={}), peer_id="me")
+    communities = Communities(p2p, guard=None, clock=lambda: now[0])
+    communities.versions["t"] = 0
+    communities._last_sent["t"] = 0.0
+    communities._refresh_at["t"] = 10.0
+    communities.members["t"] = {f"p{i}": 0.0 for i in range(99)}
+    now[0] = 10.0
+    assert not communities._refresh_due("t", now[0])
+    assert communities._refresh_at["t"] >= 75.0
+    now[0] = communities._refresh_at["t"]
+    assert communities._refresh_due("t", now[0])
