@@ -99,7 +99,12 @@ class ApprenticeSettings:
         "fixed weight.",
     )
     weight: float = setting(
-        1.0, "Without blend: priority = P(relevant) ** weight * base ** (1 - weight); 1 replaces base."
+        0.5,
+        "Until the blend is learnt (always, without blend): priority = P(relevant) ** weight * "
+        "base ** (1 - weight); 1 replaces the base priority.",
+    )
+    blend_min_per_class: int = setting(
+        3, "Out-of-sample resolved links of each label the blend needs before it is learnt."
     )
     learner: str = setting(
         "logistic",
@@ -397,15 +402,13 @@ class Apprentice:
         return hashed(self.featurizer, names)
 
     def priority(self, topic: str | None, indices: np.ndarray, base: float) -> float:
-        """The link's priority: the base priority until the topic's model is trained (and, with `blend`,
-        its blend learnt), then the blend of both."""
+        """The link's priority: the base priority until the topic's model is trained, then the fixed-weight
+        mix until (with `blend`) the blend is learnt, then the blend."""
         key = topic or NO_TOPIC
         model = self.models.get(key)
         if model is None or not model.trained(self.settings.min_per_class):
             return base
-        if self.settings.blend:
-            if key not in self.blends:
-                return base
+        if self.settings.blend and key in self.blends:
             a, b, c = self.blends[key]
             z = a * model.log_odds(indices) + b * math.log(max(base, 1e-12)) + c
             return 1.0 / (1.0 + math.exp(-max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, z))))
@@ -453,7 +456,7 @@ class Apprentice:
         self.refits += 1
         if self.settings.blend:
             for topic, rows in self.blend_rows.items():
-                fitted = fit_blend(rows, self.settings.min_per_class)
+                fitted = fit_blend(rows, self.settings.blend_min_per_class)
                 if fitted is not None:
                     self.blends[topic] = fitted
 

@@ -103,7 +103,7 @@ def test_counts_take_effect_only_at_the_next_fit():
 
 
 def test_priority_is_the_base_until_both_labels_have_enough_instances():
-    apprentice = Apprentice(ApprenticeSettings(min_per_class=2, n_features=64, blend=False))
+    apprentice = Apprentice(ApprenticeSettings(min_per_class=2, n_features=64, blend=False, weight=1.0))
     good, bad = np.array([1, 2]), np.array([5, 6])
     for label, indices in ((1, good), (1, good), (0, bad)):
         apprentice.remember(f"u{len(apprentice.pending)}", "T", indices, 0.3)
@@ -196,7 +196,9 @@ HUB = (
 
 
 def test_pending_link_features_become_labelled_instances_when_the_target_is_judged():
-    policy = ApprenticeFocus(FakeCritic(), ApprenticeSettings(retrain_every=2, min_per_class=1, blend=False))
+    policy = ApprenticeFocus(
+        FakeCritic(), ApprenticeSettings(retrain_every=2, min_per_class=1, blend=False, weight=1.0)
+    )
     hub = crawled("http://h.test/hub", HUB)
     verdict = policy.score_pages([hub])[0]
     priorities = {link.url: policy.link_priority(hub, link, verdict) for link in hub.parsed.links}
@@ -247,7 +249,7 @@ def test_after_a_restart_pending_features_are_rebuilt_from_the_stored_link(tmp_p
 
 
 def test_rescoring_moves_queued_entries_with_known_features_and_spares_bookmarks():
-    apprentice = Apprentice(ApprenticeSettings(min_per_class=1, n_features=64, blend=False))
+    apprentice = Apprentice(ApprenticeSettings(min_per_class=1, n_features=64, blend=False, weight=1.0))
     frontier = Frontier()
     for url, priority in (("http://a.test/x", 0.5), ("http://a.test/y", 0.5), ("http://a.test/seed", 1e9)):
         frontier.add(FrontierEntry(url, "a.test", priority, 1, "T"))

@@ -98,7 +98,7 @@ def test_learning_from_a_stored_crawl_labels_links_by_their_targets_verdict(tmp_
         store(repo, 2, "http://h.test/good", b"<p>hockey</p>", topic="Sports", accepted=True)
         store(repo, 3, "http://h.test/bad", b"<p>soup</p>")
         store(repo, 4, "http://h.test/other", b"<p>x</p>", topic="Cooking", accepted=True)
-        apprentice = Apprentice(ApprenticeSettings(min_per_class=1, blend=False))
+        apprentice = Apprentice(ApprenticeSettings(min_per_class=1, blend=False, weight=1.0))
         assert learn_from_crawl(apprentice, repo, "Sports") == 2
     assert apprentice.resolved == {0: 1, 1: 1} and not apprentice.buffer
     page = parse_html(hub, "http://h.test/hub2")
@@ -126,8 +126,9 @@ def test_the_blend_keeps_the_signal_that_predicts_the_labels_and_drops_the_one_t
     assert fit_blend([(1.0, 0.0, 1)] * 20 + [(0.0, 0.0, 0)] * 3, min_per_class=5) is None
 
 
-def test_priorities_follow_the_base_until_the_blend_has_out_of_sample_rows_then_the_blend():
-    apprentice = Apprentice(ApprenticeSettings(min_per_class=2, n_features=64, retrain_every=1))
+def test_priorities_follow_the_fixed_weight_until_the_blend_has_out_of_sample_rows_then_the_blend():
+    settings = ApprenticeSettings(min_per_class=2, n_features=64, weight=0.0, blend_min_per_class=2)
+    apprentice = Apprentice(settings)
     good, bad = np.array([1, 2]), np.array([5, 6])
     step = 0
 
@@ -154,7 +155,7 @@ def test_priorities_follow_the_base_until_the_blend_has_out_of_sample_rows_then_
 
 
 def test_logistic_learner_ranks_links_by_their_features_and_round_trips_as_plain_data():
-    settings = ApprenticeSettings(n_features=64, min_per_class=2, learner="logistic", blend=False)
+    settings = ApprenticeSettings(n_features=64, min_per_class=2, learner="logistic", blend=False, weight=1.0)
     apprentice = Apprentice(settings)
     good, bad, shared = np.array([1, 2]), np.array([5, 6]), np.array([9])
     for k in range(6):
