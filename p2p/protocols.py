@@ -27,6 +27,7 @@ from p2p.limits import PeerGuard, PeerLedger, RateLimiter
 from p2p.schemas import (
     CovarianceReport,
     CrossValidationReport,
+    HeldFilter,
     Message,
     MetaClassifierOffer,
     MetaRequest,
@@ -153,6 +154,8 @@ class Protocols:
         async def answer(peer: str, request: ResultSyncRequest) -> list[Message]:
             page = await provider(request.topic, request.cursor, request.limit)
             items = tuple(page.items)[: request.limit]
+            if request.held is not None:
+                items = tuple(item for item in items if item.result.url not in request.held)
             more = page.more or len(page.items) > request.limit
             return [ResultSyncResponse(request.topic, items, page.next_cursor, more)]
 
@@ -231,10 +234,11 @@ class Protocols:
         return model
 
     async def fetch_results(
-        self, peer: str | ID, topic: str, cursor: int = 0, limit: int = 500
+        self, peer: str | ID, topic: str, cursor: int = 0, limit: int = 500, held: HeldFilter | None = None
     ) -> ResultSyncResponse:
-        """One page of the peer's results of `topic` after `cursor`, every item's signature checked."""
-        request = ResultSyncRequest(topic, cursor, limit)
+        """One page of the peer's results of `topic` after `cursor`, every item's signature checked; with
+        `held` (the URLs this node holds already) the peer may leave those out."""
+        request = ResultSyncRequest(topic, cursor, limit, held)
         (reply,) = await self.request(peer, RESULTS, request, [ResultSyncResponse])
         if len(reply.items) > limit:  # type: ignore[attr-defined]
             self._violation(peer, WireError("too_many_items", f"{len(reply.items)} items > limit {limit}"))  # type: ignore[attr-defined]

@@ -10,9 +10,10 @@ weights match the declared feature space. Each violation raises `WireError` with
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -54,6 +55,8 @@ MAX_REASON_LEN = 256
 MAX_VERSION = (1 << 53) - 1
 MAX_CURSOR = (1 << 63) - 1
 MAX_ABS_FLOAT = 1e12
+MAX_HELD_FILTER_BYTES = 64 * KIB
+MAX_HELD_HASHES = 16
 SIGNATURE_LEN = 64
 MODEL_KINDS = ("linear", "centroids", "meta")
 META_PHASES = ("estimate", "build")
@@ -727,18 +730,90 @@ class SignedResult:
         )
 
 
+HELD_FILTER_PERSON = b"topicswarm-bloom"
+
+
+def held_filter_probes(key: str, bits: int, hashes: int) -> list[int]:
+    """The bit positions of `key` in a `HeldFilter` of `bits` bits and `hashes` hash functions (the
+    specification both peers must share, hence BLAKE2b and not Python's per-process `hash()`)."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=16, person=HELD_FILTER_PERSON).digest()
+    h1 = int.from_bytes(digest[:8], "little")
+    h2 = int.from_bytes(digest[8:], "little") | 1
+    return [(h1 + i * h2) % bits for i in range(hashes)]
+
+
+def _check_filter_bits(value: Any, where: str) -> bytes:
+    bits = check_bytes(value, where, MAX_HELD_FILTER_BYTES)
+    if not bits:
+        raise _fail("too_short", where, "an empty filter (send none instead)")
+    return bits
+
+
+@dataclass(frozen=True)
+class HeldFilter:
+    """A Bloom filter of the result URLs a result-sync asker already holds, so the provider leaves them
+    out. A false positive only leaves one result unsent; checking a result costs the provider one BLAKE2b
+    and at most `MAX_HELD_HASHES` bit probes, however hostile the filter.
+
+    Specification: m = 8 * len(bits) bits, k = hashes. A key (the URL exactly as in `CrawlResult.url`,
+    UTF-8) sets bits (h1 + i * h2) mod m for i in 0..k-1, where h1 and h2 are the little-endian unsigned
+    64-bit halves of BLAKE2b with a 16-byte digest and person b"topicswarm-bloom", h2 forced odd (double
+    hashing, Kirsch and Mitzenmacher); bit j is bit j % 8 (least significant first) of byte j // 8."""
+
+    bits: bytes
+    hashes: int
+
+    @classmethod
+    def build(cls, keys: Iterable[str], fp_rate: float, max_bytes: int) -> HeldFilter:
+        """A filter of `keys` sized for `fp_rate` (m = -n ln p / ln(2)^2 bits, k = m/n ln 2), capped at
+        `max_bytes` (more keys than that holds at `fp_rate` raise the false-positive rate instead)."""
+        unique = set(keys)
+        if not 0.0 < fp_rate < 1.0:
+            raise ValueError(f"fp_rate must lie in (0, 1), got {fp_rate}")
+        if not 1 <= max_bytes <= MAX_HELD_FILTER_BYTES:
+            raise ValueError(f"max_bytes must lie in [1, {MAX_HELD_FILTER_BYTES}], got {max_bytes}")
+        n = max(len(unique), 1)
+        wanted = math.ceil(-n * math.log(fp_rate) / math.log(2) ** 2)
+        size = min(max(math.ceil(wanted / 8), 1), max_bytes)
+        hashes = min(max(round(8 * size / n * math.log(2)), 1), MAX_HELD_HASHES)
+        array = bytearray(size)
+        for key in unique:
+            for j in held_filter_probes(key, 8 * size, hashes):
+                array[j >> 3] |= 1 << (j & 7)
+        return cls(bytes(array), hashes)
+
+    def __contains__(self, key: str) -> bool:
+        return all(
+            self.bits[j >> 3] >> (j & 7) & 1 for j in held_filter_probes(key, 8 * len(self.bits), self.hashes)
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"bits": bytes(self.bits), "hashes": self.hashes}
+
+    @classmethod
+    def parse(cls, f: _Fields) -> Self:
+        return cls(
+            bits=f.get("bits", _check_filter_bits), hashes=f.get("hashes", check_int, 1, MAX_HELD_HASHES)
+        )
+
+
 @dataclass(frozen=True)
 class ResultSyncRequest(Message):
-    """Ask for a topic's results after `cursor` (0: from the beginning), at most `limit` of them."""
+    """Ask for a topic's results after `cursor` (0: from the beginning), at most `limit` of them; with
+    `held`, a Bloom filter of the URLs the asker holds already, which the provider may leave out."""
 
     TYPE: ClassVar[str] = "result_sync_request"
-    MAX_FRAME: ClassVar[int] = 16 * KIB
+    MAX_FRAME: ClassVar[int] = 16 * KIB + MAX_HELD_FILTER_BYTES
     topic: str
     cursor: int = 0
     limit: int = MAX_RESULTS
+    held: HeldFilter | None = None
 
     def body(self) -> dict[str, Any]:
-        return {"topic": self.topic, "cursor": self.cursor, "limit": self.limit}
+        body = {"topic": self.topic, "cursor": self.cursor, "limit": self.limit}
+        if self.held is not None:
+            body["held"] = self.held.to_wire()
+        return body
 
     @classmethod
     def parse(cls, f: _Fields) -> Self:
@@ -746,6 +821,7 @@ class ResultSyncRequest(Message):
             topic=f.get("topic", check_topic),
             cursor=f.get("cursor", check_int, 0, MAX_CURSOR),
             limit=f.get("limit", check_int, 1, MAX_RESULTS),
+            held=f.optional("held", _record(HeldFilter)),
         )
 
 
