@@ -6,8 +6,9 @@ The hosts start in batches of `START_BATCH` and join through one bootstrap addre
 (membership push-pull, thesis 3.3.1), then hold one topic. Background periods are the node's defaults
 (`--exchange-period`, `--gossip-heartbeat`, printed in the result), and every host keeps at most
 `max_connections` connections, so the idle load of the process grows with N rather than N^2. Once every
-host has a gossip mesh for the topic, peer 0 publishes a signed linear model (a few thousand nonzero
-weights of a 2^18 feature space plus its training document ids, ~34 KB on the wire). Dissemination, and
+host has a gossip mesh for the topic, the last host started (not the bootstrap, the busiest host)
+publishes a signed linear model (a few thousand nonzero weights of a 2^18 feature space plus its
+training document ids, ~34 KB on the wire). Dissemination, and
 what a "round" is here:
 
 - a peer that has the model announces it on the topic's gossipsub topic (a small frame);
@@ -275,7 +276,9 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 stage = f"spreading the model (hosts were up after {start_seconds:.0f} s)"
                 for service in services:
                     service.protocols.bytes_out.clear()
-                publisher = services[0]
+                # not the bootstrap: every host joined through it and it stays the busiest; a model is
+                # published by whichever node trained it
+                publisher = services[-1]
                 origin = state[publisher.peer_id]
                 model = bench_model(publisher.peer_id, config.nonzero, config.training_docs)
                 origin.model = sign_model(publisher.key, model)
@@ -290,7 +293,7 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                         alone = sum(not s.membership.neighbours for s in services)
                         print(
                             f"{time.time() - t0:.0f} s: {have} of {peers} peers have the model; "
-                            f"bootstrap connections {publisher.peers_online()}, peers with an empty "
+                            f"bootstrap connections {services[0].peers_online()}, peers with an empty "
                             f"neighbour list {alone}, event loop up to {lag.worst:.1f} s behind",
                             file=sys.stderr,
                         )
