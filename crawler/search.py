@@ -124,6 +124,8 @@ def search(
 
 CANDIDATES = 100  # BM25's best candidates re-ranked by the combination (more when paging deeper)
 NEAR_DUPLICATE_BITS = 3  # SimHash Hamming distance within which two results show as one (as dedup does)
+# "accepted": accepted into a topic by the focus (every page of an unfocused crawl is) and kept or not yet
+# judged by the restrictive verdict; "abstained": the restrictive verdict abstained; "any": no filter
 VERDICTS = ("accepted", "abstained", "any")
 ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
@@ -203,7 +205,9 @@ def _filters(
         where.append(f"d.accepted = 1 AND {clause}")
         params.extend(topic_params)
     if verdict == "accepted":
-        where.append("(d.verdict IS NULL OR d.verdict = 'accepted')")
+        # accepted by the crawl's focus (a page no topic accepted is stored with accepted = 0 and no
+        # topic) and not dismissed by the restrictive verdict, which judges only topic documents
+        where.append("d.accepted = 1 AND (d.verdict IS NULL OR d.verdict = 'accepted')")
     elif verdict == "abstained":
         where.append("d.verdict = 'abstained'")
     if origin == "local":
@@ -246,8 +250,9 @@ def ranked_search(
     """The query's results ranked by the linear combination of normalised signals (thesis eq. 4.1).
 
     BM25 picks the best `CANDIDATES` matching documents under the filters (topic or its subtree,
-    restrictive verdict: default accepted-or-unjudged, local/pooled origin); the combination re-ranks them;
-    near duplicates and copies of one page from several peers show once with their origins merged.
+    `verdict` as `VERDICTS` says: by default pages the focus accepted into a topic that the restrictive
+    verdict did not dismiss; local/pooled origin); the combination re-ranks them; near duplicates and
+    copies of one page from several peers show once with their origins merged.
     `context` (default: the filter topic) is the topic whose view ranks without filtering: only documents
     accepted into its subtree keep their confidence, and its topic-specific link scores are used.
     A query with more than `bm25_budget` matches takes its BM25 candidates from bounded tiers

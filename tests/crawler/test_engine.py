@@ -10,8 +10,8 @@ import pytest
 import trio
 
 from crawler.engine import Crawler, CrawlStats, PageVerdict
-from crawler.repository import DONE, FAILED, DocumentRecord, Repository, StoredPage
-from crawler.search import search
+from crawler.repository import DONE, FAILED, Repository, StoredPage
+from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
 
 
@@ -124,7 +124,9 @@ async def test_max_pages_counts_own_documents_and_not_pooled_ones(tmp_path):
     repo = Repository(tmp_path / "repo.db")
     with repo.transaction():
         for i in range(5):
-            repo.insert_page(StoredPage(pooled_document(i)))
+            repo.insert_page(
+                StoredPage(text_document(f"http://b.test/pooled{i}", "", f"pooled {i}", origin="peer"))
+            )
     repo.close()
     fetcher = FakeFetcher(site(20))
     crawler, repo = make(tmp_path, fetcher)
@@ -135,24 +137,6 @@ async def test_max_pages_counts_own_documents_and_not_pooled_ones(tmp_path):
     assert stats.reason == "max_pages" and stats.total_pages == own == 8
     assert repo.document_count() == 13
     repo.close()
-
-
-def pooled_document(i: int) -> DocumentRecord:
-    """A result shared by another node, stored with its origin."""
-    return DocumentRecord(
-        url=f"http://b.test/pooled{i}",
-        final_url=f"http://b.test/pooled{i}",
-        host="b.test",
-        status=200,
-        content_type="text/html",
-        title=f"pooled {i}",
-        text="",
-        fingerprint=f"{i:016x}",
-        simhash=i,
-        fetched_at=0.0,
-        depth=0,
-        origin="peer-1",
-    )
 
 
 @pytest.mark.trio

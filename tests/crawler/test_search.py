@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crawler.repository import DocumentRecord, Repository, StoredPage
-from crawler.search import SearchError, plain_query, search
+from crawler.search import SearchError, plain_query, ranked_search, search
 
 
 def store(repo: Repository, url: str, title: str, text: str, **kw) -> int:
@@ -93,3 +93,14 @@ def test_empty_query_is_an_error(repo):
     with pytest.raises(SearchError, match="empty"):
         search(repo, "  ")
     assert plain_query("!!!") == ""
+
+
+def test_default_verdict_filter_leaves_out_pages_no_topic_accepted(repo):
+    with repo.transaction():
+        store(repo, "http://h/kept", "Vacuum", "vacuum kept", topic="db", confidence=0.9)
+        store(repo, "http://h/noise", "Vacuum", "vacuum noise", topic=None, confidence=0.0, accepted=False)
+        store(repo, "http://h/dismissed", "Vacuum", "vacuum gone", topic="db", verdict="rejected")
+    urls = {h.url for h in ranked_search(repo, "vacuum", previews=False).hits}
+    assert urls == {"http://h/vacuum", "http://h/other", "http://h/kept"}
+    every = {h.url for h in ranked_search(repo, "vacuum", verdict="any", previews=False).hits}
+    assert every == urls | {"http://h/noise", "http://h/dismissed"}
