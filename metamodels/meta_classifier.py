@@ -4,7 +4,8 @@ Meta(d) = +1 if sum_i R(m_i, d) * w(m_i) > t1, -1 if < t2, 0 (abstain) otherwise
 model's signed confidence (the thesis's experiments) or its decision in {+1, -1}. The loss-targeted filter
 decides the (1 - L) share of documents with the largest |sum| by sign and dismisses the rest. The whole
 meta-classifier is plain data: the base models' dicts, the weights, the thresholds (and, beyond the
-thesis, optional per-model Platt scalers), so a peer can ship it to another.
+thesis, optional per-model Platt scalers and the name of the per-document aggregation its weights were
+chosen for, see `metamodels.robust`), so a peer can ship it to another.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from metamodels.calibration import PlattScaler
 from metamodels.errors import MetaInputError, ModelFormatError
 from metamodels.meta_functions import threshold_decisions, weighted_sum
 from metamodels.restrictive import loss_targeted_decisions
+from metamodels.robust import AGGREGATIONS
 
 META_SCHEMA_VERSION = 1
 Response = Literal["confidence", "decision"]
@@ -67,6 +69,7 @@ class MetaClassifier:
     t2: float = 0.0
     response: Response = "confidence"
     scalers: tuple[PlattScaler | None, ...] | None = None
+    aggregation: str | None = None  # a `metamodels.robust` aggregation; None: the combiner's default
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -83,6 +86,10 @@ class MetaClassifier:
             raise MetaInputError(f"response must be one of {RESPONSES}, got {self.response!r}")
         if self.scalers is not None and len(self.scalers) != len(self.models):
             raise MetaInputError(f"got {len(self.scalers)} scalers for {len(self.models)} models")
+        if self.aggregation is not None and self.aggregation not in AGGREGATIONS:
+            raise MetaInputError(
+                f"aggregation must be one of {AGGREGATIONS} or None, got {self.aggregation!r}"
+            )
 
     @classmethod
     def equal_weights(cls, models: Sequence[BaseModel], **options: Any) -> MetaClassifier:
@@ -114,6 +121,7 @@ class MetaClassifier:
             "t2": float(self.t2),
             "response": self.response,
             "scalers": None if self.scalers is None else [s.to_dict() if s else None for s in self.scalers],
+            "aggregation": self.aggregation,
         }
 
     @classmethod
@@ -136,6 +144,7 @@ class MetaClassifier:
             t1, t2 = float(data["t1"]), float(data["t2"])
             response = data["response"]
             raw_scalers = data.get("scalers")
+            aggregation = data.get("aggregation")  # absent in dicts written before it existed
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"malformed meta-classifier: {exc}") from exc
         scalers = None
@@ -144,6 +153,14 @@ class MetaClassifier:
                 raise ModelFormatError("meta-classifier 'scalers' must be a list or null")
             scalers = tuple(None if s is None else PlattScaler.from_dict(s) for s in raw_scalers)
         try:
-            return cls(models=models, weights=weights, t1=t1, t2=t2, response=response, scalers=scalers)
+            return cls(
+                models=models,
+                weights=weights,
+                t1=t1,
+                t2=t2,
+                response=response,
+                scalers=scalers,
+                aggregation=aggregation,
+            )
         except MetaInputError as exc:
             raise ModelFormatError(f"inconsistent meta-classifier: {exc}") from exc

@@ -5,6 +5,12 @@ with inflated scores then pulls the meta decision its way. Here each model's wei
 measured on labelled data the combiner holds itself (models at or below chance get weight 0), and the
 per-document aggregate is a weighted trimmed mean or weighted median, so a minority of extreme confidences
 cannot dominate. Calibrate scores first (metamodels.calibration) so they share one scale.
+
+Labels are scarce where a combiner runs (a node holds 15-100 labelled documents, often under 10 held out
+per received model), unlabelled documents plenty. `spectral_balanced_accuracies` estimates every model's
+balanced accuracy on the combiner's own documents without labels, from how the models' decisions agree
+(the spectral meta-learner of Parisi et al., PNAS 2014); `log_odds_mean` combines calibrated
+confidences as the weighted mean of their log-odds (the naive-Bayes form of independent votes).
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import numpy as np
 
 from metamodels.errors import MetaInputError
 
-Aggregation = Literal["mean", "trimmed_mean", "median"]
+Aggregation = Literal["mean", "trimmed_mean", "median", "log_odds_mean"]
+AGGREGATIONS: tuple[str, ...] = ("mean", "trimmed_mean", "median", "log_odds_mean")
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,56 @@ def robust_combine(
     settings: RobustSettings = RobustSettings(),
 ) -> np.ndarray:
     """Combined signed confidence per document under settings.aggregation."""
+    if settings.aggregation == "log_odds_mean":
+        return log_odds_mean(confidences, weights, settings.max_accuracy)
     if settings.aggregation == "median":
         return weighted_median(confidences, weights)
     trim = settings.trim if settings.aggregation == "trimmed_mean" else 0.0
     return weighted_trimmed_mean(confidences, weights, trim)
+
+
+def log_odds_mean(
+    confidences: np.ndarray | Sequence[Sequence[float]],
+    weights: Sequence[float] | np.ndarray,
+    max_accuracy: float = 0.99,
+) -> np.ndarray:
+    """Per document: the weighted mean of the models' log-odds, back on the confidence scale (2P - 1).
+
+    Confidences are calibrated 2P - 1; each model's log-odds is capped at that of `max_accuracy` (a
+    probability beyond it is not backed by a few dozen labels, and one steep scaler must not outvote the
+    rest). One model alone gives its own confidence (up to the cap). All weights zero gives 0.
+    """
+    values, w = _checked(confidences, weights)
+    total = w.sum()
+    if total <= 0:
+        return np.zeros(values.shape[0])
+    cap = math.log(max_accuracy / (1.0 - max_accuracy))
+    log_odds = np.clip(2.0 * np.arctanh(np.clip(values, -1.0 + 1e-15, 1.0 - 1e-15)), -cap, cap)
+    return np.tanh(0.5 * (log_odds @ w) / total)
+
+
+def spectral_balanced_accuracies(decisions: np.ndarray, max_accuracy: float = 0.99) -> np.ndarray | None:
+    """Each model's balanced accuracy on unlabelled documents from its decisions (+1/-1, documents x
+    models), by the spectral meta-learner (Parisi, Strino, Nadler, Kluger 2014): for models whose errors
+    are independent given the class, the off-diagonal of the decisions' covariance is rank one,
+    Q_ij = (1 - b^2)(2 pi_i - 1)(2 pi_j - 1), pi_i the balanced accuracy and b the class imbalance. The
+    rank-one vector is fitted to the off-diagonal by alternating least squares, its sign chosen so most
+    models beat chance, b taken from the share of positive weighted votes. None with fewer than 3 models (a
+    single covariance cannot be split between two). Errors shared by models (trained on overlapping
+    documents) inflate their estimate: it ranks models, it does not certify them."""
+    F = np.asarray(decisions, dtype=float)
+    if F.ndim != 2 or F.shape[1] < 3 or F.shape[0] < 2:
+        return None
+    k = F.shape[1]
+    Q = np.cov(F.T)
+    v = np.sqrt(np.clip(np.diag(Q), 1e-6, None))
+    for _ in range(100):
+        for i in range(k):
+            others = np.arange(k) != i
+            v[i] = (Q[i, others] @ v[others]) / max(float(v[others] @ v[others]), 1e-9)
+    if np.sum(v > 0) < np.sum(v < 0):
+        v = -v
+    vote = F @ np.clip(v, 0.0, None)  # the class imbalance as the models' weighted vote sees it
+    b = 2.0 * float(np.mean(vote > 0)) - 1.0 if np.any(vote) else 2.0 * float(np.mean(F > 0)) - 1.0
+    scale = math.sqrt(max(1.0 - b * b, 1e-3))
+    return 0.5 * (1.0 + np.clip(v / scale, 0.0, 2.0 * max_accuracy - 1.0))

@@ -12,7 +12,17 @@ node), turned into a log-odds weight (`metamodels.robust`). They are put on one 
 fitted on this node's labels: a label-flipped model's scaler would flip it back, so such a model (and one
 this node measured at or below chance) gets weight 0 whatever the reporters say; an inflated one is
 calibrated back. The meta confidence of a document is the weighted trimmed mean of the calibrated
-confidences. Functions here read the repository and are meant to run in a worker thread.
+confidences.
+
+Those weights rest on a handful of labels (devweb: 15-95 labelled documents per node, often 1-9 held out
+per received model), and with them the meta-classifier filtered no better than the local model (won on
+about half the nodes). Given the node's own crawled documents (unlabelled, plenty), `meta_classifier`
+weighs instead by each model's balanced accuracy on the node's own distribution as the agreement of the
+models' decisions there reveals it (`spectral_weights`), and combines the calibrated confidences as the
+weighted mean of their log-odds: on 16 stored devweb runs (64 nodes) filtering at loss 0.2 then beat the
+local model on 42 nodes and lost on 13 (mean +0.016), against 25 and 29 (mean +0.000). Only models whose
+scaler this node could fit take part, so a label-flipped model still has no say. Functions here read the
+repository and are meant to run in a worker thread.
 """
 
 from __future__ import annotations
@@ -38,7 +48,12 @@ from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
 from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT
 from metamodels.restrictive import loss_targeted_decisions
-from metamodels.robust import RobustSettings, accuracy_weight, robust_combine
+from metamodels.robust import (
+    RobustSettings,
+    accuracy_weight,
+    robust_combine,
+    spectral_balanced_accuracies,
+)
 
 CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 VERDICTS = {ACCEPT: "accepted", ABSTAIN: "abstained", -1: "rejected"}
@@ -342,9 +357,43 @@ def local_member(
     )
 
 
-def meta_classifier(members: Sequence[Member]) -> MetaClassifier:
-    """Eq. 3.13/3.14 over the members with their measured weights and scalers. When nothing could be
-    measured the local model decides alone (weight 1), as a node without peers would."""
+SPECTRAL_AGGREGATION = "log_odds_mean"
+
+
+def spectral_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] | None:
+    """Log-odds weights from each member's balanced accuracy on the documents X (the node's own, unlabelled)
+    estimated from the agreement of the members' decisions (`spectral_balanced_accuracies`), for the members
+    with a scaler (the others, label-flipped or unmeasurable, get 0). None with fewer than 3 such members
+    or fewer than `MIN_AGREEMENT_DOCUMENTS` documents: agreement then tells nothing."""
+    usable = [i for i, m in enumerate(members) if m.scaler is not None]
+    if len(usable) < 3 or X.shape[0] < MIN_AGREEMENT_DOCUMENTS:
+        return None
+    decisions = np.column_stack(
+        [np.where(members[i].scaler.confidence(members[i].model.confidence(X)) > 0, 1, -1) for i in usable]
+    )
+    accuracies = spectral_balanced_accuracies(decisions, ROBUST.max_accuracy)
+    if accuracies is None:
+        return None
+    weights = [0.0] * len(members)
+    for i, accuracy in zip(usable, accuracies, strict=True):
+        weights[i] = accuracy_weight(float(accuracy), X.shape[0], ROBUST)
+    return weights
+
+
+def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = None) -> MetaClassifier:
+    """Eq. 3.13/3.14 over the members. With the node's own unlabelled documents (`own_documents`), weighed
+    by `spectral_weights` and combined by the mean of log-odds; else (or when that cannot be estimated) by
+    their measured weights and the trimmed mean. When nothing could be measured the local model decides
+    alone (weight 1), as a node without peers would."""
+    scalers = tuple(m.scaler for m in members)
+    spectral = spectral_weights(members, unlabelled) if unlabelled is not None else None
+    if spectral is not None and any(w > 0 for w in spectral):
+        return MetaClassifier(
+            models=tuple(m.model for m in members),
+            weights=tuple(spectral),
+            scalers=scalers,
+            aggregation=SPECTRAL_AGGREGATION,
+        )
     weights = [m.weight for m in members]
     if not any(w > 0 for w in weights):
         weights = [1.0 if m.local else 0.0 for m in members]
@@ -358,10 +407,12 @@ def meta_classifier(members: Sequence[Member]) -> MetaClassifier:
 
 
 def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:
-    """Signed meta confidence per document: weighted trimmed mean of the calibrated confidences."""
+    """Signed meta confidence per document: the meta-classifier's aggregation of the calibrated confidences
+    (weighted trimmed mean unless it names another)."""
     if X.shape[0] == 0:
         return np.zeros(0)
-    return robust_combine(meta.responses(X), meta.weights, ROBUST)
+    settings = ROBUST if meta.aggregation is None else replace(ROBUST, aggregation=meta.aggregation)
+    return robust_combine(meta.responses(X), meta.weights, settings)
 
 
 def decision_accuracy(scores: np.ndarray, labels: np.ndarray, loss: float) -> float | None:

@@ -107,3 +107,13 @@ def test_meta_classifier_of_linear_svms_travels_as_plain_data():
     assert all(isinstance(m, LinearModel) for m in again.models)
     assert again.combined(Xs) == pytest.approx(meta.combined(Xs))
     assert np.mean(meta.decide_with_loss(Xs, 0.0) == np.where(y == 1, 1, -1)) > 0.9
+
+
+def test_aggregation_travels_with_the_meta_classifier_and_older_forms_still_load():
+    meta = MetaClassifier((A, B), (0.7, 0.3), aggregation="log_odds_mean")
+    wire = msgpack.unpackb(msgpack.packb(meta.to_dict()))
+    assert MetaClassifier.from_dict(wire, model_from_dict=DotModel.from_dict) == meta
+    older = {k: v for k, v in meta.to_dict().items() if k != "aggregation"}
+    assert MetaClassifier.from_dict(older, model_from_dict=DotModel.from_dict).aggregation is None
+    with pytest.raises(ModelFormatError, match="aggregation"):
+        MetaClassifier.from_dict({**wire, "aggregation": "vote"}, model_from_dict=DotModel.from_dict)

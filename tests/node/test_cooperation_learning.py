@@ -149,3 +149,40 @@ def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that
     assert learning.decision_agreement(model, flipped(model), data.X, 0.2) < 0.5
     retrained = learning.train_local(labelled(tmp_path, 1))
     assert 0.5 < learning.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
+
+
+def test_with_own_documents_weights_come_from_agreement_and_a_flipped_model_still_has_no_say(tmp_path):
+    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peers = [
+        learning.received_member(f"p{i}", 1, learning.train_local(d), own)
+        for i, d in ((1, other), (2, third))
+    ]
+    bad = learning.received_member("bad", 1, flipped(learning.train_local(other)), own)
+    unlabelled = crawled_documents(tmp_path)
+    members = [local, *peers, bad]
+    meta = learning.meta_classifier(members, unlabelled)
+    assert meta.aggregation == learning.SPECTRAL_AGGREGATION
+    assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
+    assert meta.weights == tuple(learning.spectral_weights(members, unlabelled))
+    assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
+
+
+def test_without_own_documents_or_with_too_few_models_the_measured_weights_stay(tmp_path):
+    own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    unlabelled = crawled_documents(tmp_path)
+    for meta in (
+        learning.meta_classifier([local, peer]),
+        learning.meta_classifier([local, peer], unlabelled),
+    ):
+        assert meta.aggregation is None and meta.weights == (local.weight, peer.weight)
+
+
+def crawled_documents(tmp_path):
+    """Features of a node's own crawled documents (unlabelled)."""
+    path = tmp_path / "crawl.sqlite"
+    make_repository(path, 0, crawled=60)
+    with Repository(path) as repo:
+        return learning.own_documents(repo, Featurizer(FeatureConfig()))
