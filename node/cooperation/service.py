@@ -81,6 +81,7 @@ from p2p.schemas import (
     CrawlResult,
     CrossValidationReport,
     CvEntry,
+    HeldFilter,
     HeldModel,
     MetaClassifierOffer,
     MetaRequest,
@@ -91,6 +92,9 @@ from p2p.schemas import (
 from p2p.signing import sign_model, sign_results, verify_model
 
 log = logging.getLogger(__name__)
+
+_HELD_SCAN = 4
+"""A result page with a held-URL filter looks at up to this many times its limit of documents to fill it."""
 
 
 @dataclass
@@ -1019,21 +1023,30 @@ class Cooperation:
     async def _answer_results(self, peer: str, request: ResultSyncRequest) -> list[ResultSyncResponse]:
         """The result protocol's answer, served here rather than through the p2p layer's result provider
         (which is not told who asks) so that the asking peer's own results are not sent back to it."""
-        page = await self._serve_results(request.topic, request.cursor, request.limit, peer)
+        page = await self._serve_results(request.topic, request.cursor, request.limit, peer, request.held)
         return [ResultSyncResponse(request.topic, tuple(page.items), page.next_cursor, page.more)]
 
     async def _serve_results(
-        self, topic: str, cursor: int, limit: int, peer: str | None = None
+        self, topic: str, cursor: int, limit: int, peer: str | None = None, held: HeldFilter | None = None
     ) -> ResultPage:
         """This node's own results of a topic after the cursor, signed, previews cut to `preview_chars`;
-        without those the asking peer synced here as its own."""
+        without those the asking peer synced here as its own, and without the URLs its `held` filter says
+        it holds (up to `_HELD_SCAN` times `limit` documents are looked at to fill the page, so a filter
+        that claims everything costs a bounded amount of work)."""
         limit = min(limit, self.settings.results_per_sync)
         kept_only = self.settings.share_kept_only and topic in self._metas
-        rows = await self._db(
-            store.own_results, topic, cursor, limit + 1, peer, kept_only=kept_only, me=self.peer_id
+        scan = limit + 1 if held is None else _HELD_SCAN * limit + 1
+        found = await self._db(
+            store.own_results, topic, cursor, scan, peer, kept_only=kept_only, me=self.peer_id
         )
-        more = len(rows) > limit
-        rows = rows[:limit]
+        rows, next_cursor, looked_at = [], cursor, 0
+        for doc_id, row in found:
+            if len(rows) == limit:
+                break
+            next_cursor, looked_at = doc_id, looked_at + 1
+            if held is None or row["url"] not in held:
+                rows.append((doc_id, row))
+        more = looked_at < len(found) or len(found) == scan
         results = [
             CrawlResult(
                 url=row["url"],
@@ -1050,7 +1063,6 @@ class Cooperation:
             for _, row in rows
             if len(row["url"]) <= 2048 and row["url"].startswith(("http://", "https://"))
         ]
-        next_cursor = rows[-1][0] if rows else cursor
         return ResultPage(sign_results(self.key, results), next_cursor, more)
 
     async def sync_results(self) -> int:
@@ -1089,8 +1101,11 @@ class Cooperation:
     async def _sync_peer(self, peer: str, topic: str) -> int | None:
         """Pooled documents added from one page of the peer's results; None when it had nothing new."""
         cursor = await self._db(store.cursor_of, peer, topic)
+        held = await self._held_filter(peer, topic)
         try:
-            page = await self.protocols.fetch_results(peer, topic, cursor, self.settings.results_per_sync)
+            page = await self.protocols.fetch_results(
+                peer, topic, cursor, self.settings.results_per_sync, held
+            )
         except P2PError as exc:
             log.info("result sync: %s", exc)
             return None
@@ -1108,6 +1123,22 @@ class Cooperation:
         if added:
             self._publish("peer", {"peer": peer, "topic": topic, "pooled": added})
         return added
+
+    async def _held_filter(self, peer: str, topic: str) -> HeldFilter | None:
+        """The Bloom filter of URLs `peer` could send for `topic` that this node holds already (none when
+        `held_filter_fp_rate` is 0 or nothing is held)."""
+        if self.settings.held_filter_fp_rate <= 0:
+            return None
+
+        def build(repo: Repository) -> HeldFilter | None:
+            urls = store.held_urls(repo, topic, peer)
+            if not urls:
+                return None
+            return HeldFilter.build(
+                urls, self.settings.held_filter_fp_rate, self.settings.held_filter_max_bytes
+            )
+
+        return await self._db(build)
 
     async def _seed_from_hubs(self) -> None:
         """Queue the URLs of the peers' most confident pooled pages of each topic in the local frontier."""

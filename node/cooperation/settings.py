@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler.settings import doc
+from p2p.schemas import MAX_HELD_FILTER_BYTES
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,14 @@ class CooperationSettings:
         "Offer peers only the results the node's restrictive filter keeps at the topic's loss (false: "
         "every result its crawler accepted).",
     )
+    held_filter_fp_rate: float = doc(
+        0.01,
+        "False-positive rate of the Bloom filter of held URLs a result sync sends, so the peer leaves out "
+        "what this node holds already (a false positive: one new result not sent; 0: send no filter).",
+    )
+    held_filter_max_bytes: int = doc(
+        16384, "Largest held-URL filter a result sync sends (more URLs raise its false-positive rate)."
+    )
     share_results: int = doc(2000, "Most of a topic's own accepted results offered to peers (best first).")
     hub_seeds: int = doc(5, "Pooled URLs of peers' most confident pages queued as local seeds per round.")
     cluster_k: int = doc(3, "Default number of subtopics a refinement proposes.")
@@ -61,5 +70,9 @@ class CooperationSettings:
             raise ValueError("prune_agreement and republish_agreement must lie in [0.5, 1]")
         if not 0 <= self.preview_chars <= 2048 or self.max_backoff_rounds < 1:
             raise ValueError("preview_chars must lie in [0, 2048] and max_backoff_rounds be >= 1")
+        if not 0.0 <= self.held_filter_fp_rate < 1.0:
+            raise ValueError("held_filter_fp_rate must lie in [0, 1) (0: no filter)")
+        if not 1 <= self.held_filter_max_bytes <= MAX_HELD_FILTER_BYTES:
+            raise ValueError(f"held_filter_max_bytes must lie in [1, {MAX_HELD_FILTER_BYTES}]")
         if self.sync_interval <= 0 or self.request_timeout <= 0 or self.cluster_k < 2:
             raise ValueError("sync_interval and request_timeout must be > 0, cluster_k >= 2")

@@ -1,0 +1,120 @@
+"""Result sync with a Bloom filter of the URLs the asker holds: the provider leaves those out, the rest
+is pooled as before, and a filter that claims everything costs the provider a bounded scan."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import trio
+
+from crawler.repository import Repository
+from node.cooperation import store
+from node.cooperation.service import _HELD_SCAN
+from node.cooperation.settings import CooperationSettings
+from node.cooperation.testing import make_repository, running_nodes
+from p2p.protocols import RESULTS
+from p2p.schemas import HeldFilter, ResultSyncRequest
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+
+def own_urls(repo: Repository, topic: str) -> list[str]:
+    query = "SELECT url FROM documents WHERE origin IS NULL AND topic = ? ORDER BY id"
+    return [row[0] for row in repo.db.execute(query, [topic])]
+
+
+def hold_copies(repo: Repository, urls: list[str], topic: str | None, accepted: int = 1) -> None:
+    """Store pages at these URLs as this node's own crawl (as if it had fetched them too)."""
+    with repo.transaction() as db:
+        for url in urls:
+            db.conn.execute(
+                "INSERT INTO documents (url, final_url, host, status, title, text, fingerprint, fetched_at, "
+                "topic, confidence, accepted) VALUES (?, ?, '127.0.0.1', 200, 'copy', 'copy', 'ab', 1.0, ?, "
+                "0.5, ?)",
+                [url, url, topic, accepted],
+            )
+
+
+def test_held_urls_are_the_topics_and_the_rejected_without_what_the_provider_sent(tmp_path):
+    path = tmp_path / "r.sqlite"
+    make_repository(path, 0)
+    with Repository(path) as repo:
+        store.ensure_schema(repo)
+        databases = own_urls(repo, "Databases")
+        mathematics = own_urls(repo, "Mathematics")
+        hold_copies(repo, ["http://127.0.0.9/rejected"], None, accepted=0)
+        hold_copies(repo, ["http://127.0.0.9/sub"], "Databases/Postgres")
+        repo.db.execute(
+            "UPDATE documents SET origins = ? WHERE url = ?", [json.dumps(["peerB"]), databases[0]]
+        )
+        repo.db.conn.commit()
+        held = store.held_urls(repo, "Databases", "peerB")
+        assert set(held) == set(databases[1:]) | {"http://127.0.0.9/rejected", "http://127.0.0.9/sub"}
+        assert not set(held) & set(mathematics)
+        assert databases[0] in store.held_urls(repo, "Databases", "peerC")
+
+
+def test_settings_refuse_a_filter_outside_the_wire_limits():
+    with pytest.raises(ValueError, match="held_filter_max_bytes"):
+        CooperationSettings(held_filter_max_bytes=65537)
+    with pytest.raises(ValueError, match="held_filter_fp_rate"):
+        CooperationSettings(held_filter_fp_rate=1.0)
+
+
+@pytest.mark.trio
+async def test_provider_leaves_out_held_urls_and_the_asker_pools_the_rest(tmp_path):
+    with trio.fail_after(60):
+        async with running_nodes(tmp_path, 2, start=False) as (a, b):
+            b.protocols.serve(RESULTS, ResultSyncRequest, b._answer_results)
+            offered = own_urls(b.repo, "Databases")
+            held = offered[::3]
+            hold_copies(a.repo, held, "Databases")
+            bloom = await a._held_filter(b.peer_id, "Databases")
+            assert bloom is not None and all(url in bloom for url in held)
+
+            plain = await a.protocols.fetch_results(b.peer_id, "Databases", 0, 200)
+            filtered = await a.protocols.fetch_results(b.peer_id, "Databases", 0, 200, bloom)
+            assert [i.result.url for i in plain.items] == offered
+            sent = [i.result.url for i in filtered.items]
+            assert not set(sent) & set(held) and len(sent) >= len(offered) - len(held) - 1
+            assert filtered.next_cursor == plain.next_cursor
+
+            added = await a._sync_peer(b.peer_id, "Databases")
+            assert added == len(sent)
+            origins = [a.repo.document_by_url(url)["origins"] for url in held]
+            assert all(b.peer_id not in o for o in origins)
+
+
+@pytest.mark.trio
+async def test_filter_claiming_everything_costs_a_bounded_scan_and_moves_the_cursor(tmp_path):
+    with trio.fail_after(60):
+        async with running_nodes(tmp_path, 2, start=False, crawled=40) as (a, b):
+            everything = HeldFilter(b"\xff" * 16, 1)
+            limit = 5
+            page = await b._serve_results("Databases", 0, limit, a.peer_id, everything)
+            ids = [
+                row[0]
+                for row in b.repo.db.execute(
+                    "SELECT id FROM documents WHERE origin IS NULL AND topic = 'Databases' ORDER BY id"
+                )
+            ]
+            assert page.items == () and page.more
+            assert page.next_cursor == ids[_HELD_SCAN * limit]
+            rest = await b._serve_results(
+                "Databases", page.next_cursor, 100, a.peer_id, HeldFilter(b"\x00", 1)
+            )
+            assert [i.result.url for i in rest.items] == own_urls(b.repo, "Databases")[
+                _HELD_SCAN * limit + 1 :
+            ]
+
+
+@pytest.mark.trio
+async def test_no_filter_is_sent_when_switched_off(tmp_path):
+    async with running_nodes(tmp_path, 2, start=False) as (a, b):
+        hold_copies(a.repo, own_urls(b.repo, "Databases"), "Databases")
+        a.settings = dataclasses.replace(a.settings, held_filter_fp_rate=0.0)
+        assert await a._held_filter(b.peer_id, "Databases") is None
