@@ -153,7 +153,9 @@ class _CallablePolicy:
 
 @dataclass(frozen=True)
 class CrawlStats:
-    """A snapshot of a running crawl, emitted every `stats_interval` seconds and at the end."""
+    """A snapshot of a running crawl, emitted every `stats_interval` seconds and at the end. `pages`,
+    `fetches`, `elapsed` and the rates are of this `run`; errors, duplicates and bytes count since the
+    crawler was built (a node runs one crawler many times: each frontier edit ends a run)."""
 
     pages: int = 0  # documents stored in this run
     total_pages: int = 0  # documents this node crawled itself in the repository (peers' pooled ones not)
@@ -239,7 +241,8 @@ class Crawler:
         ).fetchone()
         self._next_id = int(row[0]) + 1
         self._total_at_start = int(row[1])
-        self._counters = _Counters()
+        self._counters = _Counters()  # since the crawler was built: a node runs it many times
+        self._before_run = (0, 0)  # the counters' (pages, fetches) when this run began
         self._listeners: list[Callable[[CrawlStats], None]] = []
         self._wake = trio.Event()
         self._stopping = False
@@ -292,6 +295,7 @@ class Crawler:
         limit; peers' pooled results do not count), the frontier is exhausted, or `stop()` is called;
         returns the final statistics."""
         self._started = self._clock()
+        self._before_run = (self._counters.pages, self._counters.fetches)
         self._stopping = False
         self._reason = ""
         send, receive = trio.open_memory_channel[tuple[FrontierEntry, Any]](
@@ -589,17 +593,18 @@ class Crawler:
         now = self._clock()
         elapsed = max(now - self._started, 1e-9)
         c = self._counters
+        pages, fetches = c.pages - self._before_run[0], c.fetches - self._before_run[1]
         recent = 0.0
         marks = [m for m in self._rate_marks if now - m[0] <= RATE_WINDOW]
         self._rate_marks = marks
         if len(marks) >= 2 and marks[-1][0] > marks[0][0]:
             recent = (marks[-1][1] - marks[0][1]) / (now - marks[0][0])
-        elif c.pages:
-            recent = c.pages / elapsed
+        elif pages:
+            recent = pages / elapsed
         return CrawlStats(
-            pages=c.pages,
+            pages=pages,
             total_pages=self._stored_total(),
-            fetches=c.fetches,
+            fetches=fetches,
             errors=sum(c.errors.values()),
             errors_by_kind=dict(sorted(c.errors.items())),
             duplicates=c.duplicates,
@@ -608,7 +613,7 @@ class Crawler:
             frontier_size=len(self.frontier) + len(self._deferred),
             in_flight=self._in_flight,
             elapsed=elapsed,
-            pages_per_s=c.pages / elapsed,
+            pages_per_s=pages / elapsed,
             recent_pages_per_s=recent,
             finished=finished,
             reason=self._reason if finished else "",

@@ -140,6 +140,19 @@ async def test_max_pages_counts_own_documents_and_not_pooled_ones(tmp_path):
 
 
 @pytest.mark.trio
+async def test_a_second_run_reports_its_own_pages_and_fetches(tmp_path):
+    fetcher = FakeFetcher(site(20))
+    crawler, repo = make(tmp_path, fetcher)
+    crawler.add_seeds(["http://a.test/"])
+    first = await crawler.run(max_pages=5)
+    second = await crawler.run(max_pages=8)
+    assert (first.pages, second.pages, second.total_pages) == (5, 3, 8) == (5, 3, repo.document_count())
+    assert first.fetches + second.fetches == len(fetcher.fetched)
+    assert second.pages_per_s == pytest.approx(3 / second.elapsed)
+    repo.close()
+
+
+@pytest.mark.trio
 async def test_exact_duplicates_are_stored_without_text_and_their_links_not_followed(tmp_path):
     pages = {
         "http://a.test/": '<a href="/x">x</a><a href="/y">y</a>',
