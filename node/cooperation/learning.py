@@ -19,9 +19,11 @@ per received model), and with them the meta-classifier filtered no better than t
 about half the nodes). Given the node's own crawled documents (unlabelled, plenty), `meta_classifier`
 weighs instead by each model's balanced accuracy on the node's own distribution as the agreement of the
 models' decisions there reveals it (`spectral_weights`), and combines the calibrated confidences as the
-weighted mean of their log-odds: on 16 stored devweb runs (64 nodes) filtering at loss 0.2 then beat the
-local model on 42 nodes and lost on 13 (mean +0.016), against 25 and 29 (mean +0.000). Only models whose
-scaler this node could fit take part, so a label-flipped model still has no say. Functions here read the
+weighted mean of their log-odds: on 18 devweb community runs (72 nodes) filtering at loss 0.2 then beat
+the local model on 53 nodes and lost on 18 (mean +0.014), against 33 and 37 (mean -0.001). It still
+loses where the peers share a blind spot on this node's documents (a seed subset the others' models do not
+cover: their common errors read as agreement). Only models whose scaler this node could fit take part, so a
+label-flipped model still has no say. Functions here read the
 repository and are meant to run in a worker thread.
 """
 
