@@ -763,6 +763,11 @@ class HeldFilter:
     bits: bytes
     hashes: int
 
+    @staticmethod
+    def capacity(fp_rate: float, max_bytes: int) -> int:
+        """Most keys a filter of `max_bytes` holds at `fp_rate` (a sender with more keeps its newest)."""
+        return max(int(8 * max_bytes * math.log(2) ** 2 / -math.log(fp_rate)), 1)
+
     @classmethod
     def build(cls, keys: Iterable[str], fp_rate: float, max_bytes: int) -> HeldFilter:
         """A filter of `keys` sized for `fp_rate` (m = -n ln p / ln(2)^2 bits, k = m/n ln 2), capped at

@@ -66,6 +66,14 @@ def test_filter_at_its_byte_cap_keeps_every_key_and_degrades_gracefully():
     assert sum(url in bloom for url in urls("other", 2000)) < 2000  # worse than 1%, still a filter
 
 
+def test_capacity_keys_fit_the_byte_cap_at_the_target_rate():
+    keys = urls("held", HeldFilter.capacity(0.01, 2048))
+    bloom = HeldFilter.build(keys, 0.01, 2048)
+    assert len(bloom.bits) == 2048
+    assert sum(url in bloom for url in urls("other", 20_000)) / 20_000 < 0.015
+    assert len(HeldFilter.build(keys[:-50], 0.01, 2048).bits) < 2048
+
+
 def test_size_follows_the_number_of_keys():
     small = HeldFilter.build(urls("held", 100), 0.01, MAX_HELD_FILTER_BYTES)
     large = HeldFilter.build(urls("held", 1000), 0.01, MAX_HELD_FILTER_BYTES)
