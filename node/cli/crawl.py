@@ -31,7 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("crawl", help="crawl the web from seed URLs into the repository (resumes)")
     add_data_arg(parser)
     parser.add_argument("--seed", action="append", default=[], metavar="URL", help="a start URL (repeatable)")
-    parser.add_argument("--max-pages", type=int, default=None, metavar="N", help="stop at N stored documents")
+    parser.add_argument(
+        "--max-pages",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop at N documents of this node's own crawl (pooled results do not count)",
+    )
     parser.add_argument(
         "--allow",
         action="append",
@@ -190,7 +196,7 @@ def focus_policy(
 def progress_line(stats: CrawlStats) -> str:
     errors = ", ".join(f"{kind} {n}" for kind, n in stats.errors_by_kind.items()) or "none"
     return (
-        f"pages {stats.pages} ({stats.total_pages} stored)  {stats.recent_pages_per_s:.1f} pages/s  "
+        f"pages {stats.pages} ({stats.total_pages} own stored)  {stats.recent_pages_per_s:.1f} pages/s  "
         f"frontier {stats.frontier_size}  in flight {stats.in_flight}  errors: {errors}"
     )
 
@@ -232,7 +238,7 @@ def summary(stats: CrawlStats) -> str:
     lines = [
         f"crawl finished: {reasons.get(stats.reason, stats.reason or 'done')}",
         f"  pages stored     {stats.pages} in {stats.elapsed:.1f} s ({stats.pages_per_s:.1f} pages/s); "
-        f"{stats.total_pages} in the repository",
+        f"{stats.total_pages} of this node's crawl in the repository",
         f"  fetches          {stats.fetches} ({stats.bytes / 1e6:.1f} MB of pages)",
         f"  duplicates       {stats.duplicates} exact, {stats.near_duplicates} near",
         f"  frontier         {stats.frontier_size} queued",

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--verdict",
         choices=VERDICTS,
         default="accepted",
-        help="restrictive verdict (default: accepted or unjudged)",
+        help="verdict filter (default: accepted into a topic, kept or unjudged by the restrictive verdict)",
     )
     parser.add_argument(
         "--origin", choices=ORIGINS, default="any", help="own crawl, pooled from peers, or both"

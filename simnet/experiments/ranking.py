@@ -87,7 +87,7 @@ def evaluate(repo: Repository, topics: dict[str, str], taxonomy: Taxonomy, label
         user = f"simulated:{topic}"
         first_pages: dict[str, list] = {}
         for query in queries:
-            hits = ranked_search(repo, query, context=topic, limit=K, previews=False).hits
+            hits = ranked_search(repo, query, context=topic, limit=K, previews=False, verdict="any").hits
             first_pages[query] = hits
             for hit in hits:
                 kind = "relevant" if relevant(hit.url) else "irrelevant"
@@ -102,7 +102,9 @@ def evaluate(repo: Repository, topics: dict[str, str], taxonomy: Taxonomy, label
                 continue
             for name, weights in VARIANTS.items():
                 for phase, used in (("before", weights), ("after", refit(others, weights))):
-                    ranked = ranked_search(repo, query, context=topic, weights=used, limit=K, previews=False)
+                    ranked = ranked_search(
+                        repo, query, context=topic, weights=used, limit=K, previews=False, verdict="any"
+                    )
                     row[f"{name}:{phase}"] = precision_at([h.url for h in ranked.hits], relevant)
             per_query.append(row)
         columns = [f"{n}:{p}" for n in VARIANTS for p in ("before", "after")]

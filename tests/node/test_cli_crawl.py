@@ -32,7 +32,7 @@ def test_crawl_then_search_then_resume(web, tmp_path, capsys):
     (data / "config.toml").write_text(CONFIG)
     assert main(["crawl", "--data", str(data), "--seed", web.hub_url, "--max-pages", "25"]) == 0
     out, err = capsys.readouterr()
-    assert "reached --max-pages" in out and "25 in the repository" in out
+    assert "reached --max-pages" in out and "25 of this node's crawl in the repository" in out
     assert "pages/s" in err  # progress lines on a non-terminal stderr
 
     assert main(["search", "--data", str(data), "--json", "--limit", "3", "documentation"]) == 0
@@ -41,7 +41,7 @@ def test_crawl_then_search_then_resume(web, tmp_path, capsys):
 
     assert main(["crawl", "--data", str(data), "--max-pages", "40", "--quiet"]) == 0  # no seed: resumes
     out, err = capsys.readouterr()
-    assert "40 in the repository" in out and err == ""
+    assert "40 of this node's crawl in the repository" in out and err == ""
 
 
 def test_search_errors_are_one_line_without_traceback(tmp_path, capsys):
