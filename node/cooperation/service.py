@@ -1079,7 +1079,7 @@ class Cooperation:
                 if not self._my_turn(peer) and last is not None and self.rounds - last < 2:
                     continue
                 self._pulled[(peer, topic)] = self.rounds
-                got = await self._sync_peer(peer, topic)
+                got = await self._sync_peer(peer, topic, with_filter=backoff.streak == 0)
                 if got is None:
                     backoff.idle(self.rounds, self.settings.max_backoff_rounds)
                 else:
@@ -1098,10 +1098,13 @@ class Cooperation:
         slot = int(time.time() // self.settings.sync_interval)
         return (slot + (self.peer_id < peer)) % 2 == 0
 
-    async def _sync_peer(self, peer: str, topic: str) -> int | None:
-        """Pooled documents added from one page of the peer's results; None when it had nothing new."""
+    async def _sync_peer(self, peer: str, topic: str, *, with_filter: bool = True) -> int | None:
+        """Pooled documents added from one page of the peer's results; None when it had nothing new.
+        `with_filter` sends the Bloom filter of held URLs (`sync_results` leaves it out after a pull that
+        brought nothing: the next page is most likely empty too, and a short one costs less in duplicates
+        than the filter; the pull after one that brought something carries it again)."""
         cursor = await self._db(store.cursor_of, peer, topic)
-        held = await self._held_filter(peer, topic)
+        held = await self._held_filter(peer, topic) if with_filter else None
         try:
             page = await self.protocols.fetch_results(
                 peer, topic, cursor, self.settings.results_per_sync, held
@@ -1126,17 +1129,16 @@ class Cooperation:
 
     async def _held_filter(self, peer: str, topic: str) -> HeldFilter | None:
         """The Bloom filter of URLs `peer` could send for `topic` that this node holds already (none when
-        `held_filter_fp_rate` is 0 or nothing is held)."""
-        if self.settings.held_filter_fp_rate <= 0:
+        `held_filter_fp_rate` is 0 or nothing is held). When more are held than `held_filter_max_bytes`
+        holds at that rate, the newest go in: older ones may come back as duplicates, but no more new
+        results are lost to false positives than the rate says."""
+        fp_rate, max_bytes = self.settings.held_filter_fp_rate, self.settings.held_filter_max_bytes
+        if fp_rate <= 0:
             return None
 
         def build(repo: Repository) -> HeldFilter | None:
-            urls = store.held_urls(repo, topic, peer)
-            if not urls:
-                return None
-            return HeldFilter.build(
-                urls, self.settings.held_filter_fp_rate, self.settings.held_filter_max_bytes
-            )
+            urls = store.held_urls(repo, topic, peer, HeldFilter.capacity(fp_rate, max_bytes))
+            return HeldFilter.build(urls, fp_rate, max_bytes) if urls else None
 
         return await self._db(build)
 

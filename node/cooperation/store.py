@@ -401,16 +401,16 @@ def own_results(
     return [(int(row[0]), dict(zip(keys, row[1:], strict=True))) for row in rows]
 
 
-def held_urls(repo: Repository, topic: str, provider: str) -> list[str]:
+def held_urls(repo: Repository, topic: str, provider: str, limit: int = -1) -> list[str]:
     """The URLs a result sync of `topic` from `provider` could bring that this node holds already: its
     documents of the topic's subtree and those its crawler rejected (a peer may accept what this node
     turned down), without those `provider` sent (they lie behind the cursor; it will not send them again).
     Documents of other topics are left out: peers rarely file a page under another topic, and every URL
-    costs the request about 1.2 bytes of Bloom filter."""
+    costs the request about 1.2 bytes of Bloom filter. Newest first, at most `limit` (-1: all)."""
     rows = repo.db.execute(
         "SELECT url FROM documents WHERE (accepted = 0 OR topic IS NULL OR topic = ? "
-        "OR substr(topic, 1, ?) = ?) AND instr(coalesce(origins, '[]'), ?) = 0",
-        [*_subtree(topic), json.dumps(provider)],
+        "OR substr(topic, 1, ?) = ?) AND instr(coalesce(origins, '[]'), ?) = 0 ORDER BY id DESC LIMIT ?",
+        [*_subtree(topic), json.dumps(provider), limit],
     ).fetchall()
     return [row[0] for row in rows]
 

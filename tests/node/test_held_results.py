@@ -118,3 +118,29 @@ async def test_no_filter_is_sent_when_switched_off(tmp_path):
         hold_copies(a.repo, own_urls(b.repo, "Databases"), "Databases")
         a.settings = dataclasses.replace(a.settings, held_filter_fp_rate=0.0)
         assert await a._held_filter(b.peer_id, "Databases") is None
+
+
+def test_held_urls_keep_the_newest_when_capped(tmp_path):
+    path = tmp_path / "r.sqlite"
+    make_repository(path, 0)
+    with Repository(path) as repo:
+        store.ensure_schema(repo)
+        databases = own_urls(repo, "Databases")
+        assert store.held_urls(repo, "Databases", "peerB", 3) == databases[::-1][:3]
+
+
+@pytest.mark.trio
+async def test_filter_goes_with_a_pull_only_when_asked_for(tmp_path):
+    with trio.fail_after(60):
+        async with running_nodes(tmp_path, 2, start=False) as (a, b):
+            b.protocols.serve(RESULTS, ResultSyncRequest, b._answer_results)
+            hold_copies(a.repo, own_urls(b.repo, "Databases")[::2], "Databases")
+            sent = a.protocols.bytes_by_message
+
+            before = sent["out result_sync_request"]
+            await a._sync_peer(b.peer_id, "Mathematics", with_filter=False)
+            plain = sent["out result_sync_request"] - before
+            await a._sync_peer(b.peer_id, "Databases")
+            filtered = sent["out result_sync_request"] - before - plain
+            bloom = await a._held_filter(b.peer_id, "Databases")
+            assert plain < 100 and filtered >= plain + len(bloom.bits)
