@@ -7,10 +7,11 @@ per-document aggregate is a weighted trimmed mean or weighted median, so a minor
 cannot dominate. Calibrate scores first (metamodels.calibration) so they share one scale.
 
 Labels are scarce where a combiner runs (a node holds 15-100 labelled documents, often under 10 held out
-per received model), unlabelled documents plenty. `spectral_balanced_accuracies` estimates every model's
-balanced accuracy on the combiner's own documents without labels, from how the models' decisions agree
-(the spectral meta-learner of Parisi et al., PNAS 2014); `log_odds_mean` combines calibrated
-confidences as the weighted mean of their log-odds (the naive-Bayes form of independent votes).
+per received model), unlabelled documents plenty. `anchored_balanced_accuracies` estimates every model's
+balanced accuracy on the combiner's own documents from how its decisions agree with those of one model
+whose accuracy the labels do tell (after Parisi et al.'s spectral meta-learner, PNAS 2014);
+`log_odds_mean` combines calibrated confidences as the weighted mean of their log-odds (the naive-Bayes
+form of independent votes).
 """
 
 from __future__ import annotations
@@ -147,28 +148,30 @@ def log_odds_mean(
     return np.tanh(0.5 * (log_odds @ w) / total)
 
 
-def spectral_balanced_accuracies(decisions: np.ndarray, max_accuracy: float = 0.99) -> np.ndarray | None:
+def anchored_balanced_accuracies(
+    decisions: np.ndarray, reference: int, reference_accuracy: float, max_accuracy: float = 0.99
+) -> np.ndarray | None:
     """Each model's balanced accuracy on unlabelled documents from its decisions (+1/-1, documents x
-    models), by the spectral meta-learner (Parisi, Strino, Nadler, Kluger 2014): for models whose errors
-    are independent given the class, the off-diagonal of the decisions' covariance is rank one,
-    Q_ij = (1 - b^2)(2 pi_i - 1)(2 pi_j - 1), pi_i the balanced accuracy and b the class imbalance. The
-    rank-one vector is fitted to the off-diagonal by alternating least squares, its sign chosen so most
-    models beat chance, b taken from the share of positive weighted votes. None with fewer than 3 models (a
-    single covariance cannot be split between two). Errors shared by models (trained on overlapping
-    documents) inflate their estimate: it ranks models, it does not certify them."""
+    models) and one reference model of known balanced accuracy: for two models whose errors are
+    independent given the class, cov(f_r, f_j) = (1 - b^2)(2 pi_r - 1)(2 pi_j - 1), pi the balanced
+    accuracy and b the class imbalance (the pairwise identity behind Parisi et al.'s spectral
+    meta-learner, PNAS 2014), so pi_j follows from pi_r. b is taken from the reference's share of
+    positive decisions (correcting that share for the reference's errors did worse on devweb: 49 wins
+    and 30 losses against the local model over 80 nodes, not 54 and 23). Only each model's independence
+    from the reference is assumed, not from the others: models that share errors (trained on overlapping
+    documents, blind to the same region) are not lifted by agreeing with each other, as they are under
+    the full spectral estimate. A model that agrees with the reference less than chance would is
+    estimated at chance. None when the reference is at or below chance."""
     F = np.asarray(decisions, dtype=float)
-    if F.ndim != 2 or F.shape[1] < 3 or F.shape[0] < 2:
+    if F.ndim != 2 or not 0 <= reference < F.shape[1]:
+        raise MetaInputError(f"need a (documents x models) matrix and a reference column, got {F.shape}")
+    v_reference = 2.0 * reference_accuracy - 1.0
+    if F.shape[0] < 2 or not math.isfinite(v_reference) or v_reference <= 0:
         return None
-    k = F.shape[1]
-    Q = np.cov(F.T)
-    v = np.sqrt(np.clip(np.diag(Q), 1e-6, None))
-    for _ in range(100):
-        for i in range(k):
-            others = np.arange(k) != i
-            v[i] = (Q[i, others] @ v[others]) / max(float(v[others] @ v[others]), 1e-9)
-    if np.sum(v > 0) < np.sum(v < 0):
-        v = -v
-    vote = F @ np.clip(v, 0.0, None)  # the class imbalance as the models' weighted vote sees it
-    b = 2.0 * float(np.mean(vote > 0)) - 1.0 if np.any(vote) else 2.0 * float(np.mean(F > 0)) - 1.0
-    scale = math.sqrt(max(1.0 - b * b, 1e-3))
-    return 0.5 * (1.0 + np.clip(v / scale, 0.0, 2.0 * max_accuracy - 1.0))
+    b = 2.0 * float(np.mean(F[:, reference] > 0)) - 1.0  # exact when it errs alike on both classes
+    scale = max(1.0 - b * b, 1e-3)
+    centred = F - F.mean(axis=0)
+    covariance = centred.T @ centred[:, reference] / (F.shape[0] - 1)
+    v = covariance / (scale * v_reference)
+    v[reference] = v_reference
+    return 0.5 * (1.0 + np.clip(v, 0.0, 2.0 * max_accuracy - 1.0))

@@ -17,14 +17,15 @@ confidences.
 Those weights rest on a handful of labels (devweb: 15-95 labelled documents per node, often 1-9 held out
 per received model), and with them the meta-classifier filtered no better than the local model (won on
 about half the nodes). Given the node's own crawled documents (unlabelled, plenty), `meta_classifier`
-weighs instead by each model's balanced accuracy on the node's own distribution as the agreement of the
-models' decisions there reveals it (`spectral_weights`), and combines the calibrated confidences as the
-weighted mean of their log-odds: on 18 devweb community runs (72 nodes) filtering at loss 0.2 then beat
-the local model on 53 nodes and lost on 18 (mean +0.014), against 33 and 37 (mean -0.001). It still
-loses where the peers share a blind spot on this node's documents (a seed subset the others' models do not
-cover: their common errors read as agreement). Only models whose scaler this node could fit take part, so a
-label-flipped model still has no say. Functions here read the
-repository and are meant to run in a worker thread.
+weighs instead by each model's balanced accuracy on the node's own distribution, estimated from how its
+decisions there agree with the local model's, whose balanced accuracy the labels tell by cross-validation
+(`agreement_weights`), and combines the calibrated confidences as the weighted mean of their log-odds.
+On 20 devweb community runs (80 nodes) filtering at loss 0.2 then beat the local model on 54 nodes and
+lost on 23 (mean +0.015, worst -0.068), against 38 and 40 (mean +0.000, worst -0.078). Estimating every
+model from the agreement of all (the full spectral meta-learner) won on 59 but lost up to -0.16: peers
+blind to the same region of this node's documents agree with each other and outvote the local model. Only
+models whose scaler this node could fit take part, so a label-flipped model still has no say. Functions
+here read the repository and are meant to run in a worker thread.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from metamodels.restrictive import loss_targeted_decisions
 from metamodels.robust import (
     RobustSettings,
     accuracy_weight,
+    anchored_balanced_accuracies,
     robust_combine,
-    spectral_balanced_accuracies,
 )
 
 CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -241,6 +242,7 @@ class Member:
     community_accuracy: float | None = None
     community_evaluated: int = 0
     reporters: int = 0
+    balanced_accuracy: float | None = None  # the local model's, cross-validated (smoothed per class)
 
     @property
     def accuracy(self) -> float | None:
@@ -355,25 +357,55 @@ def local_member(
         scaler = _scaler(model.confidence(data.X), data.labels)
     weight, accuracy, documents, reporters = community_weight((correct, evaluated), reports, origin)
     return Member(
-        origin, version, model, correct, evaluated, weight, scaler, True, accuracy, documents, reporters
+        origin,
+        version,
+        model,
+        correct,
+        evaluated,
+        weight,
+        scaler,
+        True,
+        accuracy,
+        documents,
+        reporters,
+        _balanced_accuracy(scores, data.labels),
     )
 
 
-SPECTRAL_AGGREGATION = "log_odds_mean"
-
-
-def spectral_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] | None:
-    """Log-odds weights from each member's balanced accuracy on the documents X (the node's own, unlabelled)
-    estimated from the agreement of the members' decisions (`spectral_balanced_accuracies`), for the members
-    with a scaler (the others, label-flipped or unmeasurable, get 0). None with fewer than 3 such members
-    or fewer than `MIN_AGREEMENT_DOCUMENTS` documents: agreement then tells nothing."""
-    usable = [i for i, m in enumerate(members) if m.scaler is not None]
-    if len(usable) < 3 or X.shape[0] < MIN_AGREEMENT_DOCUMENTS:
+def _balanced_accuracy(scores: np.ndarray, labels: np.ndarray) -> float | None:
+    """Mean of the sign decisions' recall on each class, each smoothed as (right + 1) / (n + 2); None
+    without scored documents of both classes."""
+    scored = ~np.isnan(scores)
+    positive, predicted = labels[scored] > 0, scores[scored] > 0
+    if not positive.any() or positive.all():
         return None
+    recall_positive = (np.sum(predicted & positive) + 1.0) / (positive.sum() + 2.0)
+    recall_negative = (np.sum(~predicted & ~positive) + 1.0) / ((~positive).sum() + 2.0)
+    return float((recall_positive + recall_negative) / 2.0)
+
+
+AGREEMENT_AGGREGATION = "log_odds_mean"
+
+
+def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] | None:
+    """Log-odds weights from each member's balanced accuracy on the documents X (the node's own,
+    unlabelled), estimated from its agreement with the local model there, whose balanced accuracy comes
+    from cross-validation on the node's labels (`anchored_balanced_accuracies`). Members without a scaler
+    (label-flipped or unmeasurable) get 0. None without a local member measured above chance, or with fewer
+    than `MIN_AGREEMENT_DOCUMENTS` documents."""
+    local = next((i for i, m in enumerate(members) if m.local), None)
+    if local is None or X.shape[0] < MIN_AGREEMENT_DOCUMENTS:
+        return None
+    reference = members[local]
+    if reference.scaler is None or reference.balanced_accuracy is None:
+        return None
+    usable = [i for i, m in enumerate(members) if m.scaler is not None]
     decisions = np.column_stack(
         [np.where(members[i].scaler.confidence(members[i].model.confidence(X)) > 0, 1, -1) for i in usable]
     )
-    accuracies = spectral_balanced_accuracies(decisions, ROBUST.max_accuracy)
+    accuracies = anchored_balanced_accuracies(
+        decisions, usable.index(local), reference.balanced_accuracy, ROBUST.max_accuracy
+    )
     if accuracies is None:
         return None
     weights = [0.0] * len(members)
@@ -384,17 +416,17 @@ def spectral_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] |
 
 def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = None) -> MetaClassifier:
     """Eq. 3.13/3.14 over the members. With the node's own unlabelled documents (`own_documents`), weighed
-    by `spectral_weights` and combined by the mean of log-odds; else (or when that cannot be estimated) by
-    their measured weights and the trimmed mean. When nothing could be measured the local model decides
+    by `agreement_weights` and combined by the mean of log-odds; else (or when that cannot be estimated)
+    by their measured weights and the trimmed mean. When nothing could be measured the local model decides
     alone (weight 1), as a node without peers would."""
     scalers = tuple(m.scaler for m in members)
-    spectral = spectral_weights(members, unlabelled) if unlabelled is not None else None
-    if spectral is not None and any(w > 0 for w in spectral):
+    agreement = agreement_weights(members, unlabelled) if unlabelled is not None else None
+    if agreement is not None and any(w > 0 for w in agreement):
         return MetaClassifier(
             models=tuple(m.model for m in members),
-            weights=tuple(spectral),
+            weights=tuple(agreement),
             scalers=scalers,
-            aggregation=SPECTRAL_AGGREGATION,
+            aggregation=AGREEMENT_AGGREGATION,
         )
     weights = [m.weight for m in members]
     if not any(w > 0 for w in weights):

@@ -151,7 +151,9 @@ def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that
     assert 0.5 < learning.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
 
 
-def test_with_own_documents_weights_come_from_agreement_and_a_flipped_model_still_has_no_say(tmp_path):
+def test_with_own_documents_weights_come_from_agreement_with_the_local_model_and_a_flipped_one_has_no_say(
+    tmp_path,
+):
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peers = [
@@ -162,22 +164,23 @@ def test_with_own_documents_weights_come_from_agreement_and_a_flipped_model_stil
     unlabelled = crawled_documents(tmp_path)
     members = [local, *peers, bad]
     meta = learning.meta_classifier(members, unlabelled)
-    assert meta.aggregation == learning.SPECTRAL_AGGREGATION
+    assert meta.aggregation == learning.AGREEMENT_AGGREGATION
     assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
-    assert meta.weights == tuple(learning.spectral_weights(members, unlabelled))
+    assert meta.weights == tuple(learning.agreement_weights(members, unlabelled))
+    assert local.balanced_accuracy is not None and local.balanced_accuracy > 0.5
     assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
 
 
-def test_without_own_documents_or_with_too_few_models_the_measured_weights_stay(tmp_path):
+def test_without_own_documents_or_a_local_model_measured_above_chance_the_measured_weights_stay(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peer = learning.received_member("p1", 1, learning.train_local(other), own)
     unlabelled = crawled_documents(tmp_path)
-    for meta in (
-        learning.meta_classifier([local, peer]),
-        learning.meta_classifier([local, peer], unlabelled),
-    ):
-        assert meta.aggregation is None and meta.weights == (local.weight, peer.weight)
+    assert learning.meta_classifier([local, peer], unlabelled).aggregation == learning.AGREEMENT_AGGREGATION
+    unmeasured = replace(local, balanced_accuracy=None)
+    for members, documents in (([local, peer], None), ([unmeasured, peer], unlabelled), ([peer], unlabelled)):
+        meta = learning.meta_classifier(members, documents)
+        assert meta.aggregation is None and meta.weights == tuple(m.weight for m in members)
 
 
 def crawled_documents(tmp_path):

@@ -1,11 +1,11 @@
-"""Balanced accuracies from unlabelled agreement (spectral meta-learner) and the log-odds mean."""
+"""Balanced accuracies from agreement with a reference model on unlabelled documents; the log-odds mean."""
 
 import math
 
 import numpy as np
 import pytest
 
-from metamodels.robust import RobustSettings, log_odds_mean, robust_combine, spectral_balanced_accuracies
+from metamodels.robust import RobustSettings, anchored_balanced_accuracies, log_odds_mean, robust_combine
 
 
 def votes(truth: np.ndarray, sensitivity: float, specificity: float, rng) -> np.ndarray:
@@ -15,34 +15,40 @@ def votes(truth: np.ndarray, sensitivity: float, specificity: float, rng) -> np.
     return np.where(right, truth, -truth)
 
 
-def test_balanced_accuracies_are_recovered_without_labels_for_independent_models():
+def test_balanced_accuracies_are_recovered_from_agreement_with_a_reference_of_known_accuracy():
     rng = np.random.default_rng(1)
     truth = np.where(rng.random(20000) < 0.3, 1, -1)  # unbalanced classes, as a topic's crawl is
-    rates = [(0.95, 0.9), (0.8, 0.85), (0.7, 0.6), (0.6, 0.55)]
+    rates = [(0.9, 0.9), (0.8, 0.85), (0.7, 0.6), (0.6, 0.55)]  # the reference errs alike on both classes
     decisions = np.column_stack([votes(truth, se, sp, rng) for se, sp in rates])
-    estimated = spectral_balanced_accuracies(decisions)
-    expected = [(se + sp) / 2 for se, sp in rates]
-    assert estimated == pytest.approx(expected, abs=0.03)
+    estimated = anchored_balanced_accuracies(decisions, 0, 0.9)
+    assert estimated == pytest.approx([(se + sp) / 2 for se, sp in rates], abs=0.03)
 
 
-def test_a_model_voting_against_the_majority_is_estimated_at_chance():
+def test_models_sharing_errors_are_not_lifted_by_agreeing_with_each_other():
     rng = np.random.default_rng(2)
     truth = np.where(rng.random(5000) < 0.5, 1, -1)
-    decisions = np.column_stack(
-        [votes(truth, 0.9, 0.9, rng) for _ in range(3)] + [-votes(truth, 0.9, 0.9, rng)]
-    )
-    estimated = spectral_balanced_accuracies(decisions)
-    assert estimated[3] == 0.5 and np.all(estimated[:3] > 0.85)
+    reference = votes(truth, 0.95, 0.95, rng)
+    blind = np.where(rng.random(truth.size) < 0.5, truth, -1)  # rejects half the positives, always alike
+    decisions = np.column_stack([reference, blind, blind])
+    estimated = anchored_balanced_accuracies(decisions, 0, 0.95)
+    assert estimated[1:] == pytest.approx([0.75, 0.75], abs=0.03)
 
 
-def test_two_models_cannot_be_told_apart_by_agreement():
-    assert spectral_balanced_accuracies(np.ones((50, 2))) is None
+def test_a_model_voting_against_the_reference_is_estimated_at_chance():
+    rng = np.random.default_rng(3)
+    truth = np.where(rng.random(3000) < 0.5, 1, -1)
+    decisions = np.column_stack([votes(truth, 0.9, 0.9, rng), -votes(truth, 0.9, 0.9, rng)])
+    assert anchored_balanced_accuracies(decisions, 0, 0.9)[1] == 0.5
+
+
+def test_a_reference_at_chance_tells_nothing():
+    assert anchored_balanced_accuracies(np.ones((50, 3)), 0, 0.5) is None
 
 
 def test_estimates_are_capped():
     truth = np.array([1, -1] * 50)
-    estimated = spectral_balanced_accuracies(np.column_stack([truth] * 4), max_accuracy=0.99)
-    assert np.all(estimated == pytest.approx(0.99))
+    estimated = anchored_balanced_accuracies(np.column_stack([truth] * 3), 1, 0.9, max_accuracy=0.99)
+    assert estimated == pytest.approx([0.99, 0.9, 0.99])
 
 
 def test_log_odds_mean_of_one_model_is_its_confidence():
