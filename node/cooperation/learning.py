@@ -20,9 +20,9 @@ about half the nodes). Given the node's own crawled documents (unlabelled, plent
 weighs instead by each model's balanced accuracy on the node's own distribution, estimated from how its
 decisions there agree with the local model's, whose balanced accuracy the labels tell by cross-validation
 (`agreement_weights`), and combines the calibrated confidences as the weighted mean of their log-odds.
-On 20 devweb community runs (80 nodes) filtering at loss 0.2 then beat the local model on 54 nodes and
-lost on 23 (mean +0.015, worst -0.068), against 38 and 40 (mean +0.000, worst -0.078). Estimating every
-model from the agreement of all (the full spectral meta-learner) won on 59 but lost up to -0.16: peers
+On 22 devweb community runs (88 nodes) filtering at loss 0.2 then beat the local model on 58 nodes and
+lost on 26 (mean +0.014, worst -0.068), against 42 and 44 (mean +0.001, worst -0.078). Estimating every
+model from the agreement of all (the full spectral meta-learner) won on 65 but lost up to -0.16: peers
 blind to the same region of this node's documents agree with each other and outvote the local model. Only
 models whose scaler this node could fit take part, so a label-flipped model still has no say. Functions
 here read the repository and are meant to run in a worker thread.
