@@ -584,7 +584,8 @@ class Cooperation:
         members = self._members(topic, origins)
         if not members:
             return None
-        meta = learning.meta_classifier(members)
+        unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
+        meta = learning.meta_classifier(members, unlabelled)
         data = self._labelled(topic)
         scores = learning.meta_scores(meta, data.X)
         previous = store.load_meta(self.repo, topic)
