@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -45,10 +46,10 @@ from metamodels.calibration import PlattScaler, fit_platt
 from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
 from metamodels.errors import MetamodelError
 from metamodels.estimators import held_out_accuracy, robust_cross_accuracy
-from metamodels.features import Featurizer
+from metamodels.features import Featurizer, tokenize
 from metamodels.linear import Calibration, LinearModel, train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
-from metamodels.meta_clustering import apply_models, confidence_vote, meta_mapping
+from metamodels.meta_clustering import apply_models, consensus
 from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT
 from metamodels.restrictive import loss_targeted_decisions
 from metamodels.robust import (
@@ -540,13 +541,16 @@ def cluster_proposals(
     featurizer: Featurizer,
 ) -> list[dict[str, object]]:
     """Meta clusters of the node's own documents from its own and its peers' centroid models: labels mapped
-    by purity, combined by a confidence vote, the least confident `loss` share left unassigned."""
+    onto each other (the similarity or the purity mapping, whichever agrees more with the models:
+    `consensus`), combined by a confidence vote, the least confident `loss` share left unassigned. Terms are
+    shown as the words the documents use, not as stems."""
     usable = [m for m in models if m.k == k]
     labels, confidences = apply_models(usable, X)
-    mapping = meta_mapping(labels, k)
-    voted = confidence_vote(mapping.apply(labels), confidences, k)
+    voted = consensus(labels, confidences, k).clustering
     kept = restrict(voted, loss)
-    terms = top_terms([featurizer.terms(t) for t in docs.texts], kept.labels, k, 10)
+    words = surface_forms(docs.texts, featurizer)
+    stems = top_terms([featurizer.terms(t) for t in docs.texts], kept.labels, k, 10)
+    terms = [[words.get(stem, stem) for stem in cluster_terms] for cluster_terms in stems]
     proposals = []
     for cluster in range(k):
         members = np.flatnonzero(kept.labels == cluster)
@@ -565,6 +569,17 @@ def cluster_proposals(
             }
         )
     return proposals
+
+
+def surface_forms(texts: Sequence[str], featurizer: Featurizer) -> dict[str, str]:
+    """Each stem's most frequent word in `texts` ('tutorial' for 'tutori'): labels a person can read."""
+    seen: dict[str, Counter[str]] = defaultdict(Counter)
+    for text in texts:
+        for token in tokenize(text):
+            stems = featurizer.terms(token)
+            if stems:
+                seen[stems[0]][token] += 1
+    return {stem: words.most_common(1)[0][0] for stem, words in seen.items()}
 
 
 def finite_or_none(value: float | None) -> float | None:

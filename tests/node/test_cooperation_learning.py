@@ -189,3 +189,14 @@ def crawled_documents(tmp_path):
     make_repository(path, 0, crawled=60)
     with Repository(path) as repo:
         return learning.own_documents(repo, Featurizer(FeatureConfig()))
+
+
+def test_subtopic_terms_are_shown_as_the_words_the_documents_use():
+    featurizer = Featurizer(FeatureConfig())
+    words = learning.surface_forms(
+        ["Tutorials on replication", "A replication tutorial", "tutorial: replicated logs"], featurizer
+    )
+    stem = featurizer.terms("tutorial")[0]
+    assert stem != "tutorial"  # the stemmer shortens it, so the label needs the surface form
+    assert words[stem] == "tutorial"
+    assert words[featurizer.terms("replication")[0]] == "replication"
