@@ -20,7 +20,7 @@ def _f(value: Any, default: float = 0.0) -> float:
 def _i(value: Any, default: int = 0) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
 
 
@@ -262,6 +262,7 @@ class ReceivedModel:
     accuracy_local: float | None
     weight: float | None
     received_at: float
+    evaluated: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReceivedModel:
@@ -274,6 +275,7 @@ class ReceivedModel:
             accuracy_local=None if accuracy is None else _f(accuracy),
             weight=None if weight is None else _f(weight),
             received_at=_f(data.get("received_at")),
+            evaluated=_i(data.get("evaluated")),
         )
 
 

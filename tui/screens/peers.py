@@ -86,8 +86,19 @@ class PeersScreen(NodeScreen):
                 short(m.origin),
                 m.kind,
                 m.version[:10],
-                _fraction(m.accuracy_local),
+                _accuracy_of(m),
                 _fraction(m.weight),
             )
         received = sum(1 for m in models if m.origin != "local")
         table.border_title = f"models: {received} received, {len(models) - received} own"
+
+
+def _accuracy_of(model: ReceivedModel) -> str:
+    """The accuracy with the number of documents behind it: 1.00 on one document says little."""
+    if model.accuracy_local is None:
+        return "–"
+    return (
+        f"{_fraction(model.accuracy_local)} of {model.evaluated}"
+        if model.evaluated
+        else _fraction(model.accuracy_local)
+    )
