@@ -165,24 +165,6 @@ def test_malformed_or_mismatched_state_is_refused():
         )
 
 
-class FakeCritic:
-    """Accepts pages whose text mentions hockey into 'Sports'; links get priority 0.5."""
-
-    def score_pages(self, pages):
-        return [
-            PageVerdict("Sports", 0.8, True)
-            if "hockey" in p.parsed.text.lower()
-            else PageVerdict(None, -0.5, False)
-            for p in pages
-        ]
-
-    def link_priority(self, page, link, verdict):
-        return 0.5
-
-    def link_topic(self, page, verdict):
-        return "Sports"
-
-
 def crawled(url, body, topic="Sports", source=None):
     entry = FrontierEntry(url, "h.test", 1.0, 1, topic, source=source)
     parsed = parse_html(body, url)
@@ -195,9 +177,9 @@ HUB = (
 )
 
 
-def test_pending_link_features_become_labelled_instances_when_the_target_is_judged():
+def test_pending_link_features_become_labelled_instances_when_the_target_is_judged(hockey_critic):
     policy = ApprenticeFocus(
-        FakeCritic(), ApprenticeSettings(retrain_every=2, min_per_class=1, blend=False, weight=1.0)
+        hockey_critic, ApprenticeSettings(retrain_every=2, min_per_class=1, blend=False, weight=1.0)
     )
     hub = crawled("http://h.test/hub", HUB)
     verdict = policy.score_pages([hub])[0]
@@ -215,7 +197,7 @@ def test_pending_link_features_become_labelled_instances_when_the_target_is_judg
     assert scores["http://h.test/good"] > 0.5 > scores["http://h.test/bad"]
 
 
-def test_after_a_restart_pending_features_are_rebuilt_from_the_stored_link(tmp_path):
+def test_after_a_restart_pending_features_are_rebuilt_from_the_stored_link(tmp_path, hockey_critic):
     hub = crawled("http://h.test/hub", HUB)
     link = next(link for link in hub.parsed.links if link.url.endswith("/good"))
     with Repository(tmp_path / "r.db") as repo:
@@ -237,10 +219,10 @@ def test_after_a_restart_pending_features_are_rebuilt_from_the_stored_link(tmp_p
         links = (LinkRecord(link.url, "h.test", link.anchor_text, link.dom_path, json.dumps(link.context)),)
         with repo.transaction():
             repo.insert_page(StoredPage(record, links, doc_id=1))
-        live = ApprenticeFocus(FakeCritic())
+        live = ApprenticeFocus(hockey_critic)
         live.link_priority(hub, link, PageVerdict("Sports", 0.8, True))
         expected = live.apprentice.pending[link.url].indices
-        restarted = ApprenticeFocus(FakeCritic())
+        restarted = ApprenticeFocus(hockey_critic)
         restarted.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
         restarted.score_pages([crawled(link.url, b"<p>hockey</p>", source=hub.url)])
     assert restarted.rebuilt == 1

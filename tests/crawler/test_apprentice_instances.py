@@ -20,22 +20,6 @@ from crawler.parse import parse_html
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
 
 
-class HockeyCritic:
-    def score_pages(self, pages):
-        return [
-            PageVerdict("Sports", 0.8, True)
-            if "hockey" in p.parsed.text.lower()
-            else PageVerdict(None, -0.5, False)
-            for p in pages
-        ]
-
-    def link_priority(self, page, link, verdict):
-        return 0.5
-
-    def link_topic(self, page, verdict):
-        return "Sports"
-
-
 def crawled(url, body, source=None):
     entry = FrontierEntry(url, "h.test", 1.0, 1, "Sports", source=source)
     return CrawledPage(entry, url, 200, "text/html", {}, parse_html(body, url), "f", 0, len(body), 0.0)
@@ -77,15 +61,15 @@ def test_every_stored_source_linking_to_a_page_gives_one_instance_and_later_page
         assert len(stored_in_links(repo, bounded, ["http://h.test/t"], "Sports")) == 1
 
 
-def test_a_judged_page_teaches_the_apprentice_through_each_page_linking_to_it(tmp_path):
+def test_a_judged_page_teaches_the_apprentice_through_each_page_linking_to_it(tmp_path, hockey_critic):
     with Repository(tmp_path / "r.db") as repo:
         store(repo, 1, "http://h.test/a", list_page("/t"))
         store(repo, 2, "http://h.test/b", list_page("/t"))
-        policy = ApprenticeFocus(HockeyCritic(), ApprenticeSettings(retrain_every=100))
+        policy = ApprenticeFocus(hockey_critic, ApprenticeSettings(retrain_every=100))
         policy.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
         policy.score_pages([crawled("http://h.test/t", b"<p>hockey</p>", source="http://h.test/a")])
         assert policy.apprentice.resolved == {0: 0, 1: 2}
-        only_queuing = ApprenticeFocus(HockeyCritic(), ApprenticeSettings(retrain_every=100, in_links=0))
+        only_queuing = ApprenticeFocus(hockey_critic, ApprenticeSettings(retrain_every=100, in_links=0))
         only_queuing.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
         only_queuing.score_pages([crawled("http://h.test/t", b"<p>hockey</p>", source="http://h.test/a")])
         assert only_queuing.apprentice.resolved == {0: 0, 1: 1} and only_queuing.rebuilt == 1
@@ -176,11 +160,13 @@ def test_logistic_learner_ranks_links_by_their_features_and_round_trips_as_plain
     assert len(bounded.data) == 3 and bounded.instances.tolist() == [2.0, 1.0]
 
 
-def test_the_queuing_link_keeps_its_base_priority_for_the_blend_when_its_source_is_stored(tmp_path):
+def test_the_queuing_link_keeps_its_base_priority_for_the_blend_when_its_source_is_stored(
+    tmp_path, hockey_critic
+):
     with Repository(tmp_path / "r.db") as repo:
         store(repo, 1, "http://h.test/a", list_page("/t"))
         store(repo, 2, "http://h.test/b", list_page("/t"))
-        policy = ApprenticeFocus(HockeyCritic(), ApprenticeSettings(retrain_every=100))
+        policy = ApprenticeFocus(hockey_critic, ApprenticeSettings(retrain_every=100))
         policy.attach(type("C", (), {"repo": repo, "frontier": Frontier()})())
         source = crawled("http://h.test/a", list_page("/t"))
         link = source.parsed.links[0]
