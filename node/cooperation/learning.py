@@ -19,9 +19,15 @@ per received model), and with them the meta-classifier filtered no better than t
 about half the nodes). Given the node's own crawled documents (unlabelled, plenty), `meta_classifier`
 weighs instead by each model's balanced accuracy on the node's own distribution, estimated from how its
 decisions there agree with the local model's, whose balanced accuracy the labels tell by cross-validation
-(`agreement_weights`), and combines the calibrated confidences as the weighted mean of their log-odds.
-On 22 devweb community runs (88 nodes) filtering at loss 0.2 then beat the local model on 58 nodes and
-lost on 26 (mean +0.014, worst -0.068), against 42 and 44 (mean +0.001, worst -0.078). Estimating every
+(`agreement_weights`), and combines the calibrated confidences as the weighted mean of their log-odds,
+the received models speaking together as one voter beside the local one (they share errors: their
+decisions covary with the local model's about twice as much as independence implies, so the pairwise
+estimate also lifts most of them to the accuracy cap; dividing by the local model's cross-validated
+accuracy is not the cause, that estimate is on average above the local model's true balanced accuracy on
+the crawl, not below). On 22 devweb community runs (88 nodes) filtering at loss 0.2 then beat the local
+model on 64 nodes and lost on 20 (mean +0.015, worst -0.052); summing the received models' weights as
+independent votes, 58 and 26 (mean +0.014, worst -0.068); the measured weights and trimmed mean, 42 and
+44 (mean +0.001, worst -0.078). Estimating every
 model from the agreement of all (the full spectral meta-learner) won on 65 but lost up to -0.16: peers
 blind to the same region of this node's documents agree with each other and outvote the local model. Only
 models whose scaler this node could fit take part, so a label-flipped model still has no say. Functions
@@ -56,6 +62,7 @@ from metamodels.robust import (
     RobustSettings,
     accuracy_weight,
     anchored_balanced_accuracies,
+    community_as_one_voter,
     robust_combine,
 )
 
@@ -392,8 +399,10 @@ def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] 
     """Log-odds weights from each member's balanced accuracy on the documents X (the node's own,
     unlabelled), estimated from its agreement with the local model there, whose balanced accuracy comes
     from cross-validation on the node's labels (`anchored_balanced_accuracies`). Members without a scaler
-    (label-flipped or unmeasurable) get 0. None without a local member measured above chance, or with fewer
-    than `MIN_AGREEMENT_DOCUMENTS` documents."""
+    (label-flipped or unmeasurable) get 0. The received models then speak as one voter beside the local
+    one (`community_as_one_voter`): they share errors, so their weights are not summed as independent
+    votes. None without a local member measured above chance, or with fewer than
+    `MIN_AGREEMENT_DOCUMENTS` documents."""
     local = next((i for i, m in enumerate(members) if m.local), None)
     if local is None or X.shape[0] < MIN_AGREEMENT_DOCUMENTS:
         return None
@@ -409,10 +418,10 @@ def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] 
     )
     if accuracies is None:
         return None
-    weights = [0.0] * len(members)
+    weights = np.zeros(len(members))
     for i, accuracy in zip(usable, accuracies, strict=True):
         weights[i] = accuracy_weight(float(accuracy), X.shape[0], ROBUST)
-    return weights
+    return [float(w) for w in community_as_one_voter(weights, local)]
 
 
 def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = None) -> MetaClassifier:

@@ -1,11 +1,20 @@
-"""Balanced accuracies from agreement with a reference model on unlabelled documents; the log-odds mean."""
+"""Balanced accuracies from agreement with a reference model on unlabelled documents; the log-odds mean;
+peers speaking as one voter."""
 
 import math
 
 import numpy as np
 import pytest
 
-from metamodels.robust import RobustSettings, anchored_balanced_accuracies, log_odds_mean, robust_combine
+from metamodels.errors import MetaInputError
+from metamodels.robust import (
+    RobustSettings,
+    accuracy_weight,
+    anchored_balanced_accuracies,
+    community_as_one_voter,
+    log_odds_mean,
+    robust_combine,
+)
 
 
 def votes(truth: np.ndarray, sensitivity: float, specificity: float, rng) -> np.ndarray:
@@ -77,3 +86,40 @@ def test_robust_combine_dispatches_the_log_odds_mean_and_no_weight_is_no_evidenc
     settings = RobustSettings(aggregation="log_odds_mean")
     assert robust_combine(c, [1.0, 2.0], settings) == pytest.approx(log_odds_mean(c, [1.0, 2.0]))
     assert robust_combine(c, [0.0, 0.0], settings).tolist() == [0.0]
+
+
+def test_peers_weigh_together_as_a_typical_one_of_them_and_keep_their_ratios():
+    weights = community_as_one_voter([2.0, 1.0, 1.0, 2.0], reference=0)
+    assert weights[0] == 2.0
+    assert weights[1:].sum() == pytest.approx((1 + 1 + 4) / 4)  # sum(w^2) / sum(w)
+    assert weights[1:] / weights[1] == pytest.approx([1.0, 1.0, 2.0])
+
+
+def test_one_peer_or_none_is_left_as_it_is():
+    assert community_as_one_voter([0.5, 3.0], reference=0).tolist() == [0.5, 3.0]
+    assert community_as_one_voter([1.5, 0.0, 0.0], reference=0).tolist() == [1.5, 0.0, 0.0]
+    assert community_as_one_voter([0.0, 0.0, 2.0], reference=1).tolist() == [0.0, 0.0, 2.0]
+
+
+def test_one_voter_rejects_a_missing_reference_and_negative_weights():
+    with pytest.raises(MetaInputError):
+        community_as_one_voter([1.0, 1.0], reference=2)
+    with pytest.raises(MetaInputError):
+        community_as_one_voter([1.0, -1.0], reference=0)
+
+
+def test_copies_of_a_weaker_model_do_not_outvote_a_better_one_when_they_speak_as_one():
+    rng = np.random.default_rng(4)
+    truth = np.where(rng.random(4000) < 0.4, 1, -1)
+    better = votes(truth, 0.9, 0.9, rng)
+    weaker = votes(truth, 0.7, 0.7, rng)
+    decisions = np.column_stack([better, weaker, weaker, weaker])  # three peers sharing every error
+    accuracies = anchored_balanced_accuracies(decisions, 0, 0.9)
+    weights = np.array([accuracy_weight(float(a), truth.size) for a in accuracies])
+    confidences = 0.8 * decisions
+
+    def accuracy(w):
+        return float(np.mean(np.sign(log_odds_mean(confidences, w)) == truth))
+
+    assert accuracy(weights) == pytest.approx(0.7, abs=0.03)  # summed, the copies decide
+    assert accuracy(community_as_one_voter(weights, 0)) == pytest.approx(0.9, abs=0.03)

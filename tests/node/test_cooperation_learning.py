@@ -6,6 +6,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from crawler.engine import PageVerdict
 from crawler.repository import Repository
@@ -181,6 +182,21 @@ def test_without_own_documents_or_a_local_model_measured_above_chance_the_measur
     for members, documents in (([local, peer], None), ([unmeasured, peer], unlabelled), ([peer], unlabelled)):
         meta = learning.meta_classifier(members, documents)
         assert meta.aggregation is None and meta.weights == tuple(m.weight for m in members)
+
+
+def test_a_received_model_sent_twice_has_no_more_say_than_once(tmp_path):
+    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    another = learning.received_member("p2", 1, learning.train_local(third), own)
+    unlabelled = crawled_documents(tmp_path)
+    once = learning.agreement_weights([local, peer, another], unlabelled)
+    twice = learning.agreement_weights([local, peer, replace(peer, origin="p1-copy"), another], unlabelled)
+    assert once[0] == twice[0] and once[1] > 0
+    assert twice[1] == twice[2] and twice[1] + twice[2] < 2 * once[1]
+    alone = learning.agreement_weights([local, peer], unlabelled)
+    doubled = learning.agreement_weights([local, peer, replace(peer, origin="p1-copy")], unlabelled)
+    assert doubled[0] == alone[0] and doubled[1] + doubled[2] == pytest.approx(alone[1])
 
 
 def crawled_documents(tmp_path):
