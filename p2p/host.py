@@ -195,6 +195,25 @@ async def _close_connections(host: IHost) -> None:
         await host.get_network().close()
 
 
+def connection_config(settings: P2PSettings) -> ConnectionConfig:
+    """One connection per peer; stream protocol negotiation may take as long as a request.
+
+    py-libp2p gives up negotiating a new stream after 10 s whatever the caller's own deadline. On a busy
+    process (50-100 in-process hosts, a loaded machine) negotiation took longer than that while the
+    exchange still had time left (`request_timeout`), so requests, pubsub and identify streams failed and
+    were retried, which added to the load. The request's own deadline bounds the exchange instead."""
+    defaults = ConnectionConfig()
+    return ConnectionConfig(
+        max_connections_per_peer=1,
+        outbound_stream_protocol_negotiation_timeout=max(
+            defaults.outbound_stream_protocol_negotiation_timeout, settings.request_timeout
+        ),
+        inbound_stream_protocol_negotiation_timeout=max(
+            defaults.inbound_stream_protocol_negotiation_timeout, settings.request_timeout
+        ),
+    )
+
+
 def build_libp2p_host(key_pair: KeyPair, settings: P2PSettings, listen_addrs: Sequence[str]) -> IHost:
     """A host offering Noise alone for security and Yamux alone for multiplexing."""
     noise = NoiseTransport(key_pair, noise_privkey=create_new_x25519_key_pair().private_key)
@@ -203,7 +222,7 @@ def build_libp2p_host(key_pair: KeyPair, settings: P2PSettings, listen_addrs: Se
         sec_opt={NOISE_PROTOCOL_ID: noise},
         muxer_opt={YAMUX_PROTOCOL_ID: Yamux},
         listen_addrs=[multiaddr.Multiaddr(a) for a in listen_addrs],
-        connection_config=ConnectionConfig(max_connections_per_peer=1),
+        connection_config=connection_config(settings),
         enable_mDNS=settings.enable_mdns,
     )
 

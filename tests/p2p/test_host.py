@@ -11,10 +11,24 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 
-from p2p.host import NetworkError
+from p2p.host import NetworkError, connection_config
 from p2p.identity import IdentityError, load_or_create_identity, peer_id_of
+from p2p.settings import P2PSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
+
+
+def test_stream_negotiation_may_take_as_long_as_a_request():
+    config = connection_config(P2PSettings(request_timeout=45.0))
+    assert config.outbound_stream_protocol_negotiation_timeout == 45.0
+    assert config.inbound_stream_protocol_negotiation_timeout == 45.0
+    assert config.max_connections_per_peer == 1
+
+
+def test_short_request_timeout_keeps_the_library_negotiation_bound():
+    config = connection_config(P2PSettings(request_timeout=2.0))
+    assert config.outbound_stream_protocol_negotiation_timeout == 10.0
+    assert config.inbound_stream_protocol_negotiation_timeout == 10.0
 
 
 def test_identity_created_on_first_start_with_owner_only_mode(tmp_path):
