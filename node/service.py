@@ -309,13 +309,15 @@ class NodeService:
                 self._crawl_running = True
                 try:
                     stats = await self.crawler.run(self.max_pages)
+                    # before the engine counts as idle: a hold waiting for idle edits the frontier on the
+                    # engine's connection, which must not be inside this worker thread's transaction
+                    await self._record_focus_stats()
                 finally:
                     self._crawl_running = False
                     self._crawl_idle.set()
                 self._runs_pages += stats.pages
                 self._runs_seconds += stats.elapsed
                 self._last_reason = stats.reason
-                await self._record_focus_stats()
                 self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
                 if stats.reason in ("exhausted", "blocked", "max_pages", "paused"):
                     await self._wait_for_change(timeout=30.0 if stats.reason == "blocked" else math.inf)
@@ -690,7 +692,8 @@ class NodeService:
         self._poke()
 
     async def _record_focus_stats(self) -> None:
-        """Harvest rates of the focus loop into topic_stats (the engine is idle: its connection is free)."""
+        """Harvest rates of the focus loop into topic_stats, on the engine's connection: called after a run
+        ends and before the engine counts as idle, so no frontier edit uses that connection meanwhile."""
         assert self.crawler is not None
         record = getattr(self.crawler.policy, "record_stats", None)
         if record is not None:
