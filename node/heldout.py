@@ -39,10 +39,7 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
         return _unmeasured(n, folds, f"too few labelled documents ({counts})")
     local = next((i for i, m in enumerate(row.get("members") or []) if m.get("origin") == "local"), None)
     scores = np.zeros(n)
-    order = np.random.default_rng(0).permutation(n)
-    for fold in range(folds):
-        test = np.sort(order[fold::folds])
-        train = np.setdiff1d(order, test)
+    for train, test in learning.fold_splits(n, folds):
         fold_meta = meta
         if local is not None and local < len(meta.models):
             part = learning.LabelledData(tuple(data.ids[i] for i in train), data.X[train], data.labels[train])

@@ -40,7 +40,7 @@ import base64
 import hashlib
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -202,6 +202,15 @@ def decision_agreement(a: LinearModel, b: LinearModel, X: sp.spmatrix, loss: flo
     return float(np.mean(loss_targeted_decisions(b.decision_function(X), loss) == first))
 
 
+def fold_splits(n: int, folds: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) indices of k-fold cross-validation over n documents, shuffled the same way every time
+    so that figures measured on the same documents are comparable."""
+    order = np.random.default_rng(0).permutation(n)
+    for fold in range(min(folds, n)):
+        test = order[fold::folds]
+        yield np.setdiff1d(order, test), test
+
+
 def out_of_fold(data: LabelledData, folds: int = 5, C: float = 1.0) -> np.ndarray:
     """Normalised confidences of the local training procedure on the node's labelled documents by k-fold
     cross-validation: each document scored by a model trained without it (NaN where a fold had one class
@@ -210,10 +219,7 @@ def out_of_fold(data: LabelledData, folds: int = 5, C: float = 1.0) -> np.ndarra
     scores = np.full(n, np.nan)
     if data.positives < 2 or data.negatives < 2:
         return scores
-    order = np.random.default_rng(0).permutation(n)
-    for fold in range(min(folds, n)):
-        test = order[fold::folds]
-        train = np.setdiff1d(order, test)
+    for train, test in fold_splits(n, folds):
         y = data.labels[train]
         if y.min() == y.max():
             continue

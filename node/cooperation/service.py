@@ -552,9 +552,15 @@ class Cooperation:
                 votes[cv.reporter] = (correct, entry.tested)
 
     # -- meta-classifier ----------------------------------------------------------------------------------
-    def _members(self, topic: str, origins: Sequence[str] | None = None) -> list[learning.Member]:
-        """The local model and the received ones (all, or those of `origins`), weighed on local data."""
-        data = self._labelled(topic)
+    def _members(
+        self,
+        topic: str,
+        origins: Sequence[str] | None = None,
+        data: learning.LabelledData | None = None,
+    ) -> list[learning.Member]:
+        """The local model and the received ones (all, or those of `origins`), weighed on local data (the
+        topic's labelled documents, read here unless the caller has them)."""
+        data = data if data is not None else self._labelled(topic)
         reports = self._reports.get(topic, {})
         members = []
         for stored in store.load_models(self.repo, topic, "linear"):
@@ -581,12 +587,12 @@ class Cooperation:
 
     def _build(self, topic: str, origins: Sequence[str] | None, loss: float | None) -> dict[str, Any] | None:
         """Meta-classifier of the topic from the held models; stored, applied to the topic's documents."""
-        members = self._members(topic, origins)
+        data = self._labelled(topic)
+        members = self._members(topic, origins, data)
         if not members:
             return None
         unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
         meta = learning.meta_classifier(members, unlabelled)
-        data = self._labelled(topic)
         scores = learning.meta_scores(meta, data.X)
         previous = store.load_meta(self.repo, topic)
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss
