@@ -921,10 +921,18 @@ class Cooperation:
         return {"quality": {"accuracy": accuracy}, "model_version": local.version if local else None}
 
     async def models(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """The held models with their measured quality. `weight` is the weight the topic's last meta build
+        gave the model, 0 when that build left it out, None before any build: what its say actually is,
+        since a build weighs models by their agreement on the node's own documents, not by the handful of
+        labels behind `accuracy_local`; `weight_measured` keeps the weight those labels alone give."""
         rows = await self._db(store.model_rows, topic)
+        built = await self._db(store.meta_weights, topic)
         for row in rows:
             if row["role"] == store.LOCAL:
                 row["origin"] = "local"
+            row["weight_measured"] = row["weight"]
+            in_meta = built.get(row["topic"])
+            row["weight"] = None if in_meta is None else in_meta.get(row["origin"], 0.0)
         return rows
 
     # -- collaborative clustering -------------------------------------------------------------------------

@@ -248,6 +248,18 @@ def load_meta(repo: Repository, topic: str) -> dict[str, Any] | None:
     return row
 
 
+def meta_weights(repo: Repository, topic: str | None = None) -> dict[str, dict[str, float]]:
+    """topic -> origin -> the weight the topic's last meta build gave that origin's model (origin "local"
+    for the node's own model), for the topics built so far."""
+    where, params = (
+        ("WHERE topic = ? AND model IS NOT NULL", [topic]) if topic else ("WHERE model IS NOT NULL", [])
+    )
+    weights: dict[str, dict[str, float]] = {}
+    for row_topic, members in repo.db.execute(f"SELECT topic, members FROM coop_meta {where}", params):
+        weights[row_topic] = {m["origin"]: float(m["weight"]) for m in json.loads(members)}
+    return weights
+
+
 # -- proposals ----------------------------------------------------------------------------------------------
 def save_proposals(repo: Repository, topic: str, proposals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Replace the topic's open proposals; returns them with their ids."""

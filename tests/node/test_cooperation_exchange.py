@@ -36,7 +36,7 @@ async def test_peers_sharing_topics_find_each_other_and_exchange_signed_models(t
         assert set(by_origin) == {"local", b.peer_id}
         assert by_origin[b.peer_id]["role"] == "received"
         assert by_origin[b.peer_id]["accuracy_local"] > 0.7
-        assert by_origin[b.peer_id]["weight"] > 0
+        assert by_origin[b.peer_id]["weight_measured"] > 0
         assert a.community("Databases") == [b.peer_id]
         peers = await a.peers()
         assert peers[0]["shared_topics"] == ["Databases", "Mathematics"]
@@ -59,6 +59,24 @@ async def test_hostile_peer_sending_label_flipped_models_gets_weight_zero(tmp_pa
         assert members.get(bad.peer_id, 0.0) == 0.0
         assert members[b.peer_id] > 0.0
         assert result["measured"]["accuracy"] > 0.8
+
+
+@pytest.mark.trio
+async def test_models_listing_weight_is_the_weight_the_last_meta_build_gave(tmp_path):
+    async with running_nodes(tmp_path, 3, hostile=[2]) as (a, b, bad):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        await a.build_meta("Databases", loss=0.2)
+        rows = {r["origin"]: r for r in await a.models("Databases")}
+        members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
+        assert {origin: rows[origin]["weight"] for origin in members} == members
+        assert rows[bad.peer_id]["weight"] == 0.0 and rows[bad.peer_id]["weight_measured"] == 0.0
+        # the label-measured weight is still listed beside it, and differs: the build weighs by agreement
+        assert rows[b.peer_id]["weight_measured"] > 0.0
+        assert rows[b.peer_id]["weight"] != rows[b.peer_id]["weight_measured"]
 
 
 @pytest.mark.trio
@@ -143,9 +161,9 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
         # an error goal makes the initiator ask the community (the estimate phase) whatever it measured
         result = await a.build_meta("Databases", loss=0.2, error_goal=0.3)
         rows = {r["origin"]: r for r in await a.models("Databases")}
-        assert rows[bad.peer_id]["weight"] == 0.0
+        assert rows[bad.peer_id]["weight"] == 0.0 and rows[bad.peer_id]["weight_measured"] == 0.0
         assert rows[bad.peer_id]["reporters"] >= 2
-        assert rows[b.peer_id]["weight"] > 0.0 and rows[b.peer_id]["accuracy_community"] > 0.8
+        assert rows[b.peer_id]["weight_measured"] > 0.0 and rows[b.peer_id]["accuracy_community"] > 0.8
         assert rows["local"]["weight"] > 0.0
         members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
         assert members.get(bad.peer_id, 0.0) == 0.0
