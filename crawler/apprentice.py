@@ -30,10 +30,18 @@ per page, 0 keeps only the queuing link). Every
 `retrain_every` judged pages (the paper's batch) the buffer is folded into the counts (naive Bayes needs
 no retraining from scratch), the log-odds tables are recomputed, the state is stored in the repository,
 and every queued link whose features are known is rescored (the paper's switch-in, 3.7). One model is
-kept per topic queue, as the paper has one focus topic. Until a topic's model has seen `min_per_class`
-instances of each label, its links keep the base policy's priority (the paper's baseline prior). After,
-the priority is P(relevant | features) ** weight * base ** (1 - weight): weight 1 replaces the base
-priority as the paper does.
+kept per topic queue, as the paper has one focus topic.
+
+**The switch-in** (seed 002, 3.7: the crawler consults the apprentice "once it gets a sufficient number of
+examples"): until then a topic's links keep the base policy's priority, untouched. Each refit first scores
+the newly resolved queued links with the model that has not seen them (out-of-sample) and learns a blend
+P(relevant) = sigmoid(a * apprentice log-odds + b * log base + c) from them (a signal that ranks backwards
+gets weight 0). Once each label has `blend_min_per_class` such links and the blend, fitted on one half of
+them, ranks the other half better than the base priority alone (ROC AUC gain above `switch_margin`,
+averaged over both halves), the apprentice switches in for good: the queue is rescored and every priority
+is the blend. Without `blend`, the priority is P(relevant | features) ** weight * base ** (1 - weight) as
+soon as the model has `min_per_class` instances of each label (weight 1 replaces the base priority as the
+paper does).
 
 Pending features are kept in memory (bounded); after a restart they are rebuilt from the stored link
 (`links.context`, `dom_path`, `anchor_text`) and its source document, so resume loses no instance.
@@ -55,6 +63,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 
 from crawler.engine import CrawledPage, PageVerdict
 from crawler.errors import CrawlerError
@@ -100,11 +109,18 @@ class ApprenticeSettings:
     )
     weight: float = setting(
         0.5,
-        "Until the blend is learnt (always, without blend): priority = P(relevant) ** weight * "
-        "base ** (1 - weight); 1 replaces the base priority.",
+        "Without blend: priority = P(relevant) ** weight * base ** (1 - weight) once the model is trained; "
+        "1 replaces the base priority.",
     )
     blend_min_per_class: int = setting(
-        3, "Out-of-sample resolved links of each label the blend needs before it is learnt."
+        20,
+        "Out-of-sample resolved links of each label the blend needs before it is learnt and the switch-in is "
+        "tested.",
+    )
+    switch_margin: float = setting(
+        0.02,
+        "With blend: held-out ROC AUC the blend must gain over the base priority alone before the apprentice "
+        "switches in (until then the base priority is left untouched).",
     )
     learner: str = setting(
         "logistic",
@@ -257,6 +273,39 @@ def fit_blend(
     return float(a), float(b), float(model.intercept_[0])
 
 
+def blend_score(blend: tuple[float, float, float], odds: float, log_base: float) -> float:
+    a, b, c = blend
+    z = a * odds + b * log_base + c
+    return 1.0 / (1.0 + math.exp(-max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, z))))
+
+
+def held_out_gain(rows: Sequence[tuple[float, float, int]], min_per_class: int) -> float | None:
+    """How much better the blend ranks resolved links than the base priority alone: ROC AUC of the blend
+    fitted on one half of `rows` (a fixed random split, stratified by label) scored on the other, minus the
+    base's AUC there, averaged over both halves (None while a half lacks `min_per_class` rows of a label).
+    A blend that drops the apprentice ranks as the base does: gain 0."""
+    rng = np.random.default_rng(0)
+    halves: list[list[tuple[float, float, int]]] = [[], []]
+    for label in (0, 1):
+        of_label = [r for r in rows if r[2] == label]
+        for k, i in enumerate(rng.permutation(len(of_label))):
+            halves[k % 2].append(of_label[i])
+    gains = []
+    for fold in (0, 1):
+        train, test = halves[1 - fold], halves[fold]
+        labels = [r[2] for r in test]
+        if min(sum(labels), len(labels) - sum(labels)) < min_per_class:
+            return None
+        blend = fit_blend(train, min_per_class)
+        if blend is None:
+            gains.append(0.0)
+            continue
+        blended = [blend_score(blend, odds, log_base) for odds, log_base, _ in test]
+        base = [log_base for _, log_base, _ in test]
+        gains.append(float(roc_auc_score(labels, blended) - roc_auc_score(labels, base)))
+    return sum(gains) / len(gains)
+
+
 class LinkLogistic:
     """Two-class logistic regression over the same hashed features (binary presence), refit from scratch
     on the most recent `max_instances` instances at each `fit()`: with the few hundred to few thousand
@@ -375,6 +424,9 @@ class Apprentice:
         self.blends: dict[str, tuple[float, float, float]] = {}
         self.blend_rows: dict[str, list[tuple[float, float, int]]] = {}
         self._blend_due: list[tuple[str, np.ndarray, float, int]] = []
+        self.switched_in: dict[str, int] = {}  # topic -> judged pages when its apprentice switched in
+        self.gains: dict[str, float] = {}  # topic -> last held-out AUC gain of the blend over the base
+        self.gain_history: dict[str, list[tuple[int, float]]] = {}  # topic -> (judged, gain) per test
 
     def model(self, topic: str | None) -> LinkNaiveBayes | LinkLogistic:
         key = topic or NO_TOPIC
@@ -402,16 +454,18 @@ class Apprentice:
         return hashed(self.featurizer, names)
 
     def priority(self, topic: str | None, indices: np.ndarray, base: float) -> float:
-        """The link's priority: the base priority until the topic's model is trained, then the fixed-weight
-        mix until (with `blend`) the blend is learnt, then the blend."""
+        """The link's priority. With `blend`: the base priority, untouched, until the topic's apprentice has
+        switched in (`switched_in`), then the learnt blend. Without: the base until the model is trained,
+        then the fixed-weight mix."""
         key = topic or NO_TOPIC
         model = self.models.get(key)
         if model is None or not model.trained(self.settings.min_per_class):
             return base
-        if self.settings.blend and key in self.blends:
-            a, b, c = self.blends[key]
-            z = a * model.log_odds(indices) + b * math.log(max(base, 1e-12)) + c
-            return 1.0 / (1.0 + math.exp(-max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, z))))
+        if self.settings.blend:
+            if key not in self.switched_in or key not in self.blends:
+                return base
+            odds = max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, model.log_odds(indices)))
+            return blend_score(self.blends[key], odds, math.log(max(base, 1e-12)))
         p = model.probability(indices)
         w = self.settings.weight
         return p if w == 1.0 else p**w * max(base, 1e-12) ** (1.0 - w)
@@ -459,6 +513,20 @@ class Apprentice:
                 fitted = fit_blend(rows, self.settings.blend_min_per_class)
                 if fitted is not None:
                     self.blends[topic] = fitted
+                self._test_switch_in(topic, rows)
+
+    def _test_switch_in(self, topic: str, rows: Sequence[tuple[float, float, int]]) -> None:
+        """Switch the topic's apprentice in (for good, as seed 002's 3.7 does) once its blend, learnt from
+        enough out-of-sample links, ranks held-out links better than the base priority by `switch_margin`."""
+        if topic in self.switched_in or topic not in self.blends:
+            return
+        gain = held_out_gain(rows, self.settings.blend_min_per_class // 2)
+        if gain is None:
+            return
+        self.gains[topic] = round(gain, 4)
+        self.gain_history.setdefault(topic, []).append((self.judged, self.gains[topic]))
+        if gain > self.settings.switch_margin:
+            self.switched_in[topic] = self.judged
 
     def _collect_blend_rows(self) -> None:
         due, self._blend_due = self._blend_due, []
@@ -495,6 +563,7 @@ class Apprentice:
                     {
                         **self.model(topic).to_dict(),
                         **({"blend": self.blends[topic]} if topic in self.blends else {}),
+                        **({"switched_in": self.switched_in[topic]} if topic in self.switched_in else {}),
                     },
                     separators=(",", ":"),
                 ),
@@ -507,6 +576,7 @@ class Apprentice:
         models: dict[str, LinkNaiveBayes | LinkLogistic] = {}
         buffer: list[tuple[str, np.ndarray, int]] = []
         blends: dict[str, tuple[float, float, float]] = {}
+        switched_in: dict[str, int] = {}
         for topic, state, pending in rows:
             try:
                 data = json.loads(state)
@@ -514,6 +584,8 @@ class Apprentice:
                 if "blend" in data:
                     a, b, c = (float(x) for x in data["blend"])
                     blends[topic] = (a, b, c)
+                if "switched_in" in data:
+                    switched_in[topic] = int(data["switched_in"])
                 buffer.extend(
                     (topic, np.asarray(indices, dtype=np.int64), int(label))
                     for label, indices in json.loads(pending)
@@ -528,6 +600,7 @@ class Apprentice:
         self.models = models
         self.buffer = buffer
         self.blends = blends
+        self.switched_in = switched_in
 
     def save(self, repo: Repository, now: float) -> None:
         rows = [(*row, now) for row in self.state_rows()]

@@ -38,6 +38,10 @@ Per topic, the JSON line has:
   pool adds the same forced loss to both sides (devweb Sysadmin holds 476 pages, WebKB course ~200
   reachable ones in 1000 fetches). `at_budget` holds the same figures over the whole smaller crawl, and
   `protocol` says this; `--full-budget` compares over the whole crawl instead;
+- switch_in / after_switch_in: the fetch number (from 0) at which the apprentice switched in (see
+  `crawler.apprentice`: enough out-of-sample links of each label and a held-out ranking better than the base
+  priority's; None if it never did) and the same figures over the fetches from there to the end of the
+  comparison (seed 002's 3.7 measure). The top-level figures stay the whole comparison;
 - irrelevant_truth_* / reduction_truth: the same with the web's ground truth (page group != target group);
 - fetched_without / fetched_with: pages each crawl fetched (fewer than `--pages` when its frontier ran dry);
 - irrelevant_truth_floor: the fewest truth-irrelevant fetches possible in `compared` fetches, when the
@@ -292,32 +296,53 @@ def relevant_pool(rows: dict[str, list[tuple]], critic: dict[str, list[bool]]) -
     return len({row[0] for v in VARIANTS for row, ok in zip(rows[v], critic[v], strict=True) if ok})
 
 
-def irrelevant_counts(measured: dict[str, tuple[list[bool], list[bool]]], n: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"compared": n}
+def irrelevant_counts(
+    measured: dict[str, tuple[list[bool], list[bool]]], n: int, start: int = 0
+) -> dict[str, Any]:
+    """Irrelevant fetches among fetches start..n-1 of each crawl, by the critic and by the truth."""
+    out: dict[str, Any] = {"compared": n - start}
     for kind, index in (("", 0), ("_truth", 1)):
-        counts = {v: n - sum(measured[v][index][:n]) for v in VARIANTS}
+        counts = {v: n - start - sum(measured[v][index][start:n]) for v in VARIANTS}
         out[f"irrelevant{kind}_without"] = counts["without"]
         out[f"irrelevant{kind}_with"] = counts["with"]
         out[f"reduction{kind}"] = reduction(counts["without"], counts["with"])
     return out
 
 
+AFTER_SWITCH_IN = (
+    "irrelevant fetches from the apprentice's switch-in (fetch number from_fetch, counted from 0) to the end "
+    "of the same comparison, in both crawls (seed 002's 3.7 measure: the loss accumulation after guidance "
+    "starts); the topic's top-level figures are over the whole comparison"
+)
+
+
 def compare(
     measured: dict[str, tuple[list[bool], list[bool]]],
     target_pages: int | None = None,
     pool: int | None = None,
+    switch_in: int | None = None,
 ) -> dict[str, Any]:
     """The topic's figures over the first `compared` fetches of both crawls: the smaller crawl, cut to the
     relevant `pool` when given (see POOL_PROTOCOL); `at_budget` holds the same figures over the smaller
     crawl. With the number of pages the web holds in the target group, `irrelevant_truth_floor` is the
-    fewest truth-irrelevant fetches any crawler can make in `compared` fetches."""
+    fewest truth-irrelevant fetches any crawler can make in `compared` fetches. With the fetch number at
+    which the apprentice switched in, `after_switch_in` holds the figures from there on (AFTER_SWITCH_IN;
+    None when it never switched in within the comparison)."""
     budget = min(len(measured[v][0]) for v in VARIANTS)
     n = min(budget, pool) if pool is not None else budget
     out = irrelevant_counts(measured, n)
+    out["switch_in"] = switch_in
+    out["after_switch_in"] = (
+        {"from_fetch": switch_in, "measure": AFTER_SWITCH_IN, **irrelevant_counts(measured, n, switch_in)}
+        if switch_in is not None and switch_in < n
+        else None
+    )
     if pool is not None:
         out["pool"] = pool
         out["protocol"] = POOL_PROTOCOL
         out["at_budget"] = irrelevant_counts(measured, budget)
+        if switch_in is not None and switch_in < budget:
+            out["at_budget"]["after_switch_in"] = irrelevant_counts(measured, budget, switch_in)
     if target_pages is not None:
         out["irrelevant_truth_floor"] = max(0, n - target_pages)
     for v in VARIANTS:
@@ -363,6 +388,7 @@ async def run_experiment(
         report["apprentice"] = {}
         for topic, target in sorted(targets.items()):
             measured, rows_of = {}, {}
+            switch_in: int | None = None
             pretrained: Apprentice | None = None
             offline = 0
             for variant in VARIANTS:
@@ -393,14 +419,23 @@ async def run_experiment(
                 report["seconds"][f"{topic}/{variant}"] = round(time.monotonic() - started, 1)
                 if variant == "with":
                     learner = policy.apprentice
+                    switch_in = learner.switched_in.get(topic)
                     report["apprentice"][topic] = {
+                        "switch_in": switch_in,
+                        "held_out_auc_gain": learner.gains.get(topic),
+                        "gain_history": learner.gain_history.get(topic, [])[:20],
+                        "blend_rows": {
+                            "relevant": sum(r[2] for r in learner.blend_rows.get(topic, [])),
+                            "irrelevant": sum(1 - r[2] for r in learner.blend_rows.get(topic, [])),
+                        },
+                        "blend": learner.blends.get(topic),
                         "instances": {"relevant": learner.resolved[1], "irrelevant": learner.resolved[0]},
                         "offline_instances": offline,
                         "refits": learner.refits,
                         "rescored_entries": policy.rescored_entries,
                     }
             pool = relevant_pool(rows_of, {v: measured[v][0] for v in VARIANTS}) if pool_budget else None
-            report["topics"][topic] = compare(measured, len(groups.get(target, [])), pool)
+            report["topics"][topic] = compare(measured, len(groups.get(target, [])), pool, switch_in)
             report["topics"][topic]["overlap"] = overlap(rows_of, report["topics"][topic]["compared"])
             print(f"{topic}: {json.dumps(report['topics'][topic])}", file=sys.stderr, flush=True)
     report["curves"] = {v: combined_curve(list(curves[v].values())) for v in VARIANTS}
@@ -445,6 +480,18 @@ def main(argv: list[str] | None = None) -> int:
         help="link learner",
     )
     parser.add_argument(
+        "--switch-margin",
+        type=float,
+        default=ApprenticeSettings.switch_margin,
+        help="held-out AUC gain over the base priority the apprentice needs to switch in",
+    )
+    parser.add_argument(
+        "--blend-min-per-class",
+        type=int,
+        default=ApprenticeSettings.blend_min_per_class,
+        help="out-of-sample resolved links of each label before the blend is learnt and the switch-in tested",
+    )
+    parser.add_argument(
         "--no-blend", action="store_true", help="fixed --weight instead of the learnt blend with the base"
     )
     parser.add_argument(
@@ -478,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
         in_links=args.in_links,
         learner=args.learner,
         blend=not args.no_blend,
+        switch_margin=args.switch_margin,
+        blend_min_per_class=args.blend_min_per_class,
     )
     topics = tuple(t for t in args.topics.split(",") if t)
     report = trio.run(

@@ -120,3 +120,18 @@ def test_compare_cuts_the_budget_to_the_relevant_pool_and_keeps_the_full_budget_
     assert result["at_budget"]["compared"] == 6
     assert result["at_budget"]["irrelevant_without"] == 4 and result["at_budget"]["irrelevant_with"] == 4
     assert experiment.overlap(rows, 3) == round(2 / 3, 4)
+
+
+def test_after_switch_in_counts_only_the_fetches_from_the_switch_in_and_keeps_the_whole_comparison():
+    measured = {
+        "without": ([False, True, False, False, True, False], [False] * 6),
+        "with": ([False, False, False, True, True, True], [False, False, False, True, True, False]),
+    }
+    result = experiment.compare(measured, switch_in=3)
+    assert result["irrelevant_without"] == 4 and result["irrelevant_with"] == 3  # whole: 6 fetches
+    after = result["after_switch_in"]
+    assert after["from_fetch"] == 3 and after["compared"] == 3
+    assert after["irrelevant_without"] == 2 and after["irrelevant_with"] == 0 and after["reduction"] == 1.0
+    assert after["irrelevant_truth_without"] == 3 and after["irrelevant_truth_with"] == 1
+    assert experiment.compare(measured, switch_in=6)["after_switch_in"] is None  # past the comparison
+    assert experiment.compare(measured)["after_switch_in"] is None  # never switched in

@@ -11,6 +11,7 @@ from crawler.apprentice import (
     ApprenticeSettings,
     LinkLogistic,
     fit_blend,
+    held_out_gain,
     learn_from_crawl,
     stored_in_links,
 )
@@ -110,10 +111,8 @@ def test_the_blend_keeps_the_signal_that_predicts_the_labels_and_drops_the_one_t
     assert fit_blend([(1.0, 0.0, 1)] * 20 + [(0.0, 0.0, 0)] * 3, min_per_class=5) is None
 
 
-def test_priorities_follow_the_fixed_weight_until_the_blend_has_out_of_sample_rows_then_the_blend():
-    settings = ApprenticeSettings(min_per_class=2, n_features=64, weight=0.0, blend_min_per_class=2)
-    apprentice = Apprentice(settings)
-    good, bad = np.array([1, 2]), np.array([5, 6])
+def resolver(apprentice):
+    """resolve(indices, label, base): queue one link to a fresh URL and judge its target."""
     step = 0
 
     def resolve(indices, label, base):
@@ -122,20 +121,60 @@ def test_priorities_follow_the_fixed_weight_until_the_blend_has_out_of_sample_ro
         apprentice.remember(f"u{step}", "T", indices, base)
         apprentice.resolve(f"u{step}", label)
 
-    for _ in range(3):
+    return resolve
+
+
+def test_priorities_stay_the_base_until_the_blend_beats_it_on_held_out_links_then_switch_in():
+    settings = ApprenticeSettings(min_per_class=2, n_features=64, blend_min_per_class=4)
+    apprentice = Apprentice(settings)
+    resolve = resolver(apprentice)
+    good, bad = np.array([1, 2]), np.array([5, 6])
+    for _ in range(4):
         resolve(good, True, 0.5)
         resolve(bad, False, 0.5)
-    apprentice.refit()  # the model learns; no out-of-sample row yet
-    assert apprentice.priority("T", good, 0.2) == 0.2
-    for _ in range(3):
-        resolve(good, True, 0.5)
+    apprentice.judged = 8
+    apprentice.refit()  # the model is trained, but no out-of-sample row yet
+    assert apprentice.models["T"].trained(2) and "T" not in apprentice.switched_in
+    assert apprentice.priority("T", good, 0.2) == 0.2 and apprentice.priority("T", bad, 0.3) == 0.3
+    for _ in range(4):
+        resolve(good, True, 0.5)  # the base priority is the same for both: it cannot rank them
         resolve(bad, False, 0.5)
-    apprentice.refit()  # rows scored by the model before it saw them: the blend is learnt
-    assert "T" in apprentice.blends
+    apprentice.judged = 16
+    apprentice.refit()  # rows scored by the model before it saw them: the blend is learnt and tested
+    assert apprentice.switched_in == {"T": 16} and apprentice.gains["T"] > settings.switch_margin
     assert apprentice.priority("T", good, 0.2) > apprentice.priority("T", bad, 0.2)
     restored = Apprentice(apprentice.settings)
     restored.load_rows(apprentice.state_rows())
-    assert restored.blends == apprentice.blends
+    assert restored.blends == apprentice.blends and restored.switched_in == {"T": 16}
+
+
+def test_an_apprentice_that_ranks_no_better_than_the_base_never_switches_in():
+    settings = ApprenticeSettings(min_per_class=2, n_features=64, blend_min_per_class=4)
+    apprentice = Apprentice(settings)
+    resolve = resolver(apprentice)
+    rng = np.random.default_rng(1)
+    for _ in range(6):  # the base priority separates the labels; the link features are the same for both
+        for _ in range(4):
+            resolve(np.array([1, 2]), True, float(rng.uniform(0.6, 0.9)))
+            resolve(np.array([1, 2]), False, float(rng.uniform(0.1, 0.4)))
+        apprentice.refit()
+    assert "T" in apprentice.blends and "T" in apprentice.gains
+    assert apprentice.switched_in == {}
+    assert apprentice.priority("T", np.array([1, 2]), 0.37) == 0.37
+
+
+def test_held_out_gain_is_positive_only_for_a_signal_the_base_lacks():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    informative = labels * 2.0 + rng.normal(0, 0.5, 400)
+    noise = rng.normal(0, 1.0, 400)
+    weak_base = np.log(rng.uniform(0.1, 1.0, 400))
+    gain = held_out_gain(list(zip(informative, weak_base, labels.tolist(), strict=True)), 10)
+    assert gain > 0.3
+    strong_base = np.log(1 / (1 + np.exp(-informative)))
+    gain = held_out_gain(list(zip(noise, strong_base, labels.tolist(), strict=True)), 10)
+    assert abs(gain) < 0.02
+    assert held_out_gain([(1.0, 0.0, 1)] * 30 + [(0.0, 0.0, 0)] * 5, 5) is None
 
 
 def test_logistic_learner_ranks_links_by_their_features_and_round_trips_as_plain_data():
