@@ -35,6 +35,7 @@ from tui.widgets.status_bar import StatusBar
 STATUS_INTERVAL = 2.0
 METRICS_INTERVAL = 5.0
 RECONNECT_DELAY = 3.0
+PROBLEM_HOLD = 20.0  # seconds a refusal stays in the status bar once the node answers again
 
 
 def describe(exc: ClientError) -> str:
@@ -74,6 +75,7 @@ class TopicSwarmApp(App[None]):
         self.live = live
         self.telemetry = Telemetry()
         self.problem = ""
+        self.problem_at = 0.0
         self.reachable = True
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -214,7 +216,7 @@ class TopicSwarmApp(App[None]):
 
     def show_problem(self, text: str, *, connection: bool = False) -> None:
         changed = text != self.problem
-        self.problem = text
+        self.problem, self.problem_at = text, time.monotonic()
         self.reachable = self.reachable and not connection
         for bar in self.status_bars():
             bar.show_problem(text, connection=connection)
@@ -222,7 +224,10 @@ class TopicSwarmApp(App[None]):
             self.notify(text, title="node", severity="error", timeout=6)
 
     def report_reachable(self) -> None:
-        if not self.reachable:
+        """The node answered: a connection problem is over; a refusal stays PROBLEM_HOLD seconds (it used to
+        stay until the next connection problem, long after it mattered)."""
+        stale = bool(self.problem) and time.monotonic() - self.problem_at > PROBLEM_HOLD
+        if not self.reachable or stale:
             self.reachable, self.problem = True, ""
             self.post_message(NodeReachable())
 

@@ -31,12 +31,15 @@ class Telemetry:
     version: int = 0
 
     def add_samples(self, samples: list[MetricSample]) -> None:
-        for sample in samples:
-            if sample.t <= self.last_sample_t:
-                continue
-            self.last_sample_t = sample.t
-            self._add(self.pages_per_s, sample.t, sample.pages_per_s)
-            self._add(self.frontier, sample.t, sample.frontier_size)
+        """History from the node. It can be older than live points already held (the event stream often
+        answers before the first metrics poll), so it is merged in by time, not appended after them."""
+        fresh = [s for s in samples if s.t > self.last_sample_t]
+        if not fresh:
+            return
+        self.last_sample_t = max(s.t for s in fresh)
+        _merge(self.pages_per_s, [(s.t, s.pages_per_s) for s in fresh])
+        _merge(self.frontier, [(s.t, float(s.frontier_size)) for s in fresh])
+        for sample in fresh:
             self.peers_online.append((sample.t, sample.peers_online))
             self.bytes_in.append((sample.t, sample.bytes_in))
             self.bytes_out.append((sample.t, sample.bytes_out))
@@ -44,7 +47,7 @@ class Telemetry:
                 self.harvest.setdefault(topic, _series()).append((sample.t, rate))
             if sample.errors:
                 self.errors = dict(sample.errors)
-            self.version += 1
+        self.version += 1
 
     def add_live(self, figures: CrawlFigures, at: float) -> None:
         """A live stats event: pages/s and frontier get a point between the slower metric samples."""
@@ -67,3 +70,13 @@ class Telemetry:
         if series and t < series[-1][0]:
             return
         series.append((t, float(value)))
+
+
+def _merge(series: deque[tuple[float, float]], points: list[tuple[float, float]]) -> None:
+    """Points into a time-ordered series, keeping the newest SERIES_LENGTH."""
+    if series and points and min(t for t, _ in points) < series[-1][0]:
+        merged = sorted([*series, *points], key=lambda p: p[0])
+        series.clear()
+        series.extend(merged)
+    else:
+        series.extend(sorted(points, key=lambda p: p[0]))

@@ -9,8 +9,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.markup import escape
 from textual.widgets import Input, Select, Static
 
+from node.client import ClientError, NodeError
 from tui.messages import LossChanged, MetaFetched
 from tui.records import CurvePoint, MetaState
 from tui.screens.base import TopicScreen
@@ -73,6 +75,7 @@ class MetaScreen(TopicScreen):
         self.meta: MetaState | None = None
         self.building: str | None = None  # the topic whose meta-classifier is being built
         self.builds_finished = 0  # builds answered (built or refused) since the screen opened
+        self.meta_missing = False  # the node has no meta-classifier of the chosen topic to show
 
     def body(self) -> ComposeResult:
         with Horizontal(id="meta-row"):
@@ -90,12 +93,31 @@ class MetaScreen(TopicScreen):
 
     @work(exclusive=True, group="meta")
     async def fetch_meta(self, topic: str) -> None:
-        meta = await self.ask(self.link.meta, topic)
-        if meta is not None:
-            self.post_message(MetaFetched(meta))
+        try:
+            meta = await self.link.meta(topic)
+        except NodeError as exc:
+            self.show_missing(topic, exc)
+            return
+        except ClientError as exc:
+            self.swarm.report_problem(exc)
+            return
+        self.swarm.report_reachable()
+        self.post_message(MetaFetched(meta))
+
+    def show_missing(self, topic: str, refusal: NodeError) -> None:
+        """No meta-classifier to show: none built yet (a normal state, not an error), or the node cannot
+        build one (offline: the reason goes where the curve would be, so `b` is not offered in vain)."""
+        self.meta, self.meta_missing = None, True
+        self.query_one("#loss", Input).value = ""
+        self.query_one("#meta-counts", Static).update(f"{escape(topic)}: no meta-classifier")
+        if refusal.status == 404:
+            self.query_one(CurvePlot).show((), None, title="accuracy vs loss")
+            return
+        self.query_one(CurvePlot).show((), None, title="accuracy vs loss", empty=refusal.detail)
+        self.swarm.report_problem(refusal)
 
     def on_meta_fetched(self, message: MetaFetched) -> None:
-        self.meta = message.meta
+        self.meta, self.meta_missing = message.meta, False
         self.query_one("#loss", Input).value = f"{message.meta.loss:.2f}"
         self._draw()
 

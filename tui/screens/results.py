@@ -21,6 +21,7 @@ from tui.screens.base import NodeScreen
 ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
+NO_VERDICT = "none yet (no meta-classifier has filtered it)"
 
 
 def origin_label(hit: Hit) -> str:
@@ -31,8 +32,10 @@ QUERY_TERM = re.compile(r"\[\[(.+?)\]\]")  # the node marks query terms in previ
 
 
 def highlighted(text: str) -> str:
-    """The preview as markup: its text escaped, the node's query-term marks shown in bold reverse."""
-    parts = QUERY_TERM.split(text)
+    """The preview as markup: its text escaped, the node's query-term marks shown in bold reverse. Line
+    breaks become spaces: a page's navigation lines ("Home", "Menu", ...) used to fill the pane one word
+    per line and push the marked passages out of sight."""
+    parts = QUERY_TERM.split(" ".join(text.split()))
     marked = (escape(part) if i % 2 == 0 else f"[b reverse]{escape(part)}[/]" for i, part in enumerate(parts))
     return "".join(marked)
 
@@ -42,8 +45,8 @@ def preview(hit: Hit) -> str:
     also = f" (also from {len(peers)} peer{'s' if len(peers) != 1 else ''})" if peers else ""
     return (
         f"[b]{escape(hit.title)}[/b]\n{escape(hit.url)}\n\n"
-        f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}"
-        f" · verdict {escape(hit.verdict or '–')}\n"
+        f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}\n"
+        f"verdict: {escape(hit.verdict or NO_VERDICT)}\n"
         f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
         "[dim]+ relevant · - irrelevant · o open in browser[/dim]"
     )

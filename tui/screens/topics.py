@@ -14,15 +14,25 @@ from textual.markup import escape
 from textual.widgets import Static, Tree
 
 from tui.messages import TopicsFetched
-from tui.records import Topic
+from tui.records import CrawlFigures, Topic
 from tui.screens.base import NodeScreen
 from tui.widgets.prompt import Prompt
 
 CRAWL_MARKS = {"running": ("▶", "green"), "paused": ("⏸", "yellow"), "stopped": ("■", "red")}
 
 
-def topic_label(topic: Topic) -> Text:
+def idle_note(topic: Topic, node_crawl: CrawlFigures | None) -> str:
+    """Why a topic set to run fetches nothing: the node's whole crawl is finished, paused or waiting (the
+    topic showed a green ▶ and "running" after max_pages was reached)."""
+    if topic.crawl != "running" or node_crawl is None or node_crawl.active:
+        return ""
+    return node_crawl.detail or node_crawl.headline()
+
+
+def topic_label(topic: Topic, node_crawl: CrawlFigures | None = None) -> Text:
     mark, colour = CRAWL_MARKS.get(topic.crawl, ("?", "white"))
+    if idle_note(topic, node_crawl):
+        mark, colour = "▷", "dim"
     accuracy = "–" if topic.accuracy is None else f"{topic.accuracy:.2f}"
     label = Text(no_wrap=True)
     label.append(f"{mark} ", style=colour)
@@ -32,16 +42,18 @@ def topic_label(topic: Topic) -> Text:
     return label
 
 
-def topic_details(topic: Topic) -> str:
+def topic_details(topic: Topic, node_crawl: CrawlFigures | None = None) -> str:
     if topic.accuracy is None:
         why = escape(topic.accuracy_why) or "no meta-classifier yet"
         accuracy = f"not measured ({why})"
     else:
         accuracy = f"{topic.accuracy:.3f} ({escape(topic.accuracy_on or 'held-out documents')})"
     keywords = escape(", ".join(topic.keywords)) or "(none: press k to add some)"
+    note = idle_note(topic, node_crawl)
+    crawl = f"[b]{topic.crawl}[/b]" + (f", but the node fetches nothing: {escape(note)}" if note else "")
     return (
         f"[b]{escape(topic.name)}[/b]  ({escape(topic.key)})\n\n"
-        f"crawl: [b]{topic.crawl}[/b]\n"
+        f"crawl: {crawl}\n"
         f"documents: {topic.local} local, {topic.pooled} pooled\n"
         f"harvest rate: {topic.harvest_rate:.3f}\n"
         f"meta-classifier accuracy: {accuracy}\n"
@@ -94,7 +106,9 @@ class TopicsScreen(NodeScreen):
         nodes = {}
         for topic in sorted(message.topics, key=lambda t: t.key):
             parent = nodes.get(topic.parent) if topic.parent else None
-            node = (parent or tree.root).add(topic_label(topic), data=topic.key, expand=True)
+            node = (parent or tree.root).add(
+                topic_label(topic, self.node_crawl()), data=topic.key, expand=True
+            )
             nodes[topic.key] = node
         for node in nodes.values():
             if not node.children:
@@ -116,7 +130,12 @@ class TopicsScreen(NodeScreen):
     def _show(self, key: str | None) -> None:
         topic = self.topics.get(key or "")
         if topic is not None:
-            self.query_one("#topic-details", Static).update(topic_details(topic))
+            self.query_one("#topic-details", Static).update(topic_details(topic, self.node_crawl()))
+
+    def node_crawl(self) -> CrawlFigures | None:
+        """The node's crawl as last polled (None until the first status answer)."""
+        status = self.swarm.telemetry.status
+        return None if status is None else self.swarm.telemetry.latest
 
     def action_crawl(self, action: str) -> None:
         key = self.selected_key()

@@ -50,13 +50,13 @@ class StatusBar(Static):
             line.append(" ✖ node unreachable ", style="bold white on red")
         else:
             line.append(" ● node ", style="bold black on green")
+        if self.problem:  # first: the figures fill the line and the end is cut off on a narrow terminal
+            line.append(f" {self.problem} ", style="bold red")
+            line.append("·")
         if self.figures is not None:
             f = self.figures
             line.append(f" {f.headline()} · {f.pages} pages · {f.rate_text()} · frontier {f.frontier_size}")
         if self.status is not None:
             s = self.status
             line.append(f" · docs {s.local_documents}+{s.pooled_documents} pooled · peers {s.peers_online}")
-        if self.problem:
-            line.append("  ")
-            line.append(self.problem, style="bold red")
         self.update(line)

@@ -1,0 +1,141 @@
+"""What a newcomer saw wrong on the UI's screens over a real node (session 3), pinned over a stand-in link:
+history dropped from the dashboard, a status bar whose problem fell off its end, an offline node's Meta
+screen offering `b` in vain, topics marked running after the crawl finished, previews one word per line."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import tui.app
+from node.client import NodeError
+from tui.app import TopicSwarmApp
+from tui.link import NodeLink
+from tui.records import CrawlFigures, MetricSample, Status, Topic
+from tui.screens.meta import MetaScreen
+from tui.screens.results import highlighted
+from tui.screens.topics import topic_details, topic_label
+from tui.telemetry import Telemetry
+from tui.widgets.plots import NO_META, CurvePlot, time_range, value_range
+from tui.widgets.status_bar import StatusBar
+
+SIZE = (100, 30)
+T0 = 1_700_000_000.0
+OFFLINE = "meta needs peers: this node runs offline; restart it without --offline"
+FINISHED = CrawlFigures(
+    "running", False, 200, 0.0, 568, {}, 0, "finished", "reached max_pages (200 of 200 documents)", 3.5
+)
+CRAWLING = CrawlFigures("running", True, 20, 4.0, 300, {}, 0, "crawling")
+TOPIC = Topic("Databases", "Databases", None, 47, 0, 0.78, None, (), "running", None)
+
+
+def sample(t: float, pages_per_s: float) -> MetricSample:
+    return MetricSample(t, 10, pages_per_s, 100, {}, 0, 0, 0, {"Databases": 0.5})
+
+
+class StandInLink(NodeLink):
+    """A node whose crawl finished and whose meta answer is `refusal` (a NodeError)."""
+
+    def __init__(self, refusal: NodeError) -> None:
+        super().__init__(Path("/nonexistent"))
+        self.refusal = refusal
+
+    async def status(self) -> Status:
+        return Status(None, FINISHED, {"Databases": 0.78}, 0, 0, 0, 200, 0, False, False)
+
+    async def metrics(self, since: float = 0.0) -> list[MetricSample]:
+        return []
+
+    async def topics(self) -> list[Topic]:
+        return [TOPIC]
+
+    async def meta(self, topic: str):
+        raise self.refusal
+
+    async def stats_events(self):
+        await asyncio.Event().wait()
+        yield "stats", FINISHED
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def settle(pilot, predicate, timeout: float = 10.0) -> None:
+    waited = 0.0
+    while not predicate():
+        assert waited < timeout, "the UI did not get there (hang guard)"
+        await pilot.pause(0.1)
+        waited += 0.1
+
+
+def test_metrics_history_arriving_after_a_live_point_is_kept_in_time_order():
+    telemetry = Telemetry()
+    telemetry.add_live(CRAWLING, T0 + 100)  # the event stream answered before the first metrics poll
+    telemetry.add_samples([sample(T0 + 10, 1.0), sample(T0 + 50, 2.0)])
+    assert [t for t, _ in telemetry.pages_per_s] == [T0 + 10, T0 + 50, T0 + 100]
+    assert [t for t, _ in telemetry.frontier] == [T0 + 10, T0 + 50, T0 + 100]
+    telemetry.add_samples([sample(T0 + 50, 9.0)])  # a sample already held is not added twice
+    assert len(telemetry.pages_per_s) == 3
+
+
+def test_plots_of_counts_start_at_zero_and_a_lone_point_gets_a_past():
+    assert value_range([0.0, 0.0]) == (0.0, 1.0)
+    assert value_range([3.0, 7.5]) == (0.0, 7.5)
+    assert value_range([-2.0, 1.0]) == (-2.0, 1.0)
+    assert time_range([[(T0, 1.0)]], T0) == (-60.0, 0.0)
+    assert time_range([[(T0 - 30, 1.0), (T0, 2.0)]], T0) == (-30.0, 0.0)
+
+
+def test_preview_line_breaks_become_spaces():
+    assert highlighted("Home\nMenu\n\nSQLite is [[Transactional]]\nA db") == (
+        "Home Menu SQLite is [b reverse]Transactional[/] A db"
+    )
+
+
+def test_a_topic_set_running_says_when_the_node_fetches_nothing():
+    finished = topic_details(TOPIC, FINISHED)
+    assert "fetches nothing: reached max_pages (200 of 200 documents)" in finished
+    assert "fetches nothing" not in topic_details(TOPIC, CRAWLING)
+    assert topic_label(TOPIC, FINISHED).plain.startswith("▷ ")
+    assert topic_label(TOPIC, CRAWLING).plain.startswith("▶ ")
+
+
+@pytest.mark.anyio
+async def test_a_problem_is_shown_at_the_start_of_the_status_bar_and_clears_after_its_hold(monkeypatch):
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.telemetry.status is not None)
+        app.show_problem("unavailable: " + OFFLINE)
+        await pilot.pause()
+        line = str(app.screen.query_one(StatusBar).content)
+        assert ("unavailable: " + OFFLINE) in line[:100]  # before the figures, which run past 100 columns
+        app.report_reachable()  # the node answers again: the refusal stays a while
+        assert app.problem
+        monkeypatch.setattr(tui.app, "PROBLEM_HOLD", 0.0)
+        app.report_reachable()
+        await pilot.pause()
+        assert not app.problem and not app.screen.query_one(StatusBar).problem
+
+
+@pytest.mark.anyio
+async def test_meta_screen_of_an_offline_node_says_why_instead_of_offering_a_build():
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("unavailable", OFFLINE, 503)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await settle(pilot, lambda: isinstance(app.screen, MetaScreen) and OFFLINE in app.problem)
+        assert app.screen.query_one(CurvePlot).empty_text == OFFLINE
+
+
+@pytest.mark.anyio
+async def test_meta_screen_without_a_meta_classifier_yet_offers_a_build_and_reports_no_error():
+    missing = NodeError("not_found", "no meta-classifier for 'Databases' yet: build one", 404)
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(missing))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await settle(pilot, lambda: isinstance(app.screen, MetaScreen) and app.screen.meta_missing)
+        assert app.screen.query_one(CurvePlot).empty_text == NO_META
+        assert app.problem == ""
