@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable, Static
 
 import tui.app
 from node.client import NodeError
@@ -15,6 +16,8 @@ from tui.app import TopicSwarmApp
 from tui.link import NodeLink
 from tui.records import CrawlFigures, MetricSample, Status, Topic
 from tui.screens.meta import MetaScreen
+from tui.screens.peers import PeersScreen
+from tui.screens.refine import RefineScreen
 from tui.screens.results import highlighted
 from tui.screens.topics import topic_details, topic_label
 from tui.telemetry import Telemetry
@@ -36,7 +39,7 @@ def sample(t: float, pages_per_s: float) -> MetricSample:
 
 
 class StandInLink(NodeLink):
-    """A node whose crawl finished and whose meta answer is `refusal` (a NodeError)."""
+    """A node whose crawl finished and whose cooperation answers (meta, proposals, models) are `refusal`."""
 
     def __init__(self, refusal: NodeError) -> None:
         super().__init__(Path("/nonexistent"))
@@ -52,6 +55,15 @@ class StandInLink(NodeLink):
         return [TOPIC]
 
     async def meta(self, topic: str):
+        raise self.refusal
+
+    async def proposals(self, topic: str | None = None):
+        raise self.refusal
+
+    async def peers(self):
+        return []
+
+    async def models(self, topic: str | None = None):
         raise self.refusal
 
     async def stats_events(self):
@@ -139,3 +151,17 @@ async def test_meta_screen_without_a_meta_classifier_yet_offers_a_build_and_repo
         await settle(pilot, lambda: isinstance(app.screen, MetaScreen) and app.screen.meta_missing)
         assert app.screen.query_one(CurvePlot).empty_text == NO_META
         assert app.problem == ""
+
+
+@pytest.mark.anyio
+async def test_refine_and_peers_screens_of_an_offline_node_say_why_they_stay_empty():
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("unavailable", OFFLINE, 503)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(pilot, lambda: isinstance(app.screen, RefineScreen) and OFFLINE in app.problem)
+        details = app.screen.query_one("#proposal-details", Static)
+        await settle(pilot, lambda: OFFLINE in str(details.content))
+        await pilot.press("4")
+        await settle(pilot, lambda: isinstance(app.screen, PeersScreen))
+        models = app.screen.query_one("#models", DataTable)
+        await settle(pilot, lambda: OFFLINE in str(models.border_title))

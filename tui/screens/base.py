@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Select
 
-from node.client import ClientError
+from node.client import ClientError, NodeError
 from tui.widgets.nav import NavBar
 from tui.widgets.status_bar import StatusBar
 
@@ -78,6 +78,21 @@ class NodeScreen(Screen[None]):
             return None
         self.swarm.report_reachable()
         return answer
+
+    async def ask_refusable(
+        self, call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+    ) -> tuple[T | None, NodeError | None]:
+        """Like `ask`, but a node's refusal comes back unreported, for the screen to show where its data
+        would be (an offline node's Meta, Refine and models) or to take as a normal state (nothing yet)."""
+        try:
+            answer = await call(*args, **kwargs)
+        except NodeError as refusal:
+            return None, refusal
+        except ClientError as exc:
+            self.swarm.report_problem(exc)
+            return None, None
+        self.swarm.report_reachable()
+        return answer, None
 
 
 class TopicScreen(NodeScreen):

@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from textual.markup import escape
 from textual.widgets import Input, Select, Static
 
-from node.client import ClientError, NodeError
+from node.client import NodeError
 from tui.messages import LossChanged, MetaFetched
 from tui.records import CurvePoint, MetaState
 from tui.screens.base import TopicScreen
@@ -93,16 +93,11 @@ class MetaScreen(TopicScreen):
 
     @work(exclusive=True, group="meta")
     async def fetch_meta(self, topic: str) -> None:
-        try:
-            meta = await self.link.meta(topic)
-        except NodeError as exc:
-            self.show_missing(topic, exc)
-            return
-        except ClientError as exc:
-            self.swarm.report_problem(exc)
-            return
-        self.swarm.report_reachable()
-        self.post_message(MetaFetched(meta))
+        meta, refusal = await self.ask_refusable(self.link.meta, topic)
+        if refusal is not None:
+            self.show_missing(topic, refusal)
+        elif meta is not None:
+            self.post_message(MetaFetched(meta))
 
     def show_missing(self, topic: str, refusal: NodeError) -> None:
         """No meta-classifier to show: none built yet (a normal state, not an error), or the node cannot

@@ -50,8 +50,11 @@ class PeersScreen(NodeScreen):
         peers = await self.ask(self.link.peers)
         if peers is not None:
             self.show_peers(peers)
-        models = await self.ask(self.link.models)
-        if models is not None:
+        models, refusal = await self.ask_refusable(self.link.models)
+        if refusal is not None:  # offline: the table says why it stays empty
+            self.query_one("#models", DataTable).border_title = f"models: none ({refusal.detail})"
+            self.swarm.report_problem(refusal)
+        elif models is not None:
             self.show_models(models)
 
     def show_peers(self, peers: list[Peer]) -> None:

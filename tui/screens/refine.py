@@ -68,8 +68,11 @@ class RefineScreen(TopicScreen):
 
     @work(exclusive=True, group="proposals")
     async def fetch_proposals(self, topic: str) -> None:
-        proposals = await self.ask(self.link.proposals, topic)
-        if proposals is not None:
+        proposals, refusal = await self.ask_refusable(self.link.proposals, topic)
+        if refusal is not None:  # offline: say so where proposals would be, not only in the status bar
+            self.query_one("#proposal-details", Static).update(f"no proposals: {escape(refusal.detail)}")
+            self.swarm.report_problem(refusal)
+        elif proposals is not None:
             self.post_message(ProposalsFetched(topic, proposals))
 
     def on_proposals_fetched(self, message: ProposalsFetched) -> None:
