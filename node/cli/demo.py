@@ -283,10 +283,15 @@ def cooperate(clients: list[NodeClient]) -> None:
                     return
                 say(f"node {i + 1}: meta-classifier for {topic} failed: {exc.detail}")
                 continue
-            say(
-                f"node {i + 1}: meta-classifier for {topic} from its own and {built.get('peers_used')} "
-                f"peers' models, {built.get('kept')} documents kept, {built.get('abstained')} abstained"
-            )
+            say(build_line(i + 1, topic, built))
+
+
+def build_line(node: int, topic: str, built: dict[str, Any]) -> str:
+    used = int(built.get("peers_used") or 0)
+    return (
+        f"node {node}: meta-classifier for {topic} from its own model and {used} peer model"
+        f"{'s' * (used != 1)}, {built.get('kept')} documents kept, {built.get('abstained')} abstained"
+    )
 
 
 # -- the summary ------------------------------------------------------------------------------------------

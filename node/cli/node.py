@@ -169,6 +169,11 @@ def run_node(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     if args.max_pages is not None and args.max_pages < 0:
         raise CliError("--max-pages must be 0 or more")
+    if args.offline and (args.listen or args.bootstrap):  # they were silently ignored
+        raise CliError(
+            "--offline runs without peers, so --listen and --bootstrap do nothing: drop --offline to join "
+            "a network, or drop them to crawl alone"
+        )
     setup_logging(data, args.log_level)
     service = NodeService(
         data,
@@ -281,8 +286,15 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
 def run_peers(args: argparse.Namespace) -> int:
     with connect(args) as client:
         peers = client.peers()
+        networked = args.json or peers["peers"] or client.status().get("networked", True)
     if args.json:
         print_json(peers)
+        return 0
+    if not networked:
+        print(
+            "no peers: this node runs offline; restart it without --offline, with --bootstrap MULTIADDR "
+            "to join a network"
+        )
         return 0
     if not peers["peers"]:
         print("no peers: join a network with `topicswarm node run --bootstrap MULTIADDR`")

@@ -60,7 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def open_repository(args: argparse.Namespace) -> Repository:
     data = data_dir(args)
     if not data.repository.exists():
-        raise CliError(f"no repository at {data.repository}: crawl first with `topicswarm crawl --seed URL`")
+        raise CliError(
+            f"no repository at {data.repository}: nothing crawled yet; start a node with "
+            f"`topicswarm node run --data {data.root}` (after `topicswarm topics import`) "
+            "or crawl with `topicswarm crawl --seed URL`"
+        )
     try:
         return Repository(data.repository)
     except RepositoryError as exc:
@@ -129,7 +133,7 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
             print(json.dumps(hit, ensure_ascii=False))
         return
     if not hits:
-        print("no hits")
+        print(no_hits_text(args))
         return
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
@@ -138,6 +142,19 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         print(f"    {hit['topic'] or '-'}  conf {confidence}  from {', '.join(hit['origins'])}")
         print(f"    {render(' '.join(hit['preview'].split()), bold)}")
     print(f"{len(hits)} of {answer['total']} results")
+
+
+def no_hits_text(args: argparse.Namespace) -> str:
+    """No hits, with the filters that narrowed the search and how to widen them (a bare "no hits" left a
+    user of `--origin pooled` on an offline node, or of the default verdict filter, guessing)."""
+    narrowing = []
+    if args.topic:
+        narrowing.append(f"--topic {args.topic}")
+    if args.origin != "any":
+        narrowing.append(f"--origin {args.origin} (try --origin any)")
+    if args.verdict != "any":
+        narrowing.append(f"--verdict {args.verdict} (try --verdict any)")
+    return f"no hits for {args.query!r}" + (f" with {', '.join(narrowing)}" if narrowing else "")
 
 
 def render(preview: str, bold: bool) -> str:

@@ -81,6 +81,8 @@ def test_import_and_search_go_through_a_running_node_and_print_as_without_one(tm
                     wait_until(lambda: not client.status()["crawl"]["active"], "crawl end")
                 search = ["search", "--data", str(root), "database", "--verdict", "any"]
                 through_api = output(capsys, search), output(capsys, [*search, "--json"])
+                pooled = output(capsys, [*search[:4], "--origin", "pooled"])
+                peers = output(capsys, ["peers", "--data", str(root)])
         finally:
             process.send_signal(signal.SIGTERM)
             try:
@@ -90,6 +92,9 @@ def test_import_and_search_go_through_a_running_node_and_print_as_without_one(tm
                 process.wait()
             log.close()
     assert not node_running(data)
+    # an offline node pools nothing and has no peers: the answers say which filter and how to join
+    assert pooled.startswith("no hits for 'database' with --origin pooled (try --origin any)")
+    assert "this node runs offline; restart it without --offline" in peers
     assert imported == imported_alone.replace(str(alone), str(root))
     bookmarked = BOOKMARKS.read_text().count("HREF=")
     assert imported.startswith(f"imported 3 topics with {bookmarked} training documents")

@@ -1,0 +1,55 @@
+"""Command-line answers a newcomer met following the README (session 3): each says what to do."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.repository import Repository
+from node.cli import main
+from node.cli.demo import build_line
+
+
+def failure(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    return capsys.readouterr().err
+
+
+def test_offline_with_listen_or_bootstrap_is_refused_instead_of_ignored(tmp_path, capsys):
+    for extra in (["--listen", "/ip4/127.0.0.1/tcp/4001"], ["--bootstrap", "/ip4/127.0.0.1/tcp/1/p2p/X"]):
+        err = failure(capsys, ["node", "run", "--data", str(tmp_path), "--offline", *extra])
+        assert "--offline runs without peers" in err and "drop --offline" in err
+    assert not (tmp_path / "api.json").exists()  # no node was started
+
+
+def test_search_before_anything_was_crawled_names_the_node_command(tmp_path, capsys):
+    err = failure(capsys, ["search", "sql", "--data", str(tmp_path)])
+    assert f"topicswarm node run --data {tmp_path}" in err and "topicswarm crawl --seed URL" in err
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ([], "no hits for 'sql join' with --verdict accepted (try --verdict any)"),
+        (["--verdict", "any"], "no hits for 'sql join'"),
+        (
+            ["--origin", "pooled", "--topic", "Databases"],
+            "no hits for 'sql join' with --topic Databases, --origin pooled (try --origin any), "
+            "--verdict accepted (try --verdict any)",
+        ),
+    ],
+)
+def test_an_empty_answer_names_the_filters_that_narrowed_it(tmp_path, capsys, options, said):
+    Repository(tmp_path / "repository.db").close()
+    capsys.readouterr()
+    assert main(["search", "sql", "join", "--data", str(tmp_path), *options]) == 0
+    assert capsys.readouterr().out.strip() == said
+
+
+def test_demo_build_line_counts_peer_models_in_plain_english():
+    built = {"peers_used": 1, "kept": 14, "abstained": 3}
+    assert build_line(3, "Databases", built) == (
+        "node 3: meta-classifier for Databases from its own model and 1 peer model, 14 documents kept, "
+        "3 abstained"
+    )
+    assert "and 2 peer models," in build_line(1, "Sysadmin", {**built, "peers_used": 2})
