@@ -14,11 +14,11 @@ import tui.app
 from node.client import NodeError
 from tui.app import TopicSwarmApp
 from tui.link import NodeLink
-from tui.records import CrawlFigures, MetricSample, Status, Topic
+from tui.records import CrawlFigures, Hit, MetricSample, SearchResults, Status, Topic
 from tui.screens.meta import MetaScreen
 from tui.screens.peers import PeersScreen
 from tui.screens.refine import RefineScreen
-from tui.screens.results import highlighted
+from tui.screens.results import ResultsScreen, highlighted
 from tui.screens.topics import topic_details, topic_label
 from tui.telemetry import Telemetry
 from tui.widgets.plots import NO_META, CurvePlot, time_range, value_range
@@ -31,6 +31,7 @@ FINISHED = CrawlFigures(
     "running", False, 200, 0.0, 568, {}, 0, "finished", "reached max_pages (200 of 200 documents)", 3.5
 )
 CRAWLING = CrawlFigures("running", True, 20, 4.0, 300, {}, 0, "crawling")
+URL = "http://127.0.0.12:8080/transactional.html"
 TOPIC = Topic("Databases", "Databases", None, 47, 0, 0.78, None, (), "running", None)
 
 
@@ -62,6 +63,10 @@ class StandInLink(NodeLink):
 
     async def peers(self):
         return []
+
+    async def search(self, q: str, **options) -> SearchResults:
+        hit = Hit(4, URL, "SQLite Is Transactional", "Databases", 0.93, "local", ("local",), 1.9, "", "")
+        return SearchResults(q, (hit,), 1)
 
     async def models(self, topic: str | None = None):
         raise self.refusal
@@ -165,3 +170,21 @@ async def test_refine_and_peers_screens_of_an_offline_node_say_why_they_stay_emp
         await settle(pilot, lambda: isinstance(app.screen, PeersScreen))
         models = app.screen.query_one("#models", DataTable)
         await settle(pilot, lambda: OFFLINE in str(models.border_title))
+
+
+@pytest.mark.anyio
+async def test_open_without_a_display_copies_the_url_instead_of_starting_a_browser_in_the_terminal(
+    monkeypatch,
+):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setattr("webbrowser.open", lambda *a, **k: pytest.fail("a browser was started"))
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "slash", *"sqlite", "enter")
+        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+        await pilot.press("o")
+        await settle(pilot, lambda: copied == [URL])

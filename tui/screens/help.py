@@ -7,34 +7,62 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.markup import escape
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Static
 
-HELP = """\
-# topicswarm keys
+KEYS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "anywhere (letter keys act while no text field has the focus)",
+        [
+            ("1-6", "dashboard, topics, results, peers, meta, refine"),
+            ("ctrl+p", "command palette (screens, start/pause/stop crawling, theme)"),
+            ("tab, shift+tab", "move between fields and lists"),
+            ("escape", "leave a text field for the screen's list"),
+            ("r / q", "refresh from the node / quit (the node keeps running)"),
+        ],
+    ),
+    (
+        "topics",
+        [
+            ("s / p / x", "start / pause / stop crawling the selected topic"),
+            ("i", "import bookmarks from a file path"),
+            ("k", "edit the selected topic's indicator keywords"),
+        ],
+    ),
+    (
+        "results",
+        [
+            ("/", "focus the search box (Enter searches)"),
+            ("+ / -", "mark the selected result relevant / irrelevant"),
+            ("o", "open it in the browser (without a display: copy its URL)"),
+        ],
+    ),
+    (
+        "meta",
+        [
+            ("[ / ]", "lower / raise the loss by 0.05"),
+            ("l", "type a loss (Enter applies)"),
+            ("b", "build the meta-classifier at the chosen loss"),
+        ],
+    ),
+    (
+        "refine",
+        [
+            ("g", "propose subtopics (clustering)"),
+            ("a / n / x", "accept / accept under a new name / reject the proposal"),
+        ],
+    ),
+]
 
-| key | where | does |
-| --- | --- | --- |
-| 1-6 | anywhere (not while typing) | dashboard, topics, results, peers, meta, refine |
-| ctrl+p | anywhere | command palette (screens, start/pause/stop crawling, theme) |
-| tab / shift+tab | anywhere | move between fields and lists |
-| escape | in a text field | leave it for the screen's list (then 1-6 and the keys below work) |
-| r | any screen | refresh from the node |
-| q | anywhere | quit (the node keeps running) |
-| s / p / x | topics | start / pause / stop crawling the selected topic |
-| i | topics | import bookmarks from a file path |
-| k | topics | edit the selected topic's indicator keywords |
-| / | results | focus the search box (Enter searches) |
-| + / - | results | mark the selected result relevant / irrelevant |
-| o | results | open the selected result in the browser |
-| [ / ] | meta | lower / raise the loss by 0.05 |
-| l | meta | type a loss (Enter applies) |
-| b | meta | build the meta-classifier at the chosen loss |
-| g | refine | propose subtopics (clustering) |
-| a / n / x | refine | accept / accept under a new name / reject the proposal |
 
-Escape or ? closes this help.
-"""
+def help_text() -> str:
+    """One line per key, grouped by screen: a table with rules between rows showed a third of them."""
+    lines = []
+    for where, keys in KEYS:
+        lines.append(f"[b]{escape(where)}[/b]")
+        lines += [f"  [b $accent]{escape(key):<15}[/] {escape(does)}" for key, does in keys]
+    return "\n".join([*lines, "", "[dim]escape or ? closes this help[/dim]"])
 
 
 class HelpScreen(ModalScreen[None]):
@@ -44,8 +72,9 @@ class HelpScreen(ModalScreen[None]):
     ]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help"):
-            yield Markdown(HELP)
+        with VerticalScroll(id="help") as scroll:
+            scroll.border_title = "topicswarm keys"
+            yield Static(help_text(), id="help-text")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import webbrowser
 from typing import ClassVar
 
@@ -22,6 +24,14 @@ ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
 NO_VERDICT = "none yet (no meta-classifier has filtered it)"
+
+
+def graphical_session() -> bool:
+    """Whether a browser can open beside the UI. Without a display, webbrowser falls back to a text browser
+    (lynx, w3m) in this very terminal, which fights the UI for it."""
+    return sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
 
 
 def origin_label(hit: Hit) -> str:
@@ -217,9 +227,21 @@ class ResultsScreen(NodeScreen):
         hit = self.selected()
         if hit is None:
             return
+        if not graphical_session():
+            self.app.copy_to_clipboard(hit.url)
+            self.notify(f"no graphical browser here (copied to the clipboard): {hit.url}")
+            return
+        self.open_in_browser(hit)
+
+    @work(thread=True, group="browser")
+    def open_in_browser(self, hit: Hit) -> None:
+        """In a thread: webbrowser.open can wait for the browser it starts."""
         opened = webbrowser.open(hit.url)
-        self.notify(f"opened {hit.url}" if opened else f"no browser found: {hit.url}")
-        self.record_opened(hit)
+        self.app.call_from_thread(
+            self.notify, f"opened {hit.url}" if opened else f"no browser found: {hit.url}"
+        )
+        if opened:
+            self.app.call_from_thread(self.record_opened, hit)
 
     @work(group="feedback")
     async def record_opened(self, hit: Hit) -> None:
