@@ -64,6 +64,7 @@ from metamodels.robust import (
     anchored_balanced_accuracies,
     community_as_one_voter,
     robust_combine,
+    silence_weaker_community,
 )
 
 CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -407,8 +408,9 @@ def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] 
     from cross-validation on the node's labels (`anchored_balanced_accuracies`). Members without a scaler
     (label-flipped or unmeasurable) get 0. The received models then speak as one voter beside the local
     one (`community_as_one_voter`): they share errors, so their weights are not summed as independent
-    votes. None without a local member measured above chance, or with fewer than
-    `MIN_AGREEMENT_DOCUMENTS` documents."""
+    votes; and a voice weaker than the local model's gets no say (`silence_weaker_community`): sharing its
+    errors, it would only pull the ranking towards its confident mistakes. None without a local member
+    measured above chance, or with fewer than `MIN_AGREEMENT_DOCUMENTS` documents."""
     local = next((i for i, m in enumerate(members) if m.local), None)
     if local is None or X.shape[0] < MIN_AGREEMENT_DOCUMENTS:
         return None
@@ -427,7 +429,7 @@ def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] 
     weights = np.zeros(len(members))
     for i, accuracy in zip(usable, accuracies, strict=True):
         weights[i] = accuracy_weight(float(accuracy), X.shape[0], ROBUST)
-    return [float(w) for w in community_as_one_voter(weights, local)]
+    return [float(w) for w in silence_weaker_community(community_as_one_voter(weights, local), local)]
 
 
 def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = None) -> MetaClassifier:

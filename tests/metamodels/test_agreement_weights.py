@@ -1,5 +1,5 @@
 """Balanced accuracies from agreement with a reference model on unlabelled documents; the log-odds mean;
-peers speaking as one voter."""
+peers speaking as one voter, and silenced when weaker than the reference."""
 
 import math
 
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from metamodels.errors import MetaInputError
+from metamodels.restrictive import loss_targeted_decisions
 from metamodels.robust import (
     RobustSettings,
     accuracy_weight,
@@ -14,6 +15,7 @@ from metamodels.robust import (
     community_as_one_voter,
     log_odds_mean,
     robust_combine,
+    silence_weaker_community,
 )
 
 
@@ -101,11 +103,12 @@ def test_one_peer_or_none_is_left_as_it_is():
     assert community_as_one_voter([0.0, 0.0, 2.0], reference=1).tolist() == [0.0, 0.0, 2.0]
 
 
-def test_one_voter_rejects_a_missing_reference_and_negative_weights():
+@pytest.mark.parametrize("reweigh", [community_as_one_voter, silence_weaker_community])
+def test_reweighing_beside_a_reference_rejects_a_missing_reference_and_negative_weights(reweigh):
     with pytest.raises(MetaInputError):
-        community_as_one_voter([1.0, 1.0], reference=2)
+        reweigh([1.0, 1.0], reference=2)
     with pytest.raises(MetaInputError):
-        community_as_one_voter([1.0, -1.0], reference=0)
+        reweigh([1.0, -1.0], reference=0)
 
 
 def test_copies_of_a_weaker_model_do_not_outvote_a_better_one_when_they_speak_as_one():
@@ -123,3 +126,44 @@ def test_copies_of_a_weaker_model_do_not_outvote_a_better_one_when_they_speak_as
 
     assert accuracy(weights) == pytest.approx(0.7, abs=0.03)  # summed, the copies decide
     assert accuracy(community_as_one_voter(weights, 0)) == pytest.approx(0.9, abs=0.03)
+
+
+def test_a_community_weighing_less_than_the_reference_gets_no_say():
+    assert silence_weaker_community([2.0, 0.5, 1.0], reference=0).tolist() == [2.0, 0.0, 0.0]
+    assert silence_weaker_community([0.5, 1.0, 2.0], reference=2).tolist() == [0.0, 0.0, 2.0]
+
+
+def test_a_community_weighing_at_least_the_reference_keeps_its_weights():
+    assert silence_weaker_community([2.0, 1.5, 0.5], reference=0).tolist() == [2.0, 1.5, 0.5]
+    assert silence_weaker_community([1.0, 3.0], reference=0).tolist() == [1.0, 3.0]
+    assert silence_weaker_community([0.0, 0.0, 0.0], reference=1).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_weaker_community_sharing_the_references_mistakes_would_cost_filtering_accuracy():
+    """The reference doubts its mistakes; the weaker community makes the same ones with confidence (and
+    others the reference is sure of). Averaged in, the shared mistakes climb out of the dismissed fifth and
+    right documents the reference doubted less go in their place; silenced, the community changes nothing."""
+    rng = np.random.default_rng(5)
+    truth = np.where(rng.random(5000) < 0.4, 1, -1)
+    shared = rng.random(truth.size) < 0.1  # the region both are blind to
+    own = ~shared & (rng.random(truth.size) < 0.05)  # the community's other mistakes
+    reference = np.where(shared, -0.1, np.where(own, 0.9, rng.uniform(0.1, 0.9, truth.size))) * truth
+    community = np.where(shared, -0.97, np.where(own, -0.8, 0.8)) * truth
+    confidences = np.column_stack([reference, community, community])
+    weights = community_as_one_voter(
+        [
+            accuracy_weight(0.9, truth.size),
+            accuracy_weight(0.78, truth.size),
+            accuracy_weight(0.78, truth.size),
+        ],
+        0,
+    )
+
+    def filtered_accuracy(scores):
+        decisions = loss_targeted_decisions(scores, 0.2)
+        kept = decisions != 0
+        return float(np.mean(decisions[kept] == truth[kept]))
+
+    alone = filtered_accuracy(reference)
+    assert filtered_accuracy(log_odds_mean(confidences, weights)) < alone - 0.05
+    assert filtered_accuracy(log_odds_mean(confidences, silence_weaker_community(weights, 0))) == alone

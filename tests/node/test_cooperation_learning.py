@@ -199,6 +199,27 @@ def test_a_received_model_sent_twice_has_no_more_say_than_once(tmp_path):
     assert doubled[0] == alone[0] and doubled[1] + doubled[2] == pytest.approx(alone[1])
 
 
+def test_a_community_weaker_than_the_local_model_on_its_documents_gets_no_say(tmp_path):
+    own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    model = learning.train_local(other)
+    # a weaker peer: the signs of about two in five of its feature weights turned, right on 3 of 4 labels
+    turned = np.where(np.random.default_rng(2).random(model.weights.size) < 0.42, -1.0, 1.0)
+    weak = learning.received_member("weak", 1, replace(model, weights=model.weights * turned), own)
+    good = learning.received_member("good", 1, model, own)
+    assert weak.scaler is not None and 0.5 < weak.accuracy < 0.9
+    unlabelled = crawled_documents(tmp_path)
+    alone = learning.agreement_weights([local, weak], unlabelled)
+    assert alone[0] > 0 and alone[1] == 0.0
+    meta = learning.meta_classifier([local, weak], unlabelled)
+    own_scores = local.scaler.confidence(local.model.confidence(unlabelled))
+    decisions = loss_targeted_decisions(learning.meta_scores(meta, unlabelled), 0.2)
+    assert decisions.tolist() == loss_targeted_decisions(own_scores, 0.2).tolist()
+    # beside a good peer the community's voice outweighs the local model, and the weak peer keeps its part
+    together = learning.agreement_weights([local, good, weak], unlabelled)
+    assert together[1] + together[2] >= together[0] and together[2] > 0
+
+
 def crawled_documents(tmp_path):
     """Features of a node's own crawled documents (unlabelled)."""
     path = tmp_path / "crawl.sqlite"
