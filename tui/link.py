@@ -12,6 +12,7 @@ from typing import Any
 from node.client import AsyncNodeClient
 from tui.records import (
     CrawlFigures,
+    Document,
     Hit,
     LossSetting,
     MetaState,
@@ -90,8 +91,8 @@ class NodeLink:
         hits = tuple(Hit.from_json(h) for h in answer.get("hits", []))
         return SearchResults(q, hits, int(answer.get("total", len(hits))))
 
-    async def document(self, doc_id: int) -> dict[str, Any]:
-        return dict(await self.client.document(doc_id))
+    async def document(self, doc_id: int) -> Document:
+        return Document.from_json(await self.client.document(doc_id))
 
     async def feedback(
         self, doc_id: int, *, relevant: bool | None = None, opened: bool = False, query: str = ""

@@ -220,6 +220,55 @@ class SearchResults:
 
 
 @dataclass(frozen=True)
+class Document:
+    """A stored page as GET /api/documents/ID describes it: where it came from, how it was judged, and the
+    first 2,000 characters of its text."""
+
+    doc_id: int
+    url: str
+    title: str
+    topic: str
+    confidence: float | None
+    accepted: bool
+    verdict: str
+    origin: str
+    fetched_at: float
+    lang: str
+    size: int
+    links: int
+    depth: int
+    text: str
+    text_length: int
+    duplicate_of: int | None
+    feedback: tuple[str, ...]  # kinds given, oldest first: relevant, irrelevant, opened
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Document:
+        confidence = data.get("confidence")
+        duplicate = data.get("duplicate_of") or data.get("near_duplicate_of")
+        feedback = data.get("feedback") if isinstance(data.get("feedback"), list) else []
+        return cls(
+            doc_id=_i(data.get("doc_id")),
+            url=str(data.get("final_url") or data.get("url") or ""),
+            title=str(data.get("title") or data.get("url") or ""),
+            topic=str(data.get("topic") or ""),
+            confidence=None if confidence is None else _f(confidence),
+            accepted=bool(data.get("accepted")),
+            verdict=str(data.get("verdict") or ""),
+            origin=str(data.get("origin") or "local"),
+            fetched_at=_f(data.get("fetched_at")),
+            lang=str(data.get("lang") or ""),
+            size=_i(data.get("bytes")),
+            links=_i(data.get("links")),
+            depth=_i(data.get("depth")),
+            text=str(data.get("text_preview") or ""),
+            text_length=_i(data.get("text_length")),
+            duplicate_of=None if duplicate is None else _i(duplicate),
+            feedback=tuple(str(f.get("kind", "")) for f in feedback if isinstance(f, dict)),
+        )
+
+
+@dataclass(frozen=True)
 class Rejection:
     reason: str
     count: int

@@ -14,7 +14,7 @@ import tui.app
 from node.client import NodeError
 from tui.app import TopicSwarmApp
 from tui.link import NodeLink
-from tui.records import CrawlFigures, Hit, MetricSample, SearchResults, Status, Topic
+from tui.records import CrawlFigures, Document, Hit, MetricSample, SearchResults, Status, Topic
 from tui.screens.meta import MetaScreen
 from tui.screens.peers import PeersScreen
 from tui.screens.refine import RefineScreen
@@ -63,6 +63,21 @@ class StandInLink(NodeLink):
 
     async def peers(self):
         return []
+
+    async def document(self, doc_id: int) -> Document:
+        return Document.from_json(
+            {
+                "doc_id": doc_id,
+                "url": URL,
+                "title": "SQLite Is Transactional",
+                "accepted": True,
+                "text_preview": "A transactional\ndatabase",
+                "text_length": 5000,
+                "bytes": 4900,
+                "links": 17,
+                "feedback": [{"kind": "opened", "at": T0, "query": "sqlite"}],
+            }
+        )
 
     async def search(self, q: str, **options) -> SearchResults:
         hit = Hit(4, URL, "SQLite Is Transactional", "Databases", 0.93, "local", ("local",), 1.9, "", "")
@@ -188,3 +203,20 @@ async def test_open_without_a_display_copies_the_url_instead_of_starting_a_brows
         await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
         await pilot.press("o")
         await settle(pilot, lambda: copied == [URL])
+
+
+@pytest.mark.anyio
+async def test_enter_on_a_result_shows_its_stored_page_and_enter_again_the_result():
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "slash", *"sqlite", "enter")
+        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+        pane = app.screen.query_one("#preview", Static)
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.screen.document_shown == 4)
+        shown = str(pane.content)
+        assert "first 24 of 5,000 characters" in shown and "A transactional database" in shown
+        assert "17 links" in shown and "your feedback: opened" in shown
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.screen.document_shown is None)
+        assert "first 24 of" not in str(pane.content)

@@ -77,6 +77,9 @@ async def test_search_finds_a_known_page(node_data, fixture_web):
         sites = {getattr(fixture_web.site_of_url(hit.url), "name", None) for hit in results.hits}
         assert "postgresql" in sites
         assert app.screen.query_one(DataTable).row_count == len(results.hits) > 0
+        await pilot.press("enter")  # the first hit's stored page, from GET /api/documents/ID
+        await settle(pilot, lambda: app.screen.document_shown == results.hits[0].doc_id)
+        assert results.hits[0].url in str(app.screen.query_one("#preview").content)
 
 
 async def test_marking_a_result_reaches_the_node(node_data):

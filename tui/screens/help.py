@@ -34,6 +34,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         "results",
         [
             ("/", "focus the search box (Enter searches)"),
+            ("enter", "the selected result's stored page (again: back to the result)"),
             ("+ / -", "mark the selected result relevant / irrelevant"),
             ("o", "open it in the browser (without a display: copy its URL)"),
         ],

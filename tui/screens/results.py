@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 import webbrowser
 from typing import ClassVar
 
@@ -17,8 +18,9 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, Select, Static
 
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
-from tui.records import Hit, SearchResults
+from tui.records import Document, Hit, SearchResults
 from tui.screens.base import NodeScreen
+from tui.widgets.status_bar import human_bytes
 
 ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
@@ -58,8 +60,36 @@ def preview(hit: Hit) -> str:
         f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}\n"
         f"verdict: {escape(hit.verdict or NO_VERDICT)}\n"
         f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
-        "[dim]+ relevant · - irrelevant · o open in browser[/dim]"
+        "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser[/dim]"
     )
+
+
+def document_view(doc: Document) -> str:
+    """The stored page behind a hit: how it was fetched and judged, and the start of its text."""
+    judged = "accepted by its topic's classifier" if doc.accepted else "not accepted by a topic's classifier"
+    confidence = "–" if doc.confidence is None else f"{doc.confidence:.2f}"
+    fetched = time.strftime("%Y-%m-%d %H:%M", time.localtime(doc.fetched_at)) if doc.fetched_at else "–"
+    origin = "this node" if doc.origin == "local" else f"peer {doc.origin[:10]}"
+    lines = [
+        f"[b]{escape(doc.title)}[/b]",
+        escape(doc.url),
+        "",
+        f"topic: {escape(doc.topic or '–')} · confidence {confidence} · {judged}",
+        f"verdict: {escape(doc.verdict or NO_VERDICT)}",
+        f"from {origin} · fetched {fetched} · depth {doc.depth} · {human_bytes(doc.size)} · "
+        f"{doc.links} links · language {escape(doc.lang or '–')}",
+    ]
+    if doc.duplicate_of is not None:
+        lines.append(f"a copy of document {doc.duplicate_of}")
+    if doc.feedback:
+        lines.append(f"your feedback: {escape(', '.join(doc.feedback))}")
+    shown = len(doc.text)
+    extent = (
+        f"all {doc.text_length:,}" if shown >= doc.text_length else f"first {shown:,} of {doc.text_length:,}"
+    )
+    lines += ["", f"[dim]text ({extent} characters):[/dim]", escape(" ".join(doc.text.split()))]
+    lines += ["", "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser[/dim]"]
+    return "\n".join(lines)
 
 
 class SearchInput(Input):
@@ -89,6 +119,7 @@ class ResultsScreen(NodeScreen):
         super().__init__()
         self.results = SearchResults("", (), 0)
         self.feedback_given: dict[int, bool] = {}
+        self.document_shown: int | None = None  # the hit whose stored page the preview pane shows
 
     def body(self) -> ComposeResult:
         with Horizontal(id="search-row"):
@@ -199,7 +230,27 @@ class ResultsScreen(NodeScreen):
             self._preview(hit)
 
     def _preview(self, hit: Hit) -> None:
+        self.document_shown = None
         self.query_one("#preview", Static).update(preview(hit))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a hit: its stored page in the preview pane; Enter again: back to the hit."""
+        hit = self.selected()
+        if hit is None:
+            return
+        if self.document_shown == hit.doc_id:
+            self._preview(hit)
+        else:
+            self.show_document(hit)
+
+    @work(exclusive=True, group="document")
+    async def show_document(self, hit: Hit) -> None:
+        document = await self.ask(self.link.document, hit.doc_id)
+        if document is None or self.selected() != hit:
+            return
+        self.document_shown = document.doc_id
+        self.query_one("#preview", Static).update(document_view(document))
+        self.query_one("#preview-pane", VerticalScroll).scroll_home(animate=False)
 
     def action_feedback(self, relevant: bool) -> None:
         hit = self.selected()
