@@ -6,6 +6,7 @@ import argparse
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from node.cli.common import CliError, add_data_arg, data_dir
 from node.client import node_running
@@ -46,9 +47,25 @@ def ensure_node(data: DataDir, timeout: float = START_TIMEOUT) -> subprocess.Pop
         if node_running(data):
             return process
         if process.poll() is not None:
-            raise CliError(f"the node exited with code {process.returncode} while starting: see {log_path}")
+            reason = last_error_line(log_path)
+            raise CliError(
+                f"the node exited with code {process.returncode} while starting"
+                + (f": {reason}" if reason else "")
+                + f" (log: {log_path})"
+            )
         time.sleep(0.2)
     raise CliError(f"the node did not start within {timeout:.0f} s: see {log_path}")
+
+
+def last_error_line(log_path: Path) -> str:
+    """The node's own one-line refusal (`topicswarm: ...`, e.g. a port in use) from the end of its log, so
+    the user reads why without opening the log."""
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+    except OSError:
+        return ""
+    refusals = [line.removeprefix("topicswarm: ") for line in lines if line.startswith("topicswarm: ")]
+    return refusals[-1] if refusals else ""
 
 
 def run(args: argparse.Namespace) -> int:
