@@ -82,6 +82,8 @@ class TopicsScreen(NodeScreen):
         with Horizontal(id="topics-pane"):
             tree: Tree[str] = Tree("topics", id="topic-tree")
             tree.show_root = False
+            # what the figures after each name are ("34+2" said nothing by itself)
+            tree.border_title = "topics · documents: here+pooled"
             yield tree
             with VerticalScroll(id="topic-side"):
                 yield Static("no topic selected", id="topic-details")
