@@ -113,7 +113,7 @@ class ApprenticeSettings:
         "1 replaces the base priority.",
     )
     blend_min_per_class: int = setting(
-        20,
+        6,
         "Out-of-sample resolved links of each label the blend needs before it is learnt and the switch-in is "
         "tested.",
     )
@@ -126,6 +126,11 @@ class ApprenticeSettings:
         "logistic",
         "naive_bayes (the paper's: additive counts) or logistic (balanced logistic regression refit on the "
         "latest max_instances links; ranks better on crawls of a few thousand pages).",
+    )
+    cocitation: bool = setting(
+        True,
+        "Seed 002's cocitation features (3.8): whether other links of the same DOM region (same source page, "
+        "same tag path: one list or table) already led to judged pages, relevant or not.",
     )
     max_instances: int = setting(50_000, "Links a logistic learner keeps and refits on.")
     n_features: int = setting(2**18, "Size of the hashed feature space.")
@@ -404,9 +409,20 @@ def ensure_schema(repo: Repository) -> None:
 @dataclass(frozen=True)
 class _Pending:
     topic: str
-    indices: np.ndarray
+    indices: np.ndarray  # the link's own features, without the cocitation features (they change)
     base: float
     source: str = ""  # final URL of the page holding the link ("" when unknown)
+    dom_path: str = ""
+
+
+def cocitation_features(relevant: int, irrelevant: int) -> list[str]:
+    """The cocitation features of a link whose region siblings led to these judged pages (seed 002, 3.8,
+    with the region's siblings in place of links within d_max)."""
+    if relevant + irrelevant == 0:
+        return []
+    if relevant == 0:
+        return ["sib:none"]
+    return ["sib:any", "sib:most"] if relevant >= irrelevant else ["sib:any"]
 
 
 class Apprentice:
@@ -427,6 +443,8 @@ class Apprentice:
         self.switched_in: dict[str, int] = {}  # topic -> judged pages when its apprentice switched in
         self.gains: dict[str, float] = {}  # topic -> last held-out AUC gain of the blend over the base
         self.gain_history: dict[str, list[tuple[int, float]]] = {}  # topic -> (judged, gain) per test
+        self.regions: dict[tuple[str, str], set[str]] = {}  # (source, tag path) -> target URLs
+        self.labels: OrderedDict[str, int] = OrderedDict()  # judged URL -> its label (cocitation)
 
     def model(self, topic: str | None) -> LinkNaiveBayes | LinkLogistic:
         key = topic or NO_TOPIC
@@ -471,11 +489,58 @@ class Apprentice:
         return p if w == 1.0 else p**w * max(base, 1e-12) ** (1.0 - w)
 
     def remember(
-        self, url: str, topic: str | None, indices: np.ndarray, base: float, source: str = ""
+        self,
+        url: str,
+        topic: str | None,
+        indices: np.ndarray,
+        base: float,
+        source: str = "",
+        dom_path: str = "",
     ) -> None:
-        self.pending[url] = _Pending(topic or NO_TOPIC, indices, base, source)
+        self.pending[url] = _Pending(topic or NO_TOPIC, indices, base, source, dom_path)
         while len(self.pending) > self.settings.max_pending:
             self.pending.popitem(last=False)
+
+    # -- cocitation ---------------------------------------------------------------------------------------
+    def add_region_links(self, source: str, links: Iterable[tuple[str, str]]) -> None:
+        """Record the (target URL, tag path) links of a fetched page as members of its DOM regions."""
+        if not self.settings.cocitation:
+            return
+        for url, dom_path in links:
+            self.regions.setdefault((source, dom_path), set()).add(url)
+        while len(self.regions) > self.settings.max_pending:
+            del self.regions[next(iter(self.regions))]
+
+    def judge(self, urls: Iterable[str], relevant: bool) -> None:
+        """A fetched page's verdict, for the cocitation features of its region siblings."""
+        if not self.settings.cocitation:
+            return
+        for url in urls:
+            self.labels[url] = int(relevant)
+        while len(self.labels) > self.settings.max_pending:
+            self.labels.popitem(last=False)
+
+    def region_counts(self, source: str, dom_path: str) -> tuple[int, int]:
+        """(relevant, irrelevant) judged targets of the region's links."""
+        members = self.regions.get((source, dom_path), ())
+        judged = [self.labels[u] for u in members if u in self.labels]
+        return sum(judged), len(judged) - sum(judged)
+
+    def full_indices(
+        self, link: _Pending, counts: dict[tuple[str, str], tuple[int, int]] | None = None
+    ) -> np.ndarray:
+        """The link's features with its current cocitation features (`counts`: a cache of region counts)."""
+        if not self.settings.cocitation or not link.source:
+            return link.indices
+        key = (link.source, link.dom_path)
+        if counts is None or key not in counts:
+            found = self.region_counts(*key)
+            if counts is not None:
+                counts[key] = found
+        else:
+            found = counts[key]
+        names = cocitation_features(*found)
+        return np.concatenate([link.indices, hashed(self.featurizer, names)]) if names else link.indices
 
     def resolve(self, url: str, relevant: bool, fallback: _Pending | None = None) -> bool:
         """Turn the pending link to `url` into a training instance; False when its features are unknown."""
@@ -489,10 +554,11 @@ class Apprentice:
         """Buffer one labelled link for the next refit (a link queued with a base priority also teaches the
         blend)."""
         label = int(relevant)
-        self.buffer.append((link.topic, link.indices, label))
+        indices = self.full_indices(link)  # the target is not judged yet: its own label is not counted
+        self.buffer.append((link.topic, indices, label))
         self.resolved[label] += 1
         if link.base > 0.0:
-            self._blend_due.append((link.topic, link.indices, link.base, label))
+            self._blend_due.append((link.topic, indices, link.base, label))
 
     def refit(self) -> None:
         """Fold the buffer into the counts and recompute every touched model's tables; with `blend`, first
@@ -540,13 +606,18 @@ class Apprentice:
             del rows[:-MAX_BLEND_ROWS]
 
     def rescored(self, entries: Iterable[tuple[str, str | None, float]]) -> dict[str, float]:
-        """New priorities for queued (url, topic, priority) entries whose features are known."""
+        """New priorities for queued (url, topic, priority) entries whose features are known, in topics whose
+        apprentice has switched in (with `blend`; before, the queue keeps the base's priorities as given,
+        including the highest of several links into one URL)."""
         out = {}
+        counts: dict[tuple[str, str], tuple[int, int]] = {}
         for url, topic, priority in entries:
             found = self.pending.get(url)
             if found is None or priority >= PROTECTED_PRIORITY or found.topic != (topic or NO_TOPIC):
                 continue
-            out[url] = self.priority(topic, found.indices, found.base)
+            if self.settings.blend and found.topic not in self.switched_in:
+                continue
+            out[url] = self.priority(topic, self.full_indices(found, counts), found.base)
         return out
 
     # -- state as plain data --------------------------------------------------------------------------------
@@ -654,7 +725,7 @@ def stored_in_links(
         link = Link(urls[0], "", dom_path, 0, 0)
         pairs = [(int(offset), str(text)) for offset, text in json.loads(context)]
         found[final_url] = _Pending(
-            queue, apprentice.features(link, pairs, final_url, verdict), 0.0, final_url
+            queue, apprentice.features(link, pairs, final_url, verdict), 0.0, final_url, dom_path
         )
         if len(found) >= limit:
             break
@@ -677,6 +748,15 @@ def learn_from_crawl(apprentice: Apprentice, repo: Repository, topic: str | None
         for url, source, priority in repo.db.execute("SELECT url, source, priority FROM frontier")
         if priority < PROTECTED_PRIORITY
     }
+    if apprentice.settings.cocitation:
+        by_source: dict[str, list[tuple[str, str]]] = {}
+        for source, dom_path, target in repo.db.execute(
+            "SELECT d.final_url, l.dom_path, l.target_url FROM links l "
+            "JOIN documents d ON l.source_id = d.id WHERE l.kind = 'a' AND d.duplicate_of IS NULL"
+        ):
+            by_source.setdefault(source, []).append((target, dom_path))
+        for source, links in by_source.items():
+            apprentice.add_region_links(source, links)
     added = 0
     for doc_id, url, final_url, doc_topic, confidence, accepted in documents:
         relevant = is_relevant(
@@ -688,10 +768,13 @@ def learn_from_crawl(apprentice: Apprentice, repo: Repository, topic: str | None
                 dataclasses.replace(link, base=base) if link.source == source else link, relevant
             )
             added += 1
+        apprentice.judge((url, final_url), relevant)  # siblings judged later see it, as in the crawl
         if doc_id % apprentice.settings.retrain_every == 0 and apprentice.buffer:
             apprentice.refit()  # in batches, as in the crawl: the blend learns from out-of-sample scores
     if apprentice.buffer:
         apprentice.refit()
+    apprentice.regions.clear()  # a crawl it then guides knows only its own verdicts
+    apprentice.labels.clear()
     return added
 
 
@@ -712,6 +795,9 @@ class ApprenticeFocus:
         self._rescore_due = False
         self.rescored_entries = 0
         self.rebuilt = 0
+        self._regions_of = ""  # the page whose links were last added to the apprentice's regions
+        self._siblings_due: set[str] = set()  # queued URLs whose cocitation features changed
+        self._page_counts: dict[tuple[str, str], tuple[int, int]] = {}  # region counts of that page
 
     def __getattr__(self, name: str) -> Any:
         base = self.__dict__.get("base")
@@ -754,6 +840,7 @@ class ApprenticeFocus:
                 stored = [link for link in stored if link.source != queued.source] + [queued]
             for link in stored:
                 self.apprentice.learn(link, relevant)
+            self._judge_siblings(queue, (entry.url, page.url), relevant, stored)
         self.apprentice.judged += len(pages)
         self._since_refit += len(pages)
         if self._since_refit >= s.retrain_every and self.apprentice.buffer:
@@ -767,22 +854,57 @@ class ApprenticeFocus:
         base = self.base.link_priority(page, link, verdict)
         if self._rescore_due:
             self._rescore_frontier()
+        elif self._siblings_due:
+            self._rescore_siblings()
         if base is None:
             return None
         link_topic = getattr(self.base, "link_topic", None)
         topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
         s = self.apprentice.settings
+        if page.url != self._regions_of:  # the page's regions, before its first link is scored
+            self._regions_of = page.url
+            self._page_counts = {}
+            self.apprentice.add_region_links(page.url, [(x.url, x.dom_path) for x in page.parsed.links])
         context = offset_context(page.parsed, link, s.radius) if s.radius > CONTEXT_RADIUS else link.context
         indices = self.apprentice.features(link, context, page.url, verdict)
-        self.apprentice.remember(link.url, topic, indices, float(base), page.url)
-        return self.apprentice.priority(topic, indices, float(base))
+        self.apprentice.remember(link.url, topic, indices, float(base), page.url, link.dom_path)
+        full = self.apprentice.full_indices(self.apprentice.pending[link.url], self._page_counts)
+        return self.apprentice.priority(topic, full, float(base))
 
     # -- helpers --------------------------------------------------------------------------------------------
+    def _judge_siblings(
+        self, queue: str, urls: Sequence[str], relevant: bool, in_links: Sequence[_Pending]
+    ) -> None:
+        """Record a judged page for cocitation; once the topic's apprentice is switched in, the queued
+        siblings of the regions whose cocitation features this changes are rescored at the next link."""
+        app = self.apprentice
+        if not app.settings.cocitation:
+            return
+        regions = {(link.source, link.dom_path) for link in in_links if link.source}
+        before = {key: cocitation_features(*app.region_counts(*key)) for key in regions}
+        app.judge(urls, relevant)
+        if queue not in app.switched_in:
+            return
+        for key in regions:
+            if cocitation_features(*app.region_counts(*key)) != before[key]:
+                self._siblings_due.update(app.regions.get(key, ()))
+
     def _rescore_frontier(self) -> None:
         self._rescore_due = False
+        self._siblings_due = set()
         if self.crawler is None:
             return
         self.rescored_entries += rescore_entries(self.crawler.frontier, self.apprentice.rescored)
+
+    def _rescore_siblings(self) -> None:
+        due, self._siblings_due = self._siblings_due, set()
+        if self.crawler is None:
+            return
+
+        def rescored(entries: Iterable[tuple[str, str | None, float]]) -> dict[str, float]:
+            return self.apprentice.rescored(e for e in entries if e[0] in due)
+
+        self.rescored_entries += rescore_entries(self.crawler.frontier, rescored)
 
     def save_state(self) -> None:
         """Store the apprentice's counts and buffer (call off concurrent repository writes)."""

@@ -10,9 +10,12 @@ from crawler.apprentice import (
     ApprenticeFocus,
     ApprenticeSettings,
     LinkLogistic,
+    cocitation_features,
     fit_blend,
+    hashed,
     held_out_gain,
     learn_from_crawl,
+    rescore_entries,
     stored_in_links,
 )
 from crawler.engine import CrawledPage, PageVerdict
@@ -163,6 +166,26 @@ def test_an_apprentice_that_ranks_no_better_than_the_base_never_switches_in():
     assert apprentice.priority("T", np.array([1, 2]), 0.37) == 0.37
 
 
+def test_the_queue_is_not_rescored_before_the_switch_in_and_is_after():
+    apprentice = Apprentice(ApprenticeSettings(min_per_class=2, n_features=64, blend_min_per_class=4))
+    resolve = resolver(apprentice)
+    good, bad = np.array([1, 2]), np.array([5, 6])
+    frontier = Frontier()
+    frontier.add(FrontierEntry("http://a.test/q", "a.test", 0.7, 1, "T"))  # the highest of two links into q
+    apprentice.remember("http://a.test/q", "T", good, 0.4)
+    for _ in range(4):
+        resolve(good, True, 0.5)
+        resolve(bad, False, 0.5)
+    apprentice.refit()  # trained, not switched in
+    assert rescore_entries(frontier, apprentice.rescored) == 0
+    for _ in range(4):
+        resolve(good, True, 0.5)
+        resolve(bad, False, 0.5)
+    apprentice.refit()
+    assert "T" in apprentice.switched_in
+    assert rescore_entries(frontier, apprentice.rescored) == 1
+
+
 def test_held_out_gain_is_positive_only_for_a_signal_the_base_lacks():
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 2, 400)
@@ -213,3 +236,29 @@ def test_the_queuing_link_keeps_its_base_priority_for_the_blend_when_its_source_
         policy.score_pages([crawled("http://h.test/t", b"<p>hockey</p>", source="http://h.test/a")])
         assert policy.apprentice.resolved == {0: 0, 1: 2}  # a (queued) and b (stored), a once
         assert [base for _, _, base, _ in policy.apprentice._blend_due] == [0.5]
+
+
+def test_cocitation_features_say_what_the_regions_judged_siblings_led_to():
+    assert cocitation_features(0, 0) == []
+    assert cocitation_features(0, 3) == ["sib:none"]
+    assert cocitation_features(1, 3) == ["sib:any"]
+    assert cocitation_features(2, 2) == ["sib:any", "sib:most"]
+
+
+def test_a_judged_sibling_adds_cocitation_to_the_links_of_its_region_and_not_to_its_own_instance():
+    apprentice = Apprentice(ApprenticeSettings(n_features=2**10))
+    people = [("http://h.test/p1", "ul/li/a"), ("http://h.test/p2", "ul/li/a"), ("http://h.test/x", "p/a")]
+    apprentice.add_region_links("http://h.test/list", people)
+    for url, path in people:
+        apprentice.remember(url, "T", np.array([1]), 0.5, "http://h.test/list", path)
+    sib_any = set(hashed(apprentice.featurizer, ["sib:any"]).tolist())
+    apprentice.resolve("http://h.test/p1", True)  # learnt before p1 is judged: no cocitation of its own
+    assert not sib_any & set(apprentice.buffer[-1][1].tolist())
+    apprentice.judge(["http://h.test/p1"], True)
+    assert sib_any <= set(apprentice.full_indices(apprentice.pending["http://h.test/p2"]).tolist())
+    assert not sib_any & set(apprentice.full_indices(apprentice.pending["http://h.test/x"]).tolist())
+    plain = Apprentice(ApprenticeSettings(n_features=2**10, cocitation=False))
+    plain.add_region_links("http://h.test/list", people)
+    plain.judge(["http://h.test/p1"], True)
+    plain.remember("http://h.test/p2", "T", np.array([1]), 0.5, "http://h.test/list", "ul/li/a")
+    assert plain.full_indices(plain.pending["http://h.test/p2"]).tolist() == [1]
