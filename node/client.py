@@ -87,7 +87,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _raise_for(response: httpx.Response) -> Any:
+def _raise_for(response: httpx.Response, data: DataDir | None = None) -> Any:
+    """The answer's JSON, or its error; `data`: the directory the token came from, for a refusal to name."""
     if response.status_code < 400:
         return response.json()
     try:
@@ -95,6 +96,12 @@ def _raise_for(response: httpx.Response) -> Any:
         kind, detail = str(body.get("error", "http")), str(body.get("detail", response.text))
     except (json.JSONDecodeError, AttributeError):
         kind, detail = "http", response.text or response.reason_phrase
+    if response.status_code == 401 and data is not None:  # the CLI and the UI sent the file's token
+        raise Unauthorised(
+            f"the node at {response.url.scheme}://{response.url.netloc.decode()} refused the token in "
+            f"{data.api_token}: it runs with another one (was the file replaced after it started?); "
+            f"restart it (`topicswarm node run --data {data.root}`) to use this one"
+        )
     if response.status_code == 401:
         raise Unauthorised(f"the node refused the token: {detail}")
     raise NodeError(kind, detail, response.status_code)
@@ -224,14 +231,18 @@ class NodeClient(_Endpoints):
 
     def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.url = url.rstrip("/")
+        self.data: DataDir | None = None  # where the token came from (from_data_dir)
         self._http = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
 
     @classmethod
     def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> NodeClient:
-        address = node_address(path if isinstance(path, DataDir) else DataDir(Path(path)))
-        return cls(address.url, address.token, timeout)
+        data = path if isinstance(path, DataDir) else DataDir(Path(path))
+        address = node_address(data)
+        client = cls(address.url, address.token, timeout)
+        client.data = data
+        return client
 
     def _call(
         self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
@@ -242,7 +253,7 @@ class NodeClient(_Endpoints):
             )
         except httpx.TransportError as exc:
             raise _unreachable(self.url, exc) from exc
-        return _raise_for(response)
+        return _raise_for(response, self.data)
 
     def close(self) -> None:
         self._http.close()
@@ -259,14 +270,18 @@ class AsyncNodeClient(_Endpoints):
 
     def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.url = url.rstrip("/")
+        self.data: DataDir | None = None  # where the token came from (from_data_dir)
         self._http = httpx.AsyncClient(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
 
     @classmethod
     def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> AsyncNodeClient:
-        address = node_address(path if isinstance(path, DataDir) else DataDir(Path(path)))
-        return cls(address.url, address.token, timeout)
+        data = path if isinstance(path, DataDir) else DataDir(Path(path))
+        address = node_address(data)
+        client = cls(address.url, address.token, timeout)
+        client.data = data
+        return client
 
     async def _call(  # type: ignore[override]
         self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
@@ -277,7 +292,7 @@ class AsyncNodeClient(_Endpoints):
             )
         except httpx.TransportError as exc:
             raise _unreachable(self.url, exc) from exc
-        return _raise_for(response)
+        return _raise_for(response, self.data)
 
     async def events(self) -> AsyncIterator[tuple[str, Any]]:
         """(kind, data) for each server-sent event, until the node goes away (then NodeUnreachable).
@@ -287,7 +302,7 @@ class AsyncNodeClient(_Endpoints):
             async with self._http.stream("GET", "/api/events", timeout=httpx.Timeout(None, connect=5.0)) as r:
                 if r.status_code >= 400:
                     await r.aread()
-                    _raise_for(r)
+                    _raise_for(r, self.data)
                 kind, data = "message", []
                 async for line in r.aiter_lines():
                     if line.startswith(":"):

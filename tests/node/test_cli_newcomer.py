@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from crawler.repository import Repository
 from node.cli import main
 from node.cli.demo import build_line
+from node.client import Unauthorised, _raise_for
+from node.datadir import DataDir
 
 
 def failure(capsys, argv: list[str]) -> str:
@@ -53,3 +56,15 @@ def test_demo_build_line_counts_peer_models_in_plain_english():
         "3 abstained"
     )
     assert "and 2 peer models," in build_line(1, "Sysadmin", {**built, "peers_used": 2})
+
+
+def test_a_refused_token_read_from_a_data_directory_says_which_file_and_how_to_fix_it(tmp_path):
+    request = httpx.Request("GET", "http://127.0.0.1:45123/api/status")
+    refusal = httpx.Response(401, json={"error": "unauthorised", "detail": "send a token"}, request=request)
+    with pytest.raises(Unauthorised) as from_data:
+        _raise_for(refusal, DataDir(tmp_path))
+    said = str(from_data.value)
+    assert "http://127.0.0.1:45123 refused the token in " + str(tmp_path / "api.token") in said
+    assert f"topicswarm node run --data {tmp_path}" in said
+    with pytest.raises(Unauthorised, match="refused the token: send a token"):
+        _raise_for(refusal)  # a script's own token: the node's advice

@@ -220,3 +220,14 @@ async def test_enter_on_a_result_shows_its_stored_page_and_enter_again_the_resul
         await pilot.press("enter")
         await settle(pilot, lambda: app.screen.document_shown is None)
         assert "first 24 of" not in str(pane.content)
+
+
+@pytest.mark.anyio
+async def test_dashboard_without_an_answer_from_the_node_claims_no_crawl_state(tmp_path):
+    app = TopicSwarmApp(tmp_path / "no-node-here")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: "no node is running" in app.problem)
+        app.screen.reload()
+        await pilot.pause()
+        shown = str(app.screen.query_one("#summary", Static).content)
+        assert "no answer from the node yet" in shown and "crawl stopped" not in shown

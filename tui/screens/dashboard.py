@@ -7,11 +7,13 @@ from textual.containers import Grid
 from textual.markup import escape
 from textual.widgets import Static
 
+from tui.records import CrawlFigures, Status
 from tui.screens.base import NodeScreen
 from tui.widgets.plots import BarPlot, SeriesPlot
 from tui.widgets.status_bar import human_bytes
 
 REDRAW_INTERVAL = 1.0
+NO_ANSWER = "[b]no answer from the node yet[/b] · the status bar says why"
 
 
 class DashboardScreen(NodeScreen):
@@ -55,19 +57,10 @@ class DashboardScreen(NodeScreen):
             return
         self._drawn_version = data.version
         figures, status = data.latest, data.status
-        summary = (
-            f"[b]{escape(figures.headline())}[/b] · {figures.pages} pages · {figures.rate_text()} · "
-            f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
-        )
-        if figures.detail:  # why the crawler does not run, and what to do
-            summary += f"\n[dim]{escape(figures.detail)}[/dim]"
-        elif status is not None:
-            summary += (
-                f"\ndocs {status.local_documents} local, {status.pooled_documents} pooled"
-                f" · {status.peers_online} peers · exchanged in {human_bytes(status.bytes_in)}"
-                f" out {human_bytes(status.bytes_out)}"
-            )
-        self.query_one("#summary", Static).update(summary)
+        if status is None and figures == CrawlFigures():  # said "crawl stopped · 0 pages" before any answer
+            self.query_one("#summary", Static).update(NO_ANSWER)
+        else:
+            self.query_one("#summary", Static).update(summary(figures, status))
         self.query_one("#plot-pages", SeriesPlot).show({"pages/s": data.pages_per_s})
         self.query_one("#plot-frontier", SeriesPlot).show({"frontier": data.frontier})
         harvest = {topic: series for topic, series in sorted(data.harvest.items())[:6]}
@@ -75,3 +68,20 @@ class DashboardScreen(NodeScreen):
         self.query_one("#plot-errors", BarPlot).show(data.errors)
         self.query_one("#plot-peers", SeriesPlot).show({"peers": data.peers_online})
         self.query_one("#plot-bytes", SeriesPlot).show({"in": data.bytes_in, "out": data.bytes_out})
+
+
+def summary(figures: CrawlFigures, status: Status | None) -> str:
+    """The crawl in one line, then why it does not run (and what to do) or the node's documents and peers."""
+    text = (
+        f"[b]{escape(figures.headline())}[/b] · {figures.pages} pages · {figures.rate_text()} · "
+        f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
+    )
+    if figures.detail:  # why the crawler does not run, and what to do
+        return text + f"\n[dim]{escape(figures.detail)}[/dim]"
+    if status is not None:
+        text += (
+            f"\ndocs {status.local_documents} local, {status.pooled_documents} pooled"
+            f" · {status.peers_online} peers · exchanged in {human_bytes(status.bytes_in)}"
+            f" out {human_bytes(status.bytes_out)}"
+        )
+    return text

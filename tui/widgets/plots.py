@@ -59,8 +59,10 @@ class SeriesPlot(PlotextPlot):
         if drawn:
             plt.xlim(*time_range(drawn, now))
             plt.ylim(*value_range([v for points in drawn for _, v in points]))
-        else:
-            plt.text("no data yet", 0, 0)
+        else:  # the axes of a minute with nothing in it, not -1..1
+            plt.xlim(-60.0, 0.0)
+            plt.ylim(0.0, 1.0)
+            plt.text("no data yet", -30.0, 0.5, alignment="center")
         self.refresh()
 
 
