@@ -160,6 +160,9 @@ async def test_meta_screen_of_an_offline_node_says_why_instead_of_offering_a_bui
         await pilot.press("5")
         await settle(pilot, lambda: isinstance(app.screen, MetaScreen) and OFFLINE in app.problem)
         assert app.screen.query_one(CurvePlot).empty_text == OFFLINE
+        await pilot.press("right_square_bracket")  # a loss step says why, not "press b to build one"
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1] == OFFLINE
 
 
 @pytest.mark.anyio

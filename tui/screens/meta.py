@@ -16,7 +16,7 @@ from node.client import NodeError
 from tui.messages import LossChanged, MetaFetched
 from tui.records import CurvePoint, MetaState
 from tui.screens.base import TopicScreen
-from tui.widgets.plots import CurvePlot
+from tui.widgets.plots import NO_META, CurvePlot
 
 LOSS_STEP = 0.05
 MAX_LOSS = 0.95
@@ -129,7 +129,8 @@ class MetaScreen(TopicScreen):
     def action_step(self, direction: int) -> None:
         topic = self.topic()
         if topic is None or self.meta is None:
-            self.notify("no meta-classifier for this topic yet: press b to build one", severity="warning")
+            plot = self.query_one(CurvePlot)
+            self.notify(plot.empty_text or NO_META, severity="warning")  # an offline node's reason
             return
         self.change_loss(topic, clamp_loss(self.meta.loss + direction * LOSS_STEP))
 
