@@ -347,10 +347,12 @@ class MetaState:
     held_out_documents: int = 0
     held_out_folds: int = 0
     held_out_why: str = "the node measured no held-out curve"
+    weights: dict[str, float] = field(default_factory=dict)  # member origin ("local" or a peer) -> weight
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MetaState:
         held = data.get("held_out") if isinstance(data.get("held_out"), dict) else {}
+        members = data.get("models") if isinstance(data.get("models"), list) else []
         return cls(
             topic=str(data.get("topic", "")),
             loss=_f(data.get("loss")),
@@ -361,6 +363,11 @@ class MetaState:
             held_out_documents=_i(held.get("documents")),
             held_out_folds=_i(held.get("folds")),
             held_out_why=str(held.get("why") or ("" if held else cls.held_out_why)),
+            weights={
+                str(m.get("origin") or "local"): _f(m.get("weight"))
+                for m in members
+                if isinstance(m, dict) and m.get("weight") is not None
+            },
         )
 
 

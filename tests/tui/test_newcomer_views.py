@@ -14,9 +14,19 @@ import tui.app
 from node.client import NodeError
 from tui.app import TopicSwarmApp
 from tui.link import NodeLink
-from tui.records import CrawlFigures, Document, Hit, MetricSample, SearchResults, Status, Topic
+from tui.records import (
+    CrawlFigures,
+    Document,
+    Hit,
+    MetaState,
+    MetricSample,
+    ReceivedModel,
+    SearchResults,
+    Status,
+    Topic,
+)
 from tui.screens.meta import MetaScreen
-from tui.screens.peers import PeersScreen
+from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
 from tui.screens.results import ResultsScreen, highlighted
 from tui.screens.topics import topic_details, topic_label
@@ -31,6 +41,7 @@ FINISHED = CrawlFigures(
     "running", False, 200, 0.0, 568, {}, 0, "finished", "reached max_pages (200 of 200 documents)", 3.5
 )
 CRAWLING = CrawlFigures("running", True, 20, 4.0, 300, {}, 0, "crawling")
+PEER = "12D3KooWPeerBB"
 URL = "http://127.0.0.12:8080/transactional.html"
 TOPIC = Topic("Databases", "Databases", None, 47, 0, 0.78, None, (), "running", None)
 
@@ -234,3 +245,31 @@ async def test_dashboard_without_an_answer_from_the_node_claims_no_crawl_state(t
         await pilot.pause()
         shown = str(app.screen.query_one("#summary", Static).content)
         assert "no answer from the node yet" in shown and "crawl stopped" not in shown
+
+
+class CooperatingLink(StandInLink):
+    """A node holding its own model and a peer's it could not measure on labelled documents."""
+
+    async def models(self, topic: str | None = None) -> list[ReceivedModel]:
+        return [
+            ReceivedModel("Databases", "local", "1", "linear", 0.8, 1.22, T0, 20),
+            ReceivedModel("Databases", PEER, "1", "linear", None, 0.0, T0),
+            ReceivedModel("Databases", PEER, "3", "centroids", None, None, T0),
+        ]
+
+    async def meta(self, topic: str) -> MetaState:
+        return MetaState(topic, 0.2, (), 29, 7, weights={"local": 0.65, PEER: 4.6})
+
+
+@pytest.mark.anyio
+async def test_peers_screen_shows_the_weight_a_model_has_in_the_meta_classifier_beside_its_label_weight():
+    app = TopicSwarmApp(Path("/nonexistent"), link=CooperatingLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: isinstance(app.screen, PeersScreen))
+        table = app.screen.query_one("#models", DataTable)
+        await settle(pilot, lambda: table.row_count == 3)
+        rows = {(str(r[1]), str(r[2])): [str(c) for c in r[4:]] for r in map(table.get_row_at, range(3))}
+    assert rows[("local", "linear")] == ["0.80 of 20", "1.22", "0.65"]
+    assert rows[(short(PEER), "linear")] == ["–", "0.00", "4.60"]
+    assert rows[(short(PEER), "centroids")] == ["–", "–", ""]

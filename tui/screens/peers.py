@@ -36,7 +36,11 @@ class PeersScreen(NodeScreen):
         models.border_title = "models"
         # accuracy here: a received model's on this node's labelled documents it did not train on, the own
         # model's by 5-fold cross-validation on them (both held-out)
-        models.add_columns("topic", "from", "kind", "version", "held-out acc. here", "weight")
+        # label weight: from the accuracy on labelled documents (0 when none was left to measure it on); in
+        # meta: the weight the topic's meta-classifier gives it, which also counts agreement on crawled pages
+        models.add_columns(
+            "topic", "from", "kind", "version", "held-out acc. here", "label weight", "in meta"
+        )
         rejected = self.query_one("#rejected", DataTable)
         rejected.border_title = "rejected messages"
         rejected.add_columns("peer", "reason", "count")
@@ -55,7 +59,17 @@ class PeersScreen(NodeScreen):
             self.query_one("#models", DataTable).border_title = f"models: none ({refusal.detail})"
             self.swarm.report_problem(refusal)
         elif models is not None:
-            self.show_models(models)
+            self.show_models(models, await self.meta_weights({m.topic for m in models}))
+
+    async def meta_weights(self, topics: set[str]) -> dict[tuple[str, str], float]:
+        """(topic, origin) -> the weight in the topic's meta-classifier, for topics that have one. The label
+        weight alone read 0.00 for peer models the meta-classifier weighs most."""
+        weights: dict[tuple[str, str], float] = {}
+        for topic in sorted(topics):
+            meta, _ = await self.ask_refusable(self.link.meta, topic)  # none built yet: no column value
+            if meta is not None:
+                weights.update({(topic, origin): w for origin, w in meta.weights.items()})
+        return weights
 
     def show_peers(self, peers: list[Peer]) -> None:
         table = self.query_one("#peers", DataTable)
@@ -80,7 +94,9 @@ class PeersScreen(NodeScreen):
         else:
             table.border_subtitle = ""
 
-    def show_models(self, models: list[ReceivedModel]) -> None:
+    def show_models(
+        self, models: list[ReceivedModel], in_meta: dict[tuple[str, str], float] | None = None
+    ) -> None:
         table = self.query_one("#models", DataTable)
         table.clear()
         for m in sorted(models, key=lambda m: (m.topic, -(m.weight or 0.0), m.origin)):
@@ -91,6 +107,7 @@ class PeersScreen(NodeScreen):
                 m.version[:10],
                 _accuracy_of(m),
                 _fraction(m.weight),
+                _fraction((in_meta or {}).get((m.topic, m.origin))) if m.kind != "centroids" else "",
             )
         received = sum(1 for m in models if m.origin != "local")
         table.border_title = f"models: {received} received, {len(models) - received} own"
