@@ -335,7 +335,8 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
         f"  accuracy at loss {loss:.2f}: {held_out_text(meta, loss)}",
     ]
     predicted = answer.get("predicted") or {}
-    if predicted.get("accuracy") is not None and predicted.get("loss") is not None:
+    # with no peer model used there are no peers' reports behind the estimate (it printed 0.500 at loss 0)
+    if used and predicted.get("accuracy") is not None and predicted.get("loss") is not None:
         lines.append(
             f"  estimate from peers' reports: accuracy {_fmt(predicted['accuracy'])} at loss "
             f"{_fmt(predicted['loss'])}"
@@ -386,7 +387,25 @@ def run_meta_show(args: argparse.Namespace) -> int:
         print(
             f"  {_fmt(point['loss']):<6} {_fmt(held_by_loss.get(point['loss'])):<9} {_fmt(point['accuracy'])}"
         )
+    print("\n".join(member_lines(answer.get("models") or [])))
     return 0
+
+
+def member_lines(members: list[dict[str, Any]]) -> list[str]:
+    """The models the meta-classifier combines with their weights in it (`peers` and GET /api/models give
+    the label-measured weight, which is 0 for a peer model no labelled document here can test)."""
+    lines = ["  models combined (weight in this meta-classifier; accuracy on labelled documents here)"]
+    for m in sorted(members, key=lambda m: (m.get("origin") != "local", -(m.get("weight") or 0.0))):
+        origin = str(m.get("origin") or "local")
+        name = "own model" if origin == "local" else f"{origin[:10]}…{origin[-6:]}"
+        evaluated = int(m.get("evaluated") or 0)
+        accuracy = (
+            f"{_fmt(m['accuracy_local'])} on {evaluated}"
+            if m.get("accuracy_local") is not None and evaluated
+            else "not measured (no labelled document here it did not train on)"
+        )
+        lines.append(f"    {name:<18} {_fmt(m.get('weight')):<6} {accuracy}")
+    return lines if members else ["  models combined: none listed"]
 
 
 def run_meta_loss(args: argparse.Namespace) -> int:

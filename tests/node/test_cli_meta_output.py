@@ -67,3 +67,28 @@ class _Context:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_show_lists_the_models_combined_with_their_weights_in_the_meta_classifier(monkeypatch, capsys):
+    peer = "12D3KooWJawjDQDt8oFAYspDVuS8b81P6kjbBiRYR5Pjp9wNRBrg"
+    members = [
+        {"origin": peer, "weight": 4.595, "accuracy_local": None, "evaluated": 0},
+        {"origin": "local", "weight": 0.647, "accuracy_local": 0.8, "evaluated": 20},
+    ]
+
+    class Client:
+        def meta(self, topic):
+            return dict(META, models=members)
+
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
+    assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3].startswith("  models combined (weight in this meta-classifier")
+    assert lines[-2].split() == ["own", "model", "0.647", "0.800", "on", "20"]
+    assert lines[-1].split()[:2] == ["12D3KooWJa…wNRBrg", "4.595"] and "not measured" in lines[-1]
+
+
+def test_build_with_no_peer_model_prints_no_estimate_from_peers_reports():
+    alone = dict(BUILD, peers_used=0, predicted={"loss": 0.0, "accuracy": 0.5})
+    assert "estimate from peers' reports" not in cli_node.build_text(alone, META)
+    assert "estimate from peers' reports: accuracy 0.800" in cli_node.build_text(BUILD, META)
