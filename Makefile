@@ -6,7 +6,12 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-fast lint format clean
 
+# The Python versions pyproject.toml accepts; a newer python3 failed deep inside pip with a resolver error.
+PY_OK := import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 13) else \
+	f"topicswarm needs Python 3.11 or 3.12, and $(PYTHON) is {sys.version.split()[0]}: run make with PYTHON=python3.11")
+
 $(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -c '$(PY_OK)'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
