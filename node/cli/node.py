@@ -325,11 +325,21 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
     """What a build made, its filtering, and its accuracy on documents its local model did not train on
     (the build's own `measured` figure is on its training documents, which flatter it)."""
     used = int(answer.get("peers_used") or 0)
-    needed = answer.get("peers_needed")
+    # peers_needed counts the models the estimate wants, this node's own among them
+    wanted = int(answer["peers_needed"]) - 1 if answer.get("peers_needed") is not None else None
     loss = float(meta.get("loss") or 0.0)
+    members = (
+        f"its own model and {used} peer model{'s' * (used != 1)}"
+        if used
+        else "its own model alone (no peer model of this topic could be used yet)"
+    )
     lines = [
-        f"meta-classifier for {answer['topic']}: its own model and {used} peer model{'s' * (used != 1)}"
-        + (f" (the estimator asks for {needed} peers)" if needed is not None and needed > used else ""),
+        f"meta-classifier for {answer['topic']}: {members}"
+        + (
+            f" (the estimate asks for {wanted} peer model{'s' * (wanted != 1)})"
+            if wanted is not None and wanted > used
+            else ""
+        ),
         f"  filtering at loss {loss:.2f}: {answer.get('kept')} documents kept, {answer.get('abstained')} "
         "abstained",
         f"  accuracy at loss {loss:.2f}: {held_out_text(meta, loss)}",

@@ -32,9 +32,9 @@ META = {
 
 def test_build_reports_held_out_accuracy_first_and_training_accuracy_as_optimistic():
     text = cli_node.build_text(BUILD, META)
-    assert text.splitlines()[0] == (
-        "meta-classifier for Databases: its own model and 1 peer model (the estimator asks for 2 peers)"
-    )
+    assert text.splitlines()[0] == "meta-classifier for Databases: its own model and 1 peer model"
+    wanting = cli_node.build_text(dict(BUILD, peers_needed=4), META).splitlines()[0]
+    assert wanting.endswith("its own model and 1 peer model (the estimate asks for 3 peer models)")
     assert "filtering at loss 0.20: 10 documents kept, 3 abstained" in text
     assert "accuracy at loss 0.20: 0.889 held-out (5-fold cross-validation on 11 labelled documents)" in text
     assert "on its training documents 1.000 (optimistic)" in text
@@ -89,6 +89,9 @@ def test_show_lists_the_models_combined_with_their_weights_in_the_meta_classifie
 
 
 def test_build_with_no_peer_model_prints_no_estimate_from_peers_reports():
-    alone = dict(BUILD, peers_used=0, predicted={"loss": 0.0, "accuracy": 0.5})
-    assert "estimate from peers' reports" not in cli_node.build_text(alone, META)
+    alone = dict(BUILD, peers_used=0, peers_needed=1, predicted={"loss": 0.0, "accuracy": 0.5})
+    text = cli_node.build_text(alone, META)
+    first = text.splitlines()[0]
+    assert first.endswith("its own model alone (no peer model of this topic could be used yet)")
+    assert "estimate from peers' reports" not in text
     assert "estimate from peers' reports: accuracy 0.800" in cli_node.build_text(BUILD, META)

@@ -25,7 +25,7 @@ from tui.records import (
     Status,
     Topic,
 )
-from tui.screens.meta import MetaScreen
+from tui.screens.meta import MetaScreen, build_report
 from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
 from tui.screens.results import ResultsScreen, highlighted
@@ -273,3 +273,8 @@ async def test_peers_screen_shows_the_weight_a_model_has_in_the_meta_classifier_
     assert rows[("local", "linear")] == ["0.80 of 20", "1.22", "0.65"]
     assert rows[(short(PEER), "linear")] == ["–", "0.00", "4.60"]
     assert rows[(short(PEER), "centroids")] == ["–", "–", ""]
+
+
+def test_a_build_report_counts_the_own_model_and_peer_models_in_plain_english():
+    assert build_report({"peers_used": 1}).startswith("built from its own model and 1 peer model;")
+    assert build_report({"peers_used": 0}).startswith("built from its own model alone")

@@ -29,7 +29,13 @@ def clamp_loss(loss: float) -> float:
 def build_report(answer: dict) -> str:
     """What a build did; its held-out accuracy is on the curve (the build's own figure is on training
     documents, which flatter it)."""
-    return f"built from {answer.get('peers_used', '?')} peers; held-out accuracy: see the curve"
+    used = answer.get("peers_used")
+    members = (
+        f"its own model and {used} peer model{'s' * (used != 1)}"
+        if used
+        else "its own model alone (no peer model yet)"
+    )
+    return f"built from {members}; held-out accuracy: see the curve"
 
 
 def curve_title(meta: MetaState) -> str:
