@@ -28,7 +28,7 @@ from tui.records import (
 from tui.screens.meta import MetaScreen, build_report
 from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
-from tui.screens.results import ResultsScreen, highlighted
+from tui.screens.results import ResultsScreen, document_view, highlighted
 from tui.screens.topics import topic_details, topic_label
 from tui.telemetry import Telemetry
 from tui.widgets.plots import NO_META, CurvePlot, time_range, value_range
@@ -278,3 +278,12 @@ async def test_peers_screen_shows_the_weight_a_model_has_in_the_meta_classifier_
 def test_a_build_report_counts_the_own_model_and_peer_models_in_plain_english():
     assert build_report({"peers_used": 1}).startswith("built from its own model and 1 peer model;")
     assert build_report({"peers_used": 0}).startswith("built from its own model alone")
+
+
+def test_a_pooled_result_shows_the_peers_preview_not_fetch_figures_this_node_never_had():
+    pooled = Document.from_json(
+        {"doc_id": 9, "url": URL, "title": "Serverless", "origin": PEER, "text_preview": "Most SQL engines"}
+    )
+    shown = document_view(pooled)
+    assert f"a result of peer {PEER[:10]}" in shown and "the peer's preview" in shown
+    assert "links" not in shown and "depth" not in shown

@@ -26,6 +26,7 @@ ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
 NO_VERDICT = "none yet (no meta-classifier has filtered it)"
+DOCUMENT_KEYS = "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser[/dim]"
 
 
 def graphical_session() -> bool:
@@ -69,16 +70,24 @@ def document_view(doc: Document) -> str:
     judged = "accepted by its topic's classifier" if doc.accepted else "not accepted by a topic's classifier"
     confidence = "–" if doc.confidence is None else f"{doc.confidence:.2f}"
     fetched = time.strftime("%Y-%m-%d %H:%M", time.localtime(doc.fetched_at)) if doc.fetched_at else "–"
-    origin = "this node" if doc.origin == "local" else f"peer {doc.origin[:10]}"
     lines = [
         f"[b]{escape(doc.title)}[/b]",
         escape(doc.url),
         "",
         f"topic: {escape(doc.topic or '–')} · confidence {confidence} · {judged}",
         f"verdict: {escape(doc.verdict or NO_VERDICT)}",
-        f"from {origin} · fetched {fetched} · depth {doc.depth} · {human_bytes(doc.size)} · "
-        f"{doc.links} links · language {escape(doc.lang or '–')}",
     ]
+    if doc.origin != "local":  # a pooled result: its preview is all this node holds of it
+        lines.append(
+            f"a result of peer {escape(doc.origin[:10])}, received {fetched}: this node holds its preview"
+        )
+        lines += ["", "[dim]the peer's preview:[/dim]", escape(" ".join(doc.text.split()))]
+        lines += ["", DOCUMENT_KEYS]
+        return "\n".join(lines)
+    lines.append(
+        f"fetched {fetched} · depth {doc.depth} · {human_bytes(doc.size)} · {doc.links} links · "
+        f"language {escape(doc.lang or '–')}"
+    )
     if doc.duplicate_of is not None:
         lines.append(f"a copy of document {doc.duplicate_of}")
     if doc.feedback:
@@ -88,7 +97,7 @@ def document_view(doc: Document) -> str:
         f"all {doc.text_length:,}" if shown >= doc.text_length else f"first {shown:,} of {doc.text_length:,}"
     )
     lines += ["", f"[dim]text ({extent} characters):[/dim]", escape(" ".join(doc.text.split()))]
-    lines += ["", "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser[/dim]"]
+    lines += ["", DOCUMENT_KEYS]
     return "\n".join(lines)
 
 
