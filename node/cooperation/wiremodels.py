@@ -24,7 +24,7 @@ from p2p.schemas import MAX_TRAINING_DOCS, ModelPayload, pack_weights
 
 
 def _doc_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
-    """The training documents as keys (`learning.training_key`): 13 characters each instead of a URL."""
+    """The training documents as keys (`learning.training_key`): 7 characters each instead of a URL."""
     return tuple(training_key(i) for i in ids)[:MAX_TRAINING_DOCS]
 
 

@@ -179,10 +179,22 @@ async def test_meta_build_peers_offer_models_the_initiator_holds_by_reference(tm
 
         await wait_for(received)
         before = dict(a.protocols.bytes_by_message)
+        sent = []
+        ask = a.protocols.meta_request
+
+        async def recorded(peer, request):
+            sent.append((str(peer), request))
+            return await ask(peer, request)
+
+        a.protocols.meta_request = recorded
         built = await a.build_meta("Databases", loss=0.2)
         offers = a.protocols.bytes_by_message["in meta_offer"] - before.get("in meta_offer", 0)
         assert built["peers_used"] == 2
         assert 0 < offers < 2 * 100  # two offers naming a version, no model re-sent
+        builds = [(peer, r) for peer, r in sent if r.phase == "build"]
+        # each peer is told about its own model only, not about every model the initiator holds
+        assert sorted(peer for peer, _ in builds) == sorted([_b.peer_id, _c.peer_id])
+        assert all([h.origin for h in r.held] == [peer] for peer, r in builds)
         members = {m["origin"] for m in (await a.meta("Databases"))["models"]}
         assert members == {"local", _b.peer_id, _c.peer_id}
 

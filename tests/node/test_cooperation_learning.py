@@ -38,7 +38,7 @@ def test_linear_model_survives_the_signed_wire_form(tmp_path):
     gap = np.abs(back.confidence(data.X) - model.confidence(data.X))
     assert np.all(gap <= bound.toarray().ravel() + 1e-6)
     assert back.training_ids == tuple(learning.training_key(i) for i in model.training_ids)
-    assert all(len(i) == 13 for i in back.training_ids)
+    assert all(len(i) == learning.KEY_LENGTH == 7 for i in back.training_ids)
     _, tested, _ = learning.measure(back, data)
     assert tested == 0  # the keys exclude every training document, as the URLs did
 
@@ -46,7 +46,7 @@ def test_linear_model_survives_the_signed_wire_form(tmp_path):
 def test_training_keys_are_short_stable_and_distinct():
     urls = [f"http://127.0.0.{i % 7}:8000/page-{i}.html" for i in range(2000)]
     keys = [learning.training_key(u) for u in urls]
-    assert len(set(keys)) == len(urls) and all(k.startswith("#") and len(k) == 13 for k in keys)
+    assert len(set(keys)) == len(urls) and all(k.startswith("#") and len(k) == 7 for k in keys)
     assert [learning.training_key(k) for k in keys] == keys
 
 

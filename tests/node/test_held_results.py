@@ -11,7 +11,7 @@ import trio
 
 from crawler.repository import Repository
 from node.cooperation import store
-from node.cooperation.service import _HELD_SCAN
+from node.cooperation.service import _HELD_SCAN, CONFIDENCE_STEP
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.testing import make_repository, running_nodes
 from p2p.protocols import RESULTS
@@ -144,3 +144,20 @@ async def test_filter_goes_with_a_pull_only_when_asked_for(tmp_path):
             filtered = sent["out result_sync_request"] - before - plain
             bloom = await a._held_filter(b.peer_id, "Databases")
             assert plain < 100 and filtered >= plain + len(bloom.bits)
+
+
+@pytest.mark.trio
+async def test_shared_results_carry_coarse_confidence_and_whole_second_fetch_times(tmp_path):
+    async with running_nodes(tmp_path, 2, start=False) as (a, b):
+        b.repo.db.execute(
+            "UPDATE documents SET confidence = 0.123456789 + id * 1e-7, fetched_at = 1700000000.4321 + id"
+        )
+        b.repo.db.conn.commit()
+        page = await b._serve_results("Databases", 0, 100, a.peer_id)
+        stored = {r["url"]: r for r in (b.repo.document_by_url(i.result.url) for i in page.items)}
+        assert page.items
+        for item in page.items:
+            sent, row = item.result, stored[item.result.url]
+            assert sent.confidence / CONFIDENCE_STEP == round(sent.confidence / CONFIDENCE_STEP)
+            assert abs(sent.confidence - row["confidence"]) <= CONFIDENCE_STEP / 2
+            assert sent.fetched_at == round(row["fetched_at"]) != row["fetched_at"]
