@@ -309,13 +309,18 @@ class ReceivedModel:
     version: str
     kind: str
     accuracy_local: float | None
-    weight: float | None
+    weight: float | None  # from its accuracy on this node's labelled documents alone
     received_at: float
     evaluated: int = 0
+    meta_weight: float | None = None  # its say in the topic's last meta build (None before any build)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReceivedModel:
-        accuracy, weight = data.get("accuracy_local"), data.get("weight")
+        """Since `weight_measured` exists, `weight` is the meta build's weight; before, the label one."""
+        accuracy = data.get("accuracy_local")
+        split = "weight_measured" in data
+        weight = data.get("weight_measured") if split else data.get("weight")
+        meta_weight = data.get("weight") if split else None
         return cls(
             topic=str(data.get("topic", "")),
             origin=str(data.get("origin") or "local"),
@@ -325,6 +330,7 @@ class ReceivedModel:
             weight=None if weight is None else _f(weight),
             received_at=_f(data.get("received_at")),
             evaluated=_i(data.get("evaluated")),
+            meta_weight=None if meta_weight is None else _f(meta_weight),
         )
 
 
@@ -347,12 +353,10 @@ class MetaState:
     held_out_documents: int = 0
     held_out_folds: int = 0
     held_out_why: str = "the node measured no held-out curve"
-    weights: dict[str, float] = field(default_factory=dict)  # member origin ("local" or a peer) -> weight
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MetaState:
         held = data.get("held_out") if isinstance(data.get("held_out"), dict) else {}
-        members = data.get("models") if isinstance(data.get("models"), list) else []
         return cls(
             topic=str(data.get("topic", "")),
             loss=_f(data.get("loss")),
@@ -363,11 +367,6 @@ class MetaState:
             held_out_documents=_i(held.get("documents")),
             held_out_folds=_i(held.get("folds")),
             held_out_why=str(held.get("why") or ("" if held else cls.held_out_why)),
-            weights={
-                str(m.get("origin") or "local"): _f(m.get("weight"))
-                for m in members
-                if isinstance(m, dict) and m.get("weight") is not None
-            },
         )
 
 

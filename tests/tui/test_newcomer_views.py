@@ -18,7 +18,6 @@ from tui.records import (
     CrawlFigures,
     Document,
     Hit,
-    MetaState,
     MetricSample,
     ReceivedModel,
     SearchResults,
@@ -248,17 +247,36 @@ async def test_dashboard_without_an_answer_from_the_node_claims_no_crawl_state(t
 
 
 class CooperatingLink(StandInLink):
-    """A node holding its own model and a peer's it could not measure on labelled documents."""
+    """A node holding its own model and a peer's it could not measure on labelled documents (the models
+    listing with `weight` from the last meta build and `weight_measured` from labels)."""
 
     async def models(self, topic: str | None = None) -> list[ReceivedModel]:
         return [
-            ReceivedModel("Databases", "local", "1", "linear", 0.8, 1.22, T0, 20),
-            ReceivedModel("Databases", PEER, "1", "linear", None, 0.0, T0),
-            ReceivedModel("Databases", PEER, "3", "centroids", None, None, T0),
+            ReceivedModel.from_json(m)
+            for m in [
+                {
+                    "topic": "Databases",
+                    "origin": "local",
+                    "version": 1,
+                    "kind": "linear",
+                    "accuracy_local": 0.8,
+                    "evaluated": 20,
+                    "weight_measured": 1.22,
+                    "weight": 0.65,
+                },
+                {
+                    "topic": "Databases",
+                    "origin": PEER,
+                    "version": 1,
+                    "kind": "linear",
+                    "accuracy_local": None,
+                    "evaluated": 0,
+                    "weight_measured": 0.0,
+                    "weight": 4.6,
+                },
+                {"topic": "Databases", "origin": PEER, "version": 3, "kind": "centroids", "weight": None},
+            ]
         ]
-
-    async def meta(self, topic: str) -> MetaState:
-        return MetaState(topic, 0.2, (), 29, 7, weights={"local": 0.65, PEER: 4.6})
 
 
 @pytest.mark.anyio
@@ -287,3 +305,8 @@ def test_a_pooled_result_shows_the_peers_preview_not_fetch_figures_this_node_nev
     shown = document_view(pooled)
     assert f"a result of peer {PEER[:10]}" in shown and "the peer's preview" in shown
     assert "links" not in shown and "depth" not in shown
+
+
+def test_a_models_listing_before_weight_measured_existed_reads_weight_as_the_label_weight():
+    older = ReceivedModel.from_json({"topic": "Databases", "origin": PEER, "kind": "linear", "weight": 0.61})
+    assert (older.weight, older.meta_weight) == (0.61, None)

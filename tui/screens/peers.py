@@ -37,7 +37,7 @@ class PeersScreen(NodeScreen):
         # accuracy here: a received model's on this node's labelled documents it did not train on, the own
         # model's by 5-fold cross-validation on them (both held-out)
         # label weight: from the accuracy on labelled documents (0 when none was left to measure it on); in
-        # meta: the weight the topic's meta-classifier gives it, which also counts agreement on crawled pages
+        # meta: its weight in the topic's last meta build, which also counts agreement on crawled pages
         models.add_columns(
             "topic", "from", "kind", "version", "held-out acc. here", "label weight", "in meta"
         )
@@ -59,17 +59,7 @@ class PeersScreen(NodeScreen):
             self.query_one("#models", DataTable).border_title = f"models: none ({refusal.detail})"
             self.swarm.report_problem(refusal)
         elif models is not None:
-            self.show_models(models, await self.meta_weights({m.topic for m in models}))
-
-    async def meta_weights(self, topics: set[str]) -> dict[tuple[str, str], float]:
-        """(topic, origin) -> the weight in the topic's meta-classifier, for topics that have one. The label
-        weight alone read 0.00 for peer models the meta-classifier weighs most."""
-        weights: dict[tuple[str, str], float] = {}
-        for topic in sorted(topics):
-            meta, _ = await self.ask_refusable(self.link.meta, topic)  # none built yet: no column value
-            if meta is not None:
-                weights.update({(topic, origin): w for origin, w in meta.weights.items()})
-        return weights
+            self.show_models(models)
 
     def show_peers(self, peers: list[Peer]) -> None:
         table = self.query_one("#peers", DataTable)
@@ -94,12 +84,17 @@ class PeersScreen(NodeScreen):
         else:
             table.border_subtitle = ""
 
-    def show_models(
-        self, models: list[ReceivedModel], in_meta: dict[tuple[str, str], float] | None = None
-    ) -> None:
+    def show_models(self, models: list[ReceivedModel]) -> None:
         table = self.query_one("#models", DataTable)
         table.clear()
-        for m in sorted(models, key=lambda m: (m.topic, -(m.weight or 0.0), m.origin)):
+        for m in sorted(
+            models,
+            key=lambda m: (
+                m.topic,
+                -(m.meta_weight if m.meta_weight is not None else m.weight or 0.0),
+                m.origin,
+            ),
+        ):
             table.add_row(
                 m.topic,
                 short(m.origin),
@@ -107,7 +102,7 @@ class PeersScreen(NodeScreen):
                 m.version[:10],
                 _accuracy_of(m),
                 _fraction(m.weight),
-                _fraction((in_meta or {}).get((m.topic, m.origin))) if m.kind != "centroids" else "",
+                _fraction(m.meta_weight) if m.kind != "centroids" else "",
             )
         received = sum(1 for m in models if m.origin != "local")
         table.border_title = f"models: {received} received, {len(models) - received} own"
