@@ -13,6 +13,13 @@ With a fixed interval the topic's message rate grew with the community and every
 member, so the gossip work of a community grew as N^2: at 10 members re-announcing every 0.5 s each router
 handled about 70 deliveries a second, in-process networks saturated the CPU and multiselect on a new stream
 took seconds (model fetches timed out), and forwarders exceeded gossipsub's 10 messages/s spam limit.
+
+Gossipsub sends a publish to the topic's mesh peers only, and a message sent to nobody is gone: a node
+announcing right after joining often has a mesh of one peer (in the 30-host benchmark the publisher's mesh
+was the bootstrap alone in 9 of 9 runs) or none for a moment (a PRUNE from a crowded peer). So a new
+version is held back while the topic has no mesh peer to send it to (tried again every heartbeat), and sent
+a second time after a heartbeat when its first announcement had fewer than gossip_degree - 2 mesh peers.
+Without this, such a model waited for the periodic re-announcement, a minute or more.
 """
 
 from __future__ import annotations
@@ -76,6 +83,10 @@ class Communities:
         self._last_sent: dict[str, float] = {}
         self._refresh_at: dict[str, float] = {}
         """When each held key is re-announced next (periodic refresh, not a change)."""
+        self._retry_at: dict[str, float] = {}
+        """Keys whose new version waits for mesh peers, or is sent again, and when (see the module doc)."""
+        self._fresh: set[str] = set()
+        """Keys whose newest version has not reached a mesh peer yet."""
         self._subscriptions: dict[str, Any] = {}
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -95,8 +106,7 @@ class Communities:
             if self._nursery is not None:
                 self._nursery.start_soon(self._listen, key, self._subscriptions[key])
             self.members.setdefault(key, {})
-        self.versions[key] = max(model_version, self.versions.get(key, 0))
-        self._mark(key)
+        self._raise_version(key, model_version)
 
     async def leave(self, key: str) -> None:
         if self._subscriptions.pop(key, None) is not None:
@@ -104,9 +114,16 @@ class Communities:
         self.versions.pop(key, None)
         self.members.pop(key, None)
         self._refresh_at.pop(key, None)
+        self._retry_at.pop(key, None)
+        self._fresh.discard(key)
 
     def announce(self, key: str, model_version: int) -> None:
         """A new model version of a held key: announced soon, coalesced with other changes."""
+        self._raise_version(key, model_version)
+
+    def _raise_version(self, key: str, model_version: int) -> None:
+        if model_version > self.versions.get(key, 0):
+            self._fresh.add(key)
         self.versions[key] = max(model_version, self.versions.get(key, 0))
         self._mark(key)
 
@@ -153,19 +170,43 @@ class Communities:
             self._wake = trio.Event()
             now = self.clock()
             self._dirty.update(k for k in self.versions if self._refresh_due(k, now))
+            self._dirty.update(k for k, at in list(self._retry_at.items()) if at <= now)
             due = [
                 k
                 for k in self._dirty
-                if now - self._last_sent.get(k, -1e18) >= min_gap and k in self.versions
+                if now - self._last_sent.get(k, -1e18) >= min_gap
+                and k in self.versions
+                and self._retry_at.get(k, now) <= now
             ]
             for key in due[: self.settings.announce_batch_max]:
                 self._dirty.discard(key)
+                self._retry_at.pop(key, None)
+                reach = self.mesh_reach(key)
+                if not reach and key in self._fresh:
+                    self._retry_at[key] = now + self._heartbeat()  # nobody to send it to yet
+                    continue
                 self._last_sent[key] = now
                 self._refresh_at[key] = now + self.refresh_interval(key)
-                await self._publish(key)
-            if self._dirty:  # rate-limited keys wait for their gap to pass
+                if reach:
+                    await self._publish(key)
+                if key in self._fresh:
+                    self._fresh.discard(key)
+                    if reach < max(1, self.settings.gossip_degree - 2):  # one thin path: send it again
+                        self._retry_at[key] = now + self._heartbeat()
+            if any(k not in self._retry_at for k in self._dirty):  # rate-limited keys wait for their gap
                 await trio.sleep(min_gap / 2)
                 self._wake.set()
+
+    def _heartbeat(self) -> float:
+        """Seconds until gossipsub may have grafted mesh peers (its heartbeat), at least half a second."""
+        return max(float(self.settings.gossip_heartbeat), 0.5)
+
+    def mesh_reach(self, key: str) -> int:
+        """Connected peers gossipsub sends a publish on `key`'s topic to now (its mesh of the topic)."""
+        topic = gossip_topic(key)
+        router = self.p2p.gossipsub
+        peers = router.mesh.get(topic) or router.fanout.get(topic) or ()
+        return sum(1 for p in peers if p in self.p2p.pubsub.peers)
 
     def _refresh_due(self, key: str, now: float) -> bool:
         """Whether `key`'s periodic re-announcement is due, judged by the community size known now.
@@ -191,6 +232,7 @@ class Communities:
 
     def _seconds_to_next_refresh(self) -> float:
         pending = [self._refresh_at.get(k, self.clock()) for k in self.versions]
+        pending += self._retry_at.values()
         if not pending:
             return self.settings.announce_interval
         return max(0.0, min(pending) - self.clock())

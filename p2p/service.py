@@ -31,6 +31,9 @@ from p2p.signing import sign_model, sign_results
 
 log = logging.getLogger(__name__)
 
+MAX_REFUSED = 10_000
+"""Most refused (topic, peer, version) announcements remembered (forgotten all at once beyond it)."""
+
 ModelCallback = Callable[[SignedModel, str], "Awaitable[None] | None"]
 """(the verified model, the peer it came from)."""
 ModelFilter = Callable[[str, str, int], bool]
@@ -54,6 +57,9 @@ class P2PService:
         self._result_provider: ResultProvider = self._stored_results
         self._wanted: ModelFilter = self._newer_than_received
         self._fetching: set[tuple[str, str, int]] = set()
+        self._refused: set[tuple[str, str, int]] = set()
+        """Announced models whose answer broke the rules (bad signature, wrong version): not asked again
+        when the same version is announced again (a thin gossip mesh repeats a new version once)."""
         self._nursery: trio.Nursery | None = None
         self.protocols.serve_models(lambda topic, version: self._model_provider(topic, version))
         self.protocols.serve_results(lambda topic, cursor, limit: self._result_provider(topic, cursor, limit))
@@ -172,7 +178,7 @@ class P2PService:
 
     async def _on_announcement(self, announcement: Announcement) -> None:
         key = (announcement.key, announcement.peer_id, announcement.model_version)
-        if announcement.model_version == 0 or key in self._fetching:
+        if announcement.model_version == 0 or key in self._fetching or key in self._refused:
             return
         if not self._wanted(*key):
             return
@@ -220,11 +226,14 @@ class P2PService:
             # against the peer; unreachable, slow or refusing peers are
             cause = exc.__cause__
             broke_rules = isinstance(cause, WireError) and cause.reason != "closed"
+            if broke_rules:
+                self._refuse(announcement)
             return broke_rules or self.protocols.guard.ledger.is_banned(peer)
         if model is None:
             return False  # announced but not served (yet): worth asking again
         if model.payload.origin != peer:  # an announcer announces its own models
             self.protocols.guard.reject(peer, WireError("wrong_origin", "served a model of another origin"))
+            self._refuse(announcement)
             return True
         self.received[(announcement.key, peer)] = model
         for callback in self._model_callbacks:
@@ -240,6 +249,11 @@ class P2PService:
                     peer,
                 )
         return True
+
+    def _refuse(self, announcement: Announcement) -> None:
+        if len(self._refused) >= MAX_REFUSED:
+            self._refused.clear()
+        self._refused.add((announcement.key, announcement.peer_id, announcement.model_version))
 
     def _newer_than_received(self, topic: str, peer: str, version: int) -> bool:
         have = self.received.get((topic, peer))
