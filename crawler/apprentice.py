@@ -1,15 +1,23 @@
 """The apprentice of seed 002 (Chakrabarti, Punera, Subramanyam, WWW 2002): link priorities learnt online.
 
 The focus policy's topic classifier stays the *critic*: it judges every fetched page. The *apprentice* is a
-small two-class multinomial naive Bayes that learns, from those verdicts, which links lead to relevant
-pages, looking only at the DOM neighbourhood of each HREF on the page that holds it:
+small two-class linear model (class-balanced logistic regression, or the paper's naive Bayes) that learns,
+from those verdicts, which links lead to relevant pages, looking only at the DOM neighbourhood of each HREF
+on the page that holds it:
 
 - `<offset>:<term>` for the stemmed terms (`metamodels.features`) of every DOM leaf within `radius` leaves
   of the anchor, the offset being signed (negative before the anchor, positive after, 0 for the anchor's
   own text, so the anchor text is the offset-0 feature group);
 - `tag:` the last three tags of the anchor's element path and `tags:` the whole path below `<body>`;
 - `src:` the source page's topic and each of its prefixes (or `src:-` when the critic rejected the page),
-  `conf:` its confidence rounded to a tenth, and `host:same|other` (the link stays on the host or not).
+  `conf:` its confidence rounded to a tenth, and `host:same|other` (the link stays on the host or not);
+- `url:` the target URL's path words, and `near:` the offset terms without their offsets;
+- cocitation (seed 002, 3.8, with `cocitation`): `sib:any` / `sib:most` / `sib:none` when other links of
+  the link's DOM region (same source page, same tag path: one list or table) already led to judged pages,
+  some / at least half / none of them relevant. These change as siblings are judged, so they are added
+  when a link is scored or learnt, never stored with it; a training instance counts only verdicts given
+  before its own target's (on WebKB people lists the held-out link-ranking AUC of a faculty crawl goes 0.62
+  -> 0.75 with them: once some entries of a list are judged, the rest of the list follows).
 
 **A DOM leaf** is what `crawler.parse` numbers in document order: a non-whitespace text node, or an element
 without children (`<br>`, `<img>`, an empty `<td>`); whitespace-only text and comments are not leaves, and
@@ -44,7 +52,8 @@ soon as the model has `min_per_class` instances of each label (weight 1 replaces
 paper does).
 
 Pending features are kept in memory (bounded); after a restart they are rebuilt from the stored link
-(`links.context`, `dom_path`, `anchor_text`) and its source document, so resume loses no instance.
+(`links.context`, `dom_path`, `anchor_text`) and its source document, so resume loses no instance. The
+cocitation evidence (regions and verdicts) is kept in memory only: after a restart it starts empty.
 """
 
 from __future__ import annotations
