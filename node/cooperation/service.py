@@ -103,10 +103,12 @@ _HELD_SCAN = 4
 
 @dataclass
 class Backoff:
-    """Rounds to skip before asking a peer again about a topic that had nothing new (doubling, capped)."""
+    """Rounds to skip before asking a peer again about a topic that had nothing new (doubling, capped);
+    `news`: whether the last result pull brought results (or none was made yet)."""
 
     skip_until: int = 0
     streak: int = 0
+    news: bool = True
 
     def idle(self, round_no: int, cap: int) -> None:
         self.streak = min(self.streak + 1, 16)
@@ -114,6 +116,15 @@ class Backoff:
 
     def busy(self) -> None:
         self.skip_until = self.streak = 0
+
+    def pulled(self, added: int | None, round_no: int, cap: int) -> None:
+        """After a result pull: None (nothing new, cursor unmoved) backs off; a pull that moved the
+        cursor keeps the peer asked every round, but only one that brought results counts as news."""
+        if added is None:
+            self.idle(round_no, cap)
+        else:
+            self.busy()
+        self.news = bool(added)
 
 
 class Cooperation:
@@ -514,8 +525,11 @@ class Cooperation:
                 continue
             if await self._measured_here(topic):
                 continue
-            session = secrets.token_hex(8)
             participants = (self.peer_id, *community)
+            if self._estimated(topic, versions, participants):
+                self._reported[topic] = versions  # a meta build asked about exactly these models already
+                continue
+            session = secrets.token_hex(8)
             loss = self.settings.default_loss
             reports = await self._estimate(topic, session, loss, None, community, participants)
             self._record_reports(topic, reports)
@@ -524,6 +538,14 @@ class Cooperation:
             await self.rebuild_meta(topic)
             asked.append(topic)
         return asked
+
+    def _estimated(self, topic: str, versions: Any, participants: Sequence[str]) -> bool:
+        """Whether the last estimate phase of the topic, a round's or a meta build's, covered exactly
+        these model versions and participants: cross-validation does not depend on the loss, so its
+        reports serve again (a round after a build asked the community the same a second time, 6 of
+        devweb's 12 estimate sessions, about 26 KB)."""
+        cached = self._estimates.get(topic)
+        return cached is not None and cached[:2] == (versions, frozenset(participants))
 
     async def _measured_here(self, topic: str) -> bool:
         """Whether this node measured every model of the topic on enough of its own documents: their
@@ -706,9 +728,8 @@ class Cooperation:
         session = secrets.token_hex(8)
         participants = (self.peer_id, *community)
         versions = (await self._held_versions()).get(topic, ())
-        cached = self._estimates.get(topic)
-        if cached is not None and cached[:2] == (versions, frozenset(participants)):
-            reports = cached[2]  # the community cross-validated exactly these models already
+        if self._estimated(topic, versions, participants):
+            reports = self._estimates[topic][2]  # the community cross-validated these models already
         elif error_goal is None and await self._measured_here(topic):
             # a loss goal alone asks every honest peer, and every weight rests on this node's own
             # measurement: the community's estimates would change nothing but the predicted figures
@@ -1098,12 +1119,9 @@ class Cooperation:
                 if not self._my_turn(peer) and last is not None and self.rounds - last < 2:
                     continue
                 self._pulled[(peer, topic)] = self.rounds
-                got = await self._sync_peer(peer, topic, with_filter=backoff.streak == 0)
-                if got is None:
-                    backoff.idle(self.rounds, self.settings.max_backoff_rounds)
-                else:
-                    backoff.busy()
-                    added += got
+                got = await self._sync_peer(peer, topic, with_filter=backoff.news)
+                backoff.pulled(got, self.rounds, self.settings.max_backoff_rounds)
+                added += got or 0
         if added and self.service is not None:
             await self._seed_from_hubs()
         return added
@@ -1120,8 +1138,10 @@ class Cooperation:
     async def _sync_peer(self, peer: str, topic: str, *, with_filter: bool = True) -> int | None:
         """Pooled documents added from one page of the peer's results; None when it had nothing new.
         `with_filter` sends the Bloom filter of held URLs (`sync_results` leaves it out after a pull that
-        brought nothing: the next page is most likely empty too, and a short one costs less in duplicates
-        than the filter; the pull after one that brought something carries it again)."""
+        brought no results, even one that moved the cursor over documents the peer's filter dropped: the
+        next page is most likely empty too, and a short one costs less in duplicates than the filter; the
+        pull after one that brought something carries it again. On devweb 50 of 86 pulls came back
+        empty, and they carried 12 of the 22 KB of filters)."""
         cursor = await self._db(store.cursor_of, peer, topic)
         held = await self._held_filter(peer, topic) if with_filter else None
         try:

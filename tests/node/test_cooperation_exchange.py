@@ -7,7 +7,7 @@ import trio
 
 from crawler.repository import Repository
 from node.cooperation import store
-from node.cooperation.service import Backoff
+from node.cooperation.service import Backoff, Cooperation
 from node.cooperation.testing import make_repository, running_nodes
 from p2p.schemas import CvEntry
 
@@ -234,3 +234,48 @@ def test_backoff_doubles_the_rounds_skipped_up_to_the_cap_and_resets_on_news():
     assert skipped == [1, 2, 4, 4, 4]
     backoff.busy()
     assert backoff.skip_until == 0 and backoff.streak == 0
+
+
+def test_only_a_pull_that_brought_results_is_news_for_the_next_pulls_filter():
+    backoff = Backoff()
+    assert backoff.news  # the first pull carries the filter
+    backoff.pulled(5, 0, cap=4)
+    assert backoff.news and backoff.streak == 0
+    backoff.pulled(0, 1, cap=4)  # the cursor moved over documents the peer's filter dropped
+    assert not backoff.news and backoff.streak == 0 and backoff.skip_until == 0
+    backoff.pulled(None, 2, cap=4)
+    assert not backoff.news and backoff.skip_until == 3
+    backoff.pulled(3, 3, cap=4)
+    assert backoff.news and backoff.streak == 0
+
+
+@pytest.mark.trio
+async def test_a_round_after_a_meta_build_does_not_ask_the_community_about_the_same_models_again(tmp_path):
+    async with running_nodes(tmp_path, 3) as (a, _b, _c):
+
+        async def no_reports() -> list[str]:
+            return []
+
+        async def unmeasured(topic: str) -> bool:
+            return False  # as on a node with few labels: the weights need the community's reports
+
+        a.gather_reports = no_reports  # the background rounds of `a` leave the estimates to this test
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        a._measured_here = unmeasured
+        sessions = []
+        estimate = a._estimate
+
+        async def recorded(topic, *args):
+            sessions.append(topic)
+            return await estimate(topic, *args)
+
+        a._estimate = recorded
+        await a.build_meta("Databases", loss=0.2)
+        assert sessions == ["Databases"]
+        for _ in range(2):  # the first round notes the models held, the second finds them settled
+            await Cooperation.gather_reports(a)
+        assert sessions.count("Databases") == 1
