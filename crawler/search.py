@@ -130,7 +130,9 @@ VERDICTS = ("accepted", "abstained", "any")
 ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
 BM25_BUDGET = 2000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
-PREVIEW_WINDOW = 1500  # characters of a long page a preview considers (stemming whole pages is too slow)
+PREVIEW_WINDOW = (
+    1500  # characters of a long page whose passages a preview weighs (stemming whole pages is slow)
+)
 HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
 
@@ -494,32 +496,17 @@ def query_preview(
     query: str,
     by_topic: dict[str, dict[str, float]] | None = None,
 ) -> str:
-    """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that prefers
-    sentences with query terms, with the query terms highlighted; `by_topic` is `topic_weights(repo)`
-    when the caller already has it."""
+    """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that shows the
+    passages with query terms first (a query-biased snippet: sentences of running text before headings
+    and menu lines), with the query terms highlighted; `by_topic` is `topic_weights(repo)` when the
+    caller already has it."""
     terms = query_terms(query)
-    text = preview_window(text, terms)
     by_topic = topic_weights(repo) if by_topic is None else by_topic
     weights = dict(by_topic.get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
-    return highlight(preview(text, weights, _stemmed_terms), terms)
-
-
-def preview_window(text: str, terms: set[str], size: int = PREVIEW_WINDOW) -> str:
-    """The part of a long text the preview looks at: its start, or, when no query term shows there, the
-    stretch around the first place one does (stems are word prefixes in the common case)."""
-    if len(text) <= size:
-        return text
-    lowered = text.lower()
-    head = lowered[:size]
-    if not terms or any(term in head for term in terms):
-        return text[:size]
-    found = [i for i in (lowered.find(term) for term in terms) if i >= 0]
-    if not found:
-        return text[:size]
-    start = max(min(found) - size // 2, 0)
-    return text[start : start + size]
+    shown = preview(text, weights, _stemmed_terms, preferred=terms, budget=PREVIEW_WINDOW)
+    return highlight(shown, terms)
 
 
 def highlight(text: str, terms: set[str], marks: tuple[str, str] = HIGHLIGHT) -> str:

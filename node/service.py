@@ -171,7 +171,7 @@ class NodeService:
                 nursery.start_soon(self._metrics_loop)
                 nursery.start_soon(self._stats_event_loop)
                 task_status.started(self)
-                log.info("node %s ready: API at %s", self.peer_id, self.api_url)
+                log.info("node ready (%s): API at %s", self.peer_id or "offline", self.api_url)
                 await self._stop.wait()
                 await self._shutdown_crawl()
                 nursery.cancel_scope.cancel()

@@ -1,4 +1,5 @@
-from crawler.preview import preview, split_sentences, topic_term_weights
+from crawler.parse import parse_html
+from crawler.preview import passages, preview, split_sentences, topic_term_weights
 from metamodels.features import FeatureConfig, Featurizer
 
 TERMS = Featurizer(FeatureConfig()).terms
@@ -53,3 +54,68 @@ def test_sentences_split_on_punctuation_and_separators():
 def test_subtopic_documents_count_for_their_parent():
     w = topic_term_weights(TERMS, {"Db": DATABASES[:1], "Db/Tx": DATABASES[1:], "Ops": SYSADMIN})
     assert "commit" in w["Db"] and "commit" in w["Db/Tx"]
+
+
+MENU_PAGE = b"""<html><head><title>Isolation</title></head><body>
+<div class="menu"><ul>
+<li><a href="/">Home</a>
+<li><a href="/query">Query planner</a>
+<li><a href="/index">Index types</a>
+<li><a href="/tables">Tables</a>
+</ul></div>
+<h1>Transaction isolation</h1>
+<p>Each transaction sees the rows that were committed
+before its first query; the planner
+picks an index scan on the table when it is cheaper.</p>
+<div class="footer"><a href="/about">About</a> | <a href="/contact">Contact</a></div>
+</body></html>"""
+
+
+def test_preview_of_a_page_with_a_navigation_menu_comes_from_its_paragraph():
+    text = parse_html(MENU_PAGE, "http://db.test/isolation").text
+    assert "Query planner" in text  # the menu is no <nav>: it is in the text the classifiers see
+    shown = preview(text, weights()["Databases"], TERMS)
+    assert shown == (
+        "Each transaction sees the rows that were committed before its first query; the planner "
+        "picks an index scan on the table when it is cheaper."
+    )
+
+
+def test_menu_lines_and_headings_are_labels_and_wrapped_lines_join_into_sentences():
+    text = (
+        "Home\nAbout\nSQLite is Transactional\n"
+        "A transactional database is one in which\nall changes appear to be\n"
+        "Atomic, Consistent, Isolated, and Durable\n(ACID). SQLite implements\nserializable transactions.\n"
+        "13.2. Transaction Isolation\nThis page last modified in 2021"
+    )
+    found = [(p.text, p.content) for p in passages(text)]
+    assert found == [
+        ("Home", False),
+        ("About", False),
+        ("SQLite is Transactional", False),
+        (
+            "A transactional database is one in which all changes appear to be "
+            "Atomic, Consistent, Isolated, and Durable (ACID).",
+            True,
+        ),
+        ("SQLite implements serializable transactions.", True),
+        ("13.2. Transaction Isolation", False),
+        ("This page last modified in 2021", False),
+    ]
+
+
+def test_a_label_shows_only_when_no_sentence_carries_the_topic():
+    page = "Contents\nQuery planner and index scans\nTable basics\nWe hope you enjoy reading it."
+    assert preview(page, weights()["Databases"], TERMS, max_sentences=1) == "Query planner and index scans"
+    page += " The planner uses an index to query a table."
+    shown = preview(page, weights()["Databases"], TERMS, max_sentences=1)
+    assert shown == "The planner uses an index to query a table."
+
+
+def test_passages_with_a_preferred_term_come_first_even_past_the_budget():
+    filler = "Welcome to the site where you can read about many things.\n" * 40
+    page = filler + "A vacuum reclaims space.\nThe planner uses an index to query a table."
+    chosen = preview(page, weights()["Databases"], TERMS, max_sentences=1, preferred={"vacuum"}, budget=200)
+    assert chosen == "A vacuum reclaims space."
+    topical = preview(page, weights()["Databases"], TERMS, max_sentences=1, budget=200)
+    assert topical == "Welcome to the site where you can read about many things."  # within budget: no topic

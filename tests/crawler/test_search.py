@@ -104,3 +104,27 @@ def test_default_verdict_filter_leaves_out_pages_no_topic_accepted(repo):
     assert urls == {"http://h/vacuum", "http://h/other", "http://h/kept"}
     every = {h.url for h in ranked_search(repo, "vacuum", verdict="any", previews=False).hits}
     assert every == urls | {"http://h/noise", "http://h/dismissed"}
+
+
+MENU = "\n".join(["Home", "Menu", "About", "Documentation", "Download", "License", "Support", "Purchase"])
+
+
+def test_a_hit_preview_shows_the_query_terms_not_the_menu(repo):
+    text = (
+        f"{MENU}\nSQLite is Transactional\nA transactional database is one in which all changes and queries\n"
+        "appear to be\nAtomic, Consistent, Isolated, and Durable\n(ACID).\nSQLite implements\n"
+        "serializable\ntransactions that are atomic, consistent, isolated, and durable."
+    )
+    with repo.transaction():
+        store(repo, "http://h/tx", "SQLite Is Transactional", text)
+    hit = ranked_search(repo, "transaction isolation", verdict="any").hits[0]
+    assert hit.preview.startswith("A [[transactional]] database is one in which")
+    assert "[[Isolated]]" in hit.preview and "Purchase" not in hit.preview
+
+
+def test_a_long_page_previews_the_passage_with_the_query_terms(repo):
+    filler = "The weather was mild and the garden grew many flowers that summer.\n" * 60
+    with repo.transaction():
+        store(repo, "http://h/long", "Notes", f"{MENU}\n{filler}Autovacuum reclaims dead rows. {filler}")
+    hit = ranked_search(repo, "autovacuum", verdict="any").hits[0]
+    assert hit.preview == "[[Autovacuum]] reclaims dead rows."
