@@ -97,6 +97,9 @@ CONFIDENCE_STEP = 2.0**-12
 """A shared result's confidence travels in steps of 1/4096 (and its fetch time in whole seconds): a float64
 with a short mantissa ends in zero bytes the frame compression removes, about 9 of a result's 200 bytes."""
 
+HOLDS_EVERYTHING = HeldFilter(b"\xff", 1)
+"""A held-URL filter that claims every URL: a result sync with it sends no result, only the cursor."""
+
 _HELD_SCAN = 4
 """A result page with a held-URL filter looks at up to this many times its limit of documents to fill it."""
 
@@ -119,7 +122,8 @@ class Backoff:
 
     def pulled(self, added: int | None, round_no: int, cap: int) -> None:
         """After a result pull: None (nothing new, cursor unmoved) backs off; a pull that moved the
-        cursor keeps the peer asked every round, but only one that brought results counts as news."""
+        cursor keeps the peer asked every round, but only one that brought results counts as news (the
+        next pull goes without a probe, see `Cooperation._sync_peer`)."""
         if added is None:
             self.idle(round_no, cap)
         else:
@@ -1119,7 +1123,7 @@ class Cooperation:
                 if not self._my_turn(peer) and last is not None and self.rounds - last < 2:
                     continue
                 self._pulled[(peer, topic)] = self.rounds
-                got = await self._sync_peer(peer, topic, with_filter=backoff.news)
+                got = await self._sync_peer(peer, topic, probe=not backoff.news)
                 backoff.pulled(got, self.rounds, self.settings.max_backoff_rounds)
                 added += got or 0
         if added and self.service is not None:
@@ -1135,14 +1139,21 @@ class Cooperation:
         slot = int(time.time() // self.settings.sync_interval)
         return (slot + (self.peer_id < peer)) % 2 == 0
 
-    async def _sync_peer(self, peer: str, topic: str, *, with_filter: bool = True) -> int | None:
+    async def _sync_peer(
+        self, peer: str, topic: str, *, with_filter: bool = True, probe: bool = False
+    ) -> int | None:
         """Pooled documents added from one page of the peer's results; None when it had nothing new.
-        `with_filter` sends the Bloom filter of held URLs (`sync_results` leaves it out after a pull that
-        brought no results, even one that moved the cursor over documents the peer's filter dropped: the
-        next page is most likely empty too, and a short one costs less in duplicates than the filter; the
-        pull after one that brought something carries it again. On devweb 50 of 86 pulls came back
-        empty, and they carried 12 of the 22 KB of filters)."""
+        `with_filter` sends the Bloom filter of held URLs, so the peer leaves out what this node holds.
+        With `probe` (`sync_results` probes after a pull that brought no results), a request whose filter
+        claims every URL asks first whether the peer has any result after the cursor at all: its answer
+        carries no result but moves the cursor when there is one (that cursor is not kept), and only then
+        does the pull with the real filter follow. On devweb 50 of 86 pulls came back empty carrying 12 of
+        22 KB of filters, while a burst of results after a quiet spell, pulled without a filter, came
+        back with up to 83 duplicates (~200 B each); a probe costs about 170 B."""
         cursor = await self._db(store.cursor_of, peer, topic)
+        probing = probe and with_filter and self.settings.held_filter_fp_rate > 0
+        if probing and not await self._has_news(peer, topic, cursor):
+            return None
         held = await self._held_filter(peer, topic) if with_filter else None
         try:
             page = await self.protocols.fetch_results(
@@ -1165,6 +1176,15 @@ class Cooperation:
         if added:
             self._publish("peer", {"peer": peer, "topic": topic, "pooled": added})
         return added
+
+    async def _has_news(self, peer: str, topic: str, cursor: int) -> bool:
+        """Whether the peer has a result of the topic after `cursor` for this node (see `_sync_peer`)."""
+        try:
+            page = await self.protocols.fetch_results(peer, topic, cursor, 1, HOLDS_EVERYTHING)
+        except P2PError as exc:
+            log.info("result sync probe: %s", exc)
+            return False
+        return bool(page.items) or page.next_cursor != cursor
 
     async def _held_filter(self, peer: str, topic: str) -> HeldFilter | None:
         """The Bloom filter of URLs `peer` could send for `topic` that this node holds already (none when

@@ -11,9 +11,10 @@ import trio
 
 from crawler.repository import Repository
 from node.cooperation import store
-from node.cooperation.service import _HELD_SCAN, CONFIDENCE_STEP
+from node.cooperation.service import _HELD_SCAN, CONFIDENCE_STEP, HOLDS_EVERYTHING
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.testing import make_repository, running_nodes
+from p2p.codec import encode_frame
 from p2p.protocols import RESULTS
 from p2p.schemas import HeldFilter, ResultSyncRequest
 
@@ -161,3 +162,32 @@ async def test_shared_results_carry_coarse_confidence_and_whole_second_fetch_tim
             assert sent.confidence / CONFIDENCE_STEP == round(sent.confidence / CONFIDENCE_STEP)
             assert abs(sent.confidence - row["confidence"]) <= CONFIDENCE_STEP / 2
             assert sent.fetched_at == round(row["fetched_at"]) != row["fetched_at"]
+
+
+@pytest.mark.trio
+async def test_a_probe_sends_no_filter_when_the_peer_has_nothing_new_and_the_filtered_pull_follows_news(
+    tmp_path,
+):
+    with trio.fail_after(60):
+        async with running_nodes(tmp_path, 2, start=False) as (a, b):
+            b.protocols.serve(RESULTS, ResultSyncRequest, b._answer_results)
+            offered = own_urls(b.repo, "Databases")
+            held = offered[::3]
+            hold_copies(a.repo, held, "Databases")
+            asked, answered = "out result_sync_request", "in result_sync_response"
+            sent, received = a.protocols.bytes_by_message, a.protocols.bytes_by_message
+
+            before = sent[asked]
+            added = await a._sync_peer(b.peer_id, "Databases", probe=True)
+            # the news is pulled with the filter: nothing held comes back
+            assert added >= len(offered) - len(held) - 1
+            assert all(b.peer_id not in a.repo.document_by_url(url)["origins"] for url in held)
+            bloom = await a._held_filter(b.peer_id, "Databases")
+            assert sent[asked] - before > len(bloom.bits)
+
+            before, before_in = sent[asked], received[answered]
+            cursor = store.cursor_of(a.repo, b.peer_id, "Databases")
+            assert await a._sync_peer(b.peer_id, "Databases", probe=True) is None
+            probe = ResultSyncRequest("Databases", cursor, 1, HOLDS_EVERYTHING)
+            assert sent[asked] - before == len(encode_frame(probe, ResultSyncRequest.MAX_FRAME))
+            assert received[answered] - before_in < 100  # an empty page: the full filter never went
