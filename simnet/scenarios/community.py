@@ -34,6 +34,8 @@ with page labels):
   each transferred byte counted once, by its sender; libp2p's own framing, Noise and gossip control traffic
   not included); bytes_by_message splits them by message type; bytes_crawled: bytes every node fetched from
   the web (each once).
+- results_duplicates: results a peer sent that the node held already (its own crawl, or pooled from another
+  peer): traffic the held-URL filter is there to save (each costs ~200 B of result_sync_response).
 - With --hostile K the last K nodes offer label-flipped models (`[cooperation] hostile = true`); every honest
   node reports `hostile_weights`, the weights it gave their models (GET /api/models).
 Model and meta figures are read through the API and, after the nodes stopped, from their repositories
@@ -284,6 +286,16 @@ def filter_figures(
     }
 
 
+def duplicate_results(repo: ReadOnlyRepository) -> int:
+    """Results peers sent that the node held already: its own documents a peer's result named too, and
+    pooled ones more than one peer sent (each document's `origins` lists every peer that sent it)."""
+    query = (
+        "SELECT count(*) FROM documents WHERE origins IS NOT NULL AND json_array_length(origins) > "
+        "(CASE WHEN origin IS NULL THEN 0 ELSE 1 END)"
+    )
+    return int(repo.db.execute(query).fetchone()[0])
+
+
 def harvest_figures(
     repo: ReadOnlyRepository,
     targets: dict[str, str],
@@ -371,6 +383,7 @@ def run_community(
             with read_only(repository) as repo:
                 figure.update(harvest_figures(repo, targets, web.label_of, figure.pop("meta_switch")))
                 figure.update(filter_figures(repo, targets, web.label_of, LOSS))
+                figure["results_duplicates"] = duplicate_results(repo)
     exchanged = sum(f["bytes_exchanged"] for f in figures)
     crawled = sum(f["bytes_crawled"] for f in figures)
     by_message: Counter[str] = Counter()

@@ -191,3 +191,20 @@ async def test_a_probe_sends_no_filter_when_the_peer_has_nothing_new_and_the_fil
             probe = ResultSyncRequest("Databases", cursor, 1, HOLDS_EVERYTHING)
             assert sent[asked] - before == len(encode_frame(probe, ResultSyncRequest.MAX_FRAME))
             assert received[answered] - before_in < 100  # an empty page: the full filter never went
+
+
+def test_community_scenario_counts_results_a_peer_sent_that_the_node_held_already(tmp_path):
+    from simnet.scenarios.community import duplicate_results, read_only
+
+    path = tmp_path / "r.sqlite"
+    make_repository(path, 0)
+    with Repository(path) as repo:
+        store.ensure_schema(repo)
+        first, second, third = own_urls(repo, "Databases")[:3]
+        pooled = "UPDATE documents SET origin = 'peerB', origins = ? WHERE url = ?"
+        repo.db.execute("UPDATE documents SET origins = ? WHERE url = ?", ['["peerB"]', first])
+        repo.db.execute(pooled, ['["peerB"]', second])
+        repo.db.execute(pooled, ['["peerB", "peerC"]', third])
+        repo.db.conn.commit()
+    with read_only(path) as repo:
+        assert duplicate_results(repo) == 2  # the own one a peer sent, and the pooled one two peers sent
