@@ -246,7 +246,7 @@ def test_cocitation_features_say_what_the_regions_judged_siblings_led_to():
 
 
 def test_a_judged_sibling_adds_cocitation_to_the_links_of_its_region_and_not_to_its_own_instance():
-    apprentice = Apprentice(ApprenticeSettings(n_features=2**10))
+    apprentice = Apprentice(ApprenticeSettings(n_features=2**10, cocitation=True))
     people = [("http://h.test/p1", "ul/li/a"), ("http://h.test/p2", "ul/li/a"), ("http://h.test/x", "p/a")]
     apprentice.add_region_links("http://h.test/list", people)
     for url, path in people:
