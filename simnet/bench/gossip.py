@@ -6,20 +6,20 @@ The hosts start in batches of `START_BATCH` and join through one bootstrap addre
 (membership push-pull, thesis 3.3.1), then hold one topic. Background periods are the node's defaults
 (`--exchange-period`, `--gossip-heartbeat`, printed in the result), and every host keeps at most
 `max_connections` connections, so the idle load of the process grows with N rather than N^2. Once every
-host has a gossip mesh for the topic, the last host started (not the bootstrap, the busiest host)
-publishes a signed linear model (a few thousand nonzero weights of a 2^18 feature space plus its
-training document ids, ~34 KB on the wire). Dissemination, and
-what a "round" is here:
+host has gossipsub's D_low (`ready_mesh_degree`) mesh peers for the topic, i.e. the overlay has settled
+past the star around the bootstrap that joining builds, the last host started (not the bootstrap, the
+busiest host) publishes a signed linear model (a few thousand nonzero weights of a 2^18 feature space
+plus its training document ids, ~34 KB on the wire). Dissemination, and what a "round" is here:
 
 - a peer that has the model announces it on the topic's gossipsub topic (a small frame);
-- a peer that hears an announcement and lacks the model fetches it over the model protocol from the
-  announcers it heard, newest first, checks the signature, then announces it in turn (oldest first,
-  nine fetches in ten at 50 hosts went to holders that had served their fan-out and answered "none",
-  each a stream setup of seconds on the saturated process: 50 hosts took 120-145 s, newest first 42 s);
+- a peer that hears an announcement and lacks the model fetches it over the model protocol from an
+  announcer in its gossip mesh (connected, newest first), checks the signature, then announces it in
+  turn; only when no mesh neighbour announced within `--dial-patience` does it ask any announcer it heard
+  (at random). Asking the newest announcer heard, mesh or not, made every round a herd of N requests
+  (most of them new connections) at one host, and 100 hosts jammed;
 - each peer uploads the model to at most `--fanout` peers and answers "none" beyond that, so the model
   spreads as a tree instead of a star from the publisher; the fetcher moves on to the next announcer
-  at once, and retries announcers that failed (timeout, reset) after `--retry-delay`, so one slow
-  announcer does not stall a peer until the next periodic re-announcement.
+  at once, and retries announcers that failed (timeout, reset) after `--retry-delay`.
 
 Each peer records the peer it got the model from. A peer's hop is its supplier's hop + 1 (the publisher is
 hop 0); `rounds_to_all` is the depth of that tree, the number of fetch rounds until every peer has the
@@ -43,6 +43,7 @@ import json
 import logging
 import math
 import os
+import random
 import sys
 import time
 
@@ -92,6 +93,7 @@ class BenchConfig:
     gossip_degree: int
     reannounce_rate: float
     retry_delay: float
+    dial_patience: float
 
 
 @dataclasses.dataclass
@@ -106,6 +108,8 @@ class PeerState:
     full: set[str] = dataclasses.field(default_factory=set)
     """Announcers that answered "none": they have served their fan-out."""
     failures: int = 0
+    news: trio.Event = dataclasses.field(default_factory=trio.Event)
+    """Set when a new announcer is heard (a fetcher waiting for one in its mesh wakes up)."""
 
 
 def p2p_settings(config: BenchConfig, bootstrap: tuple[str, ...] = ()):
@@ -159,9 +163,34 @@ def provider_for(me: PeerState, fanout: int):
     return provide
 
 
-def listener_for(service, me: PeerState, addrs: dict[str, list[str]], retry_delay: float, nursery):
+def pick_supplier(me: PeerState, asked: set[str], mesh: set[str], dial: bool) -> str | None:
+    """The announcer to ask next: one in this peer's gossip mesh (newest first), else, when `dial`, a
+    random one.
+
+    Every peer hears an announcement at about the same time. When all of them asked the newest
+    announcer (the previous rule) each round was a herd of N requests, most of them new connections
+    (Noise handshake, identify, pubsub streams), at one host that serves `fanout` of them: the spread
+    grew as N^2, and at 100 hosts the publisher and then the bootstrap (connected to every host that
+    joined through it) timed out. A mesh neighbour is connected and has at most D_high such askers, so
+    the model spreads along the mesh; dialling a random announcer is the fallback of a peer none of
+    whose mesh neighbours announced within `dial_patience`."""
+    candidates = [a for a in reversed(me.heard) if a not in asked and a not in me.full]
+    near = [a for a in candidates if a in mesh]
+    if near:
+        return near[0]
+    return random.choice(candidates) if dial and candidates else None
+
+
+def listener_for(
+    service, me: PeerState, addrs: dict[str, list[str]], config: BenchConfig, nursery: trio.Nursery
+):
     """The announcement handler of one peer: fetch from the announcers heard until one serves."""
     from libp2p.peer.id import ID
+
+    from p2p.communities import gossip_topic
+
+    def mesh() -> set[str]:
+        return {str(p) for p in service.p2p.gossipsub.mesh.get(gossip_topic(TOPIC), ())}
 
     async def fetch(supplier: str) -> str:
         """'ok', 'full' (the supplier served its fan-out) or 'failed'."""
@@ -181,14 +210,20 @@ def listener_for(service, me: PeerState, addrs: dict[str, list[str]], retry_dela
 
     async def fetch_until_served() -> None:
         asked: set[str] = set()
+        dial_after = trio.current_time() + config.dial_patience * random.uniform(0.5, 1.5)
         while me.model is None:
-            # newest first: the latest holders have served the fewest fetchers, the oldest are full
-            supplier = next((a for a in reversed(me.heard) if a not in asked and a not in me.full), None)
+            dial = trio.current_time() >= dial_after
+            supplier = pick_supplier(me, asked, mesh(), dial)
             if supplier is None:
-                if all(a in me.full for a in me.heard):
+                if dial and all(a in me.full for a in me.heard):
                     break  # every announcer heard is full: the next announcement starts a new loop
-                await trio.sleep(retry_delay)  # only failed announcers left: ask them again
-                asked.clear()
+                if dial:  # only failed announcers left: ask them again
+                    await trio.sleep(config.retry_delay)
+                    asked.clear()
+                    continue
+                me.news = trio.Event()
+                with trio.move_on_at(min(dial_after, trio.current_time() + 1.0)):
+                    await me.news.wait()  # a new announcer, or the mesh changed (each heartbeat)
                 continue
             asked.add(supplier)
             if await fetch(supplier) == "full":
@@ -200,6 +235,7 @@ def listener_for(service, me: PeerState, addrs: dict[str, list[str]], retry_dela
             return
         if announcement.peer_id not in me.heard:
             me.heard.append(announcement.peer_id)
+            me.news.set()
         if me.model is None and not me.fetching:
             me.fetching = True
             nursery.start_soon(fetch_until_served)
@@ -226,17 +262,31 @@ def hops_of(suppliers: dict[str, str | None]) -> dict[str, int]:
     return hops
 
 
-async def wait_for_meshes(services: list) -> None:
-    """Until every host has a gossip mesh peer for the topic (an announcement can leave and arrive)."""
+async def wait_for_meshes(services: list, degree: int) -> None:
+    """Until every host has `degree` gossip mesh peers for the topic: an overlay that has settled.
+
+    Waiting for one mesh peer published into a star: every host had joined through the bootstrap and
+    most had it as their only mesh peer, so the model spread through one host (and the bootstrap still
+    held a connection to every host). `degree` is gossipsub's D_low, the size its heartbeat keeps a mesh
+    above once a node has enough connections."""
     from p2p.communities import gossip_topic
 
     topic = gossip_topic(TOPIC)
     next_note = time.monotonic() + PROGRESS_EVERY
-    while missing := sum(not s.p2p.gossipsub.mesh.get(topic) for s in services):
+    while missing := sum(len(s.p2p.gossipsub.mesh.get(topic, ())) < degree for s in services):
         await trio.sleep(0.2)
         if time.monotonic() >= next_note:
             next_note += PROGRESS_EVERY
-            print(f"waiting for the gossip mesh of {missing} hosts", file=sys.stderr)
+            print(
+                f"waiting for {missing} hosts to have {degree} gossip mesh peers; bootstrap connections "
+                f"{services[0].peers_online()}",
+                file=sys.stderr,
+            )
+
+
+def ready_degree(config: BenchConfig) -> int:
+    """Mesh peers every host has before the model is published: gossipsub's D_low (p2p.host)."""
+    return max(1, config.gossip_degree - 2)
 
 
 class LoopLag:
@@ -272,12 +322,10 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 for service in services:
                     me = state[service.peer_id] = PeerState()
                     service.set_model_provider(provider_for(me, config.fanout))
-                    service.communities.on_announcement = listener_for(
-                        service, me, addrs, config.retry_delay, nursery
-                    )
+                    service.communities.on_announcement = listener_for(service, me, addrs, config, nursery)
                     await service.communities.hold(TOPIC, 0)
-                stage = "waiting for every host's gossip mesh"
-                await wait_for_meshes(services)
+                stage = "waiting for every host's gossip mesh to settle"
+                await wait_for_meshes(services, ready_degree(config))
                 start_seconds = time.monotonic() - began
                 start_cpu = time.process_time()
                 start_lag, lag.worst = lag.worst, 0.0
@@ -339,6 +387,8 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
         "gossip_heartbeat": config.gossip_heartbeat,
         "gossip_degree": config.gossip_degree,
         "reannounce_rate": config.reannounce_rate,
+        "dial_patience": config.dial_patience,
+        "ready_mesh_degree": ready_degree(config),
         "max_connections": p2p_settings(config).max_connections,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "load_average": round(os.getloadavg()[0], 2),
@@ -382,6 +432,12 @@ def main(argv: list[str] | None = None) -> int:
         "--retry-delay", type=float, default=2.0, help="seconds before asking failed announcers again"
     )
     parser.add_argument(
+        "--dial-patience",
+        type=float,
+        default=10.0,
+        help="seconds a peer waits for an announcer in its gossip mesh before asking any (x0.5-1.5)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds (start-up included) before giving up"
     )
     args = parser.parse_args(argv)
@@ -399,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         args.gossip_degree,
         args.reannounce_rate,
         args.retry_delay,
+        args.dial_patience,
     )
     try:
         result = trio.run(run, args.peers, config, args.timeout)
