@@ -404,6 +404,15 @@ def _balanced_accuracy(scores: np.ndarray, labels: np.ndarray) -> float | None:
 AGREEMENT_AGGREGATION = "log_odds_mean"
 
 
+def meta_candidates(community: Sequence[str], accuracies: Mapping[str, float]) -> list[str]:
+    """Peers a meta build asks, in order: those measured above chance, best first, then those nobody could
+    measure yet, whom the build weighs on the node's own documents as the round's automatic rebuild does
+    (leaving them out made a user's build differ from the rebuild a round later); never a peer measured at
+    or below chance or without a say here."""
+    measured = sorted((p for p in community if accuracies.get(p, 0.0) > 0.5), key=lambda p: -accuracies[p])
+    return measured + [p for p in community if p not in accuracies]
+
+
 def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] | None:
     """Log-odds weights from each member's balanced accuracy on the documents X (the node's own,
     unlabelled), estimated from its agreement with the local model there, whose balanced accuracy comes

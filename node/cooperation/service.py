@@ -761,8 +761,7 @@ class Cooperation:
             # filters loss-targeted (3.4.4), which meets the loss with any number of peers while each further
             # honest peer lowers the error: with a loss goal alone, every honest peer is asked
             needed = len(participants)
-        ranked = sorted(community, key=lambda p: -accuracies.get(p, 0.0))
-        chosen = [p for p in ranked if accuracies.get(p, 0.0) > 0.5][: max(0, needed - 1)]
+        chosen = learning.meta_candidates(community, accuracies)[: max(0, needed - 1)]
         used = await self._collect(topic, session, loss, error_goal, chosen)
         built = await self._work(self._build, topic, used, loss)
         if built is None:
@@ -809,7 +808,8 @@ class Cooperation:
 
     def _accuracies(self, topic: str) -> dict[str, float]:
         """acc(m) per peer (3.15): the robust aggregate over the reporters that tested its newest model,
-        this node included; 0 for a held model without a say (vetoed here, or not calibratable)."""
+        this node included; 0 for a held model without a say (vetoed here, or not calibratable); no entry
+        for a held model nobody could measure (the build weighs it on the node's own documents)."""
         accuracies: dict[str, float] = {}
         newest: dict[str, int] = {}
         for (origin, version), votes in self._reports.get(topic, {}).items():
@@ -819,8 +819,14 @@ class Cooperation:
             if aggregate is not None:
                 accuracies[origin], newest[origin] = aggregate[0], version
         for member in self._members(topic):
-            if not member.local:
-                accuracies[member.origin] = member.community_accuracy if member.weight > 0 else 0.0
+            if member.local:
+                continue
+            if member.scaler is None:
+                accuracies[member.origin] = 0.0
+            elif member.community_accuracy is not None:
+                accuracies[member.origin] = member.community_accuracy
+            else:
+                accuracies.pop(member.origin, None)
         return accuracies
 
     async def _collect(

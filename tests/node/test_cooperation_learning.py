@@ -237,3 +237,9 @@ def test_subtopic_terms_are_shown_as_the_words_the_documents_use():
     assert stem != "tutorial"  # the stemmer shortens it, so the label needs the surface form
     assert words[stem] == "tutorial"
     assert words[featurizer.terms("replication")[0]] == "replication"
+
+
+def test_a_meta_build_asks_unmeasured_peers_after_measured_ones_and_never_vetoed_ones():
+    accuracies = {"good": 0.9, "better": 0.95, "chance": 0.5, "flipped": 0.0}
+    community = ["unmeasured", "chance", "good", "flipped", "better"]
+    assert learning.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
