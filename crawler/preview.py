@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,8 +21,14 @@ _ITEM_SEPARATOR = re.compile(r"\s*[\u2022\u00b7|]\s*")
 _ENDS_SENTENCE = re.compile(r"[.!?\u3002\uff01\uff1f\u2026][\"'\u201d\u2019)\]]*$")
 _INNER_END = re.compile(r"[^\W\d_A-Z][.!?]\s|[)\]][.!?]\s")  # a sentence ends inside the line ("(ACID). It")
 _LETTERS = re.compile(r"[^\W\d_]+")
+_SEPARATORS = (
+    "\u2022\u00b7|"  # a line ending in one is a list item: "Available Languages: en |" / "fr |" / "ko"
+)
 LABEL_WORDS = 4  # a line of at most this many words that ends no sentence is a label: menu item, heading
 TITLE_SHARE = 0.7  # ...and so is a longer one whose words mostly start capitalised ("About The SQLite C API")
+LIST_LINES = (
+    3  # ...and so is each of this many lines or more that together end no sentence ("xatom() (imaplib)")
+)
 SHORT_PARAGRAPH_WORDS = 8  # running text this short without a sentence end is a label too ("When to use it")
 
 
@@ -39,9 +46,14 @@ def topic_term_weights(
     positives: Mapping[str, Sequence[str]],
     negatives: Mapping[str, Sequence[str]] | None = None,
     top: int = 500,
+    *,
+    drop_repeated_lines: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Per topic, its `top` terms by pointwise MI (thesis eq. 2.10) of a topic's subtree documents against
-    every other training document. `terms_of` turns a text into its (stemmed) terms."""
+    every other training document. `terms_of` turns a text into its (stemmed) terms.
+    `drop_repeated_lines` leaves out the lines that several training documents share
+    (`without_repeated_lines`): otherwise a site's menu and footer words ("Purchase", "Software
+    Foundation") rank among its topic's terms, and a preview picks the footer."""
     texts: list[str] = []
     owner: list[str | None] = []
     for topic, docs in positives.items():
@@ -50,6 +62,8 @@ def topic_term_weights(
     for docs in (negatives or {}).values():
         texts.extend(docs)
         owner.extend([None] * len(docs))
+    if drop_repeated_lines:
+        texts = without_repeated_lines(texts)
     documents = [terms_of(text) for text in texts]
     weights: dict[str, dict[str, float]] = {}
     for topic in positives:
@@ -62,66 +76,137 @@ def topic_term_weights(
     return weights
 
 
-def passages(text: str) -> list[Passage]:
+def repeated_lines(texts: Iterable[str], min_documents: int = 2) -> set[str]:
+    """The lines that `min_documents` or more of the texts share: the menus, headers and footers of a
+    site's template, found by repetition across its pages (whitespace-normalised, as `passages` sees them)."""
+    shared = Counter(line for text in texts for line in set(_normalised_lines(text)) if line)
+    return {line for line, count in shared.items() if count >= min_documents}
+
+
+def without_repeated_lines(texts: Sequence[str], min_documents: int = 2) -> list[str]:
+    """Each text without the lines that `min_documents` or more of the texts share (`repeated_lines`)."""
+    repeated = repeated_lines(texts, min_documents)
+    return ["\n".join(ln for ln in _normalised_lines(text) if ln not in repeated) for text in texts]
+
+
+def _normalised_lines(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.split("\n")]
+
+
+def passages(text: str, skip_lines: Collection[str] = frozenset()) -> list[Passage]:
     """The page's sentences and label lines in page order.
 
     Extracted text has a line per block (`crawler.parse`), but a block's own source line breaks stay too, so
     a line is not a block: lines join into running text while the text goes on (the previous line ends no
     sentence and the line is no label between labels), and a label line stands alone. A menu thus becomes a
     run of labels instead of the start of the next sentence (jusText's observation: navigation is short
-    blocks without function words or sentence ends, and comes in runs)."""
-    lines = [" ".join(line.split()) for line in text.split("\n")]
-    labels = [bool(line) and _is_label(line) for line in lines]
-    # a line that ends no sentence among labels is one of them (a list entry in sentence case)
-    bounded = [True, *labels, True]
-    labels = [
-        label or bool(line and not _ENDS_SENTENCE.search(line) and bounded[i] and bounded[i + 2])
-        for i, (line, label) in enumerate(zip(lines, labels, strict=True))
-    ]
-    found: list[Passage] = []
-    running: list[str] = []
+    blocks without function words or sentence ends, and comes in runs). Lines in `skip_lines` (a site's
+    template: `repeated_lines`) are left out, and so is running text made of them only."""
+    lines = [_Line.of(line) for line in _normalised_lines(text)]
+    for line in lines:
+        line.skip = line.text in skip_lines
+    ended = [False] + [line.item for line in lines]  # a line after a list item is one: the list's last
+    for line, after_item in zip(lines, ended, strict=False):
+        line.item = line.item or (after_item and bool(line.text))
+    labels = [True] + [line.item or line.label for line in lines] + [True]
     for i, line in enumerate(lines):
-        if not line:
+        # a short line that ends no sentence among labels is one of them (a list entry in sentence case)
+        line.label = labels[i + 1] or (labels[i] and labels[i + 2] and line.short)
+    found: list[Passage] = []
+    running: list[_Line] = []
+    for i, line in enumerate(lines):
+        if not line.text:
             _add_running(found, running)
-            continue
-        if labels[i] and not _continues_running(lines, labels, i, running):
+        elif line.item or (line.label and not _continues_running(lines, i, running)):
             _add_running(found, running)
-            found.extend(Passage(part, False) for part in _pieces(line, _ITEM_SEPARATOR))
+            if not line.skip:
+                found.extend(Passage(part, False) for part in _pieces(line.text, _ITEM_SEPARATOR))
+        elif line.skip and _starts_anew(lines, i, running):
+            _add_running(found, running)  # a template sentence of its own: "Copyright 2024 The Foundation."
         else:
             running.append(line)
     _add_running(found, running)
     return found
 
 
-def _continues_running(lines: list[str], labels: list[bool], i: int, running: list[str]) -> bool:
-    """Whether label-like line `i` is part of running text: the next line goes on in lower case ("SQLite
-    implements / serializable transactions"), or it sits inside an unfinished sentence ("appear to be /
-    Atomic, Consistent, Isolated, and Durable / (ACID).")."""
-    following = lines[i + 1] if i + 1 < len(lines) else ""
-    if following[:1].islower():
-        return True
-    unfinished = bool(running) and not _ENDS_SENTENCE.search(running[-1])
-    return unfinished and bool(following) and not labels[i + 1]
-
-
-def _is_label(line: str) -> bool:
-    if _ENDS_SENTENCE.search(line) or _INNER_END.search(line) or line[0].islower() or line[-1] in ",;":
+def _starts_anew(lines: list[_Line], i: int, running: list[_Line]) -> bool:
+    """Whether line `i` begins no sentence that the next line goes on with, after finished text."""
+    if running and not running[-1].ends:
         return False
-    words = _LETTERS.findall(line)
-    if len(words) <= LABEL_WORDS:
-        return True
-    return sum(word[0].isupper() for word in words) >= TITLE_SHARE * len(words)
+    following = lines[i + 1].text if i + 1 < len(lines) else ""
+    return lines[i].ends or not following[:1].islower()
 
 
-def _add_running(found: list[Passage], running: list[str]) -> None:
+class _Line:
+    """One line of extracted text and what its shape says (computed once: pages have thousands of lines)."""
+
+    __slots__ = ("ends", "inner_end", "item", "label", "short", "skip", "text", "titled", "words")
+
+    @classmethod
+    def of(cls, raw: str) -> _Line:
+        line = cls()
+        line.text = text = raw  # whitespace-normalised by the caller
+        words = _LETTERS.findall(text)
+        line.words = len(words)
+        line.titled = sum(word[0].isupper() for word in words) >= TITLE_SHARE * len(words)
+        line.ends = bool(text) and _ENDS_SENTENCE.search(text) is not None
+        line.inner_end = bool(text) and _INNER_END.search(text) is not None
+        line.item = bool(text) and text[-1] in _SEPARATORS
+        line.label = bool(text) and _is_label(line)
+        line.skip = False
+        line.short = bool(text) and not (line.ends or line.inner_end) and line.words <= SHORT_PARAGRAPH_WORDS
+        return line
+
+
+def _is_label(line: _Line) -> bool:
+    text = line.text
+    if text[0].islower() or text[-1] in ",;":
+        return False
+    if line.ends or line.inner_end:  # "Copyright 2024 The Apache Software Foundation."
+        return line.titled and line.words >= LABEL_WORDS
+    return line.titled or line.words <= LABEL_WORDS
+
+
+def _continues_running(lines: list[_Line], i: int, running: list[_Line]) -> bool:
+    """Whether label-like line `i` is part of running text: it is no heading ("NAME", "Module:") and
+    either the next line goes on with a word in lower case ("SQLite implements / serializable
+    transactions"; "written in / Python / and C."; but "Summary / mod_charset_lite allows" starts anew) or
+    it sits inside an unfinished sentence ("appear to be / Atomic, Consistent, Isolated, and Durable /
+    (ACID).")."""
+    line = lines[i]
+    if line.text[-1] in ":\u00b6" or line.text.upper() == line.text:
+        return False
+    following = lines[i + 1] if i + 1 < len(lines) else None
+    if following is None or not following.text:
+        return False
+    unfinished = bool(running) and not running[-1].ends
+    single = line.words <= 1
+    if following.text[0].islower() and not following.item:  # a word goes on; an identifier starts anew
+        return unfinished or following.text.split(" ", 1)[0].isalpha()
+    return unfinished and not single and not following.label
+
+
+def _add_running(found: list[Passage], running: list[_Line]) -> None:
     if not running:
         return
-    text = " ".join(running)
+    lines = list(running)
     running.clear()
-    if not _ENDS_SENTENCE.search(text) and len(_LETTERS.findall(text)) <= SHORT_PARAGRAPH_WORDS:
-        found.extend(Passage(part, False) for part in _pieces(text, _ITEM_SEPARATOR))
+    if all(line.skip for line in lines):
         return
-    found.extend(Passage(part, True) for part in _pieces(text))
+    if not any(line.ends or line.inner_end for line in lines):
+        if len(lines) >= LIST_LINES:  # lines that never end a sentence: an index or list, one entry a line
+            found.extend(
+                Passage(part, False)
+                for line in lines
+                if not line.skip
+                for part in _pieces(line.text, _ITEM_SEPARATOR)
+            )
+            return
+        text = " ".join(line.text for line in lines)
+        if sum(line.words for line in lines) <= SHORT_PARAGRAPH_WORDS:  # "When to use SQLite"
+            found.extend(Passage(part, False) for part in _pieces(text, _ITEM_SEPARATOR))
+            return
+    found.extend(Passage(part, True) for part in _pieces(" ".join(line.text for line in lines)))
 
 
 def _pieces(text: str, separator: re.Pattern[str] = _SENTENCE_END) -> list[str]:
@@ -141,54 +226,67 @@ def preview(
     *,
     preferred: Collection[str] = (),
     budget: int | None = None,
+    skip_lines: Collection[str] = frozenset(),
 ) -> str:
     """The `max_sentences` passages with the highest MI weight of their distinct terms (divided by the
     square root of their length, so one long run-on block does not win by size), in page order.
 
     Sentences of running text come before label lines (a heading or menu item carries topic terms densely
-    but says little; once a sentence is on the topic, only labels with a preferred term may join it),
+    but says little: once a sentence is on the topic, only labels with a preferred term may join it), and
     passages with a `preferred` term (a query's) before all others: a search hit's preview shows why it
-    matched. `budget` bounds the characters whose terms are computed (stemming a
-    whole long page is slow): passages that contain a preferred term as a substring first, then sentences,
-    then labels, each in page order."""
-    found = passages(text)
+    matched. `budget` bounds the characters whose terms are computed (stemming a whole long page is slow):
+    passages that mention a preferred term first, then sentences, then labels, each in page order (one
+    passage longer than the budget, a run-on list, only when nothing else fits). `skip_lines` are left
+    out unless nothing else is left."""
+    found = (skip_lines and passages(text, skip_lines)) or passages(text)
     if not found:
         return ""
     preferred = set(preferred)
+    probes = {term[:-1] if len(term) > 3 else term for term in preferred}  # "queri" is in "query"
+
+    def mentions(passage: Passage) -> bool:
+        lowered = passage.text.lower()
+        return any(probe in lowered for probe in probes)
+
     indexed = list(enumerate(found))
     if budget is not None:
-        indexed = _within_budget(indexed, preferred, budget)
-    scored = []
-    for index, passage in indexed:
-        terms = terms_of(passage.text)
-        distinct = set(terms)
-        score = sum(weights.get(term, 0.0) for term in distinct) / math.sqrt(max(len(terms), 1))
-        rank = (bool(distinct & preferred), score > 0, passage.content, score)
-        scored.append((rank, -index, passage.text))
-    ranked = sorted(scored, reverse=True)
-    if ranked[0][0][3] <= 0:
-        ranked = ranked[:1]  # nothing on the topic: the page's first sentence (or first line) alone
-    elif any(
-        rank[1] and rank[2] for rank, _, _ in ranked
-    ):  # a sentence on the topic: labels only with a query term
-        ranked = [item for item in ranked if item[0][1] and (item[0][2] or item[0][0])]
-    best = ranked[:max_sentences]
+        indexed = _within_budget(indexed, mentions, budget)
+    memo: dict[str, tuple[bool, float]] = {}  # menus repeat their lines
+
+    def ranked(index: int, passage: Passage) -> tuple[tuple[bool, bool, bool, float], int, str]:
+        if passage.text not in memo:
+            terms = terms_of(passage.text)
+            distinct = set(terms)
+            score = sum(weights.get(term, 0.0) for term in distinct) / math.sqrt(max(len(terms), 1))
+            memo[passage.text] = (bool(distinct & preferred), score)
+        matched, score = memo[passage.text]
+        return (matched, score > 0, passage.content, score), -index, passage.text
+
+    scored = [ranked(i, p) for i, p in indexed if p.content]
+    on_topic = any(rank[1] for rank, _, _ in scored)
+    labels = [(i, p) for i, p in indexed if not p.content and (not on_topic or mentions(p))]
+    scored += [ranked(i, p) for i, p in labels]
+    if on_topic:  # labels only with a query term
+        scored = [item for item in scored if item[0][2] or item[0][0]]
+    best = sorted(scored, reverse=True)
+    # nothing on the topic: the page's first sentence (or first line) alone
+    best = [item for item in best if item[0][1]][:max_sentences] or best[:1]
     chosen = " ... ".join(s for _, _, s in sorted(best, key=lambda item: -item[1]))
     return chosen if len(chosen) <= max_chars else chosen[: max_chars - 1].rstrip() + "\u2026"
 
 
 def _within_budget(
-    indexed: list[tuple[int, Passage]], preferred: set[str], budget: int
+    indexed: list[tuple[int, Passage]], mentions: Callable[[Passage], bool], budget: int
 ) -> list[tuple[int, Passage]]:
-    def order(item: tuple[int, Passage]) -> tuple[bool, bool, int]:
+    def order(item: tuple[int, Passage]) -> tuple[bool, bool, bool, int]:
         index, passage = item
-        lowered = passage.text.lower()
-        return (not any(term in lowered for term in preferred), not passage.content, index)
+        return (not mentions(passage), len(passage.text) > budget, not passage.content, index)
 
     kept, used = [], 0
     for item in sorted(indexed, key=order):
-        if used >= budget:
-            break
+        size = len(item[1].text)
+        if used + size > budget and kept:
+            continue  # a shorter passage further on may still fit
         kept.append(item)
-        used += len(item[1].text)
+        used += size
     return sorted(kept, key=lambda item: item[0])

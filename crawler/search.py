@@ -11,11 +11,12 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from crawler.dedup import fingerprint, simhash
 from crawler.errors import CrawlerError
-from crawler.preview import preview, topic_term_weights
+from crawler.preview import preview, repeated_lines, topic_term_weights
 from crawler.ranking import (
     GLOBAL_SCOPE,
     SIGNALS,
@@ -130,9 +131,9 @@ VERDICTS = ("accepted", "abstained", "any")
 ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
 BM25_BUDGET = 2000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
-PREVIEW_WINDOW = (
-    1500  # characters of a long page whose passages a preview weighs (stemming whole pages is slow)
-)
+SITE_SAMPLE = 8  # recent pages of a hit's host whose shared lines are its site's template
+TEMPLATE_CHARS = 3000  # characters read from each sampled page's start and from its end
+PREVIEW_WINDOW = 1500  # characters of a page whose passages a preview weighs (stemming all is slow)
 HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
 
@@ -442,10 +443,28 @@ def _previews(repo: Repository, query: str, shown: list[_Candidate]) -> dict[int
         return {}
     ids = [c.doc_id for c in shown]
     rows = repo.db.execute(
-        f"SELECT id, text, topic FROM documents WHERE id IN ({', '.join('?' * len(ids))})", ids
+        f"SELECT id, text, topic, host FROM documents WHERE id IN ({', '.join('?' * len(ids))})", ids
     ).fetchall()
     by_topic = topic_weights(repo)  # once per search: it checks the training set in the database
-    return {int(i): query_preview(repo, text, topic, query, by_topic) for i, text, topic in rows}
+    templates = {host: site_template(repo, host) for host in {row[3] for row in rows}}
+    return {
+        int(i): query_preview(repo, text, topic, query, by_topic, templates[host])
+        for i, text, topic, host in rows
+    }
+
+
+def site_template(repo: Repository, host: str) -> set[str]:
+    """The lines that recent pages of `host` share (its menus, headers and footers), for previews to
+    skip; empty while the host has too few pages to tell. Near-duplicate copies do not count, and only
+    each page's start and end are read, where a template's lines are."""
+    rows = repo.db.execute(
+        "SELECT substr(text, 1, ?) || char(10) || substr(text, -?) FROM documents "
+        "WHERE host = ? AND text != '' AND near_duplicate_of IS NULL ORDER BY id DESC LIMIT ?",
+        [TEMPLATE_CHARS, TEMPLATE_CHARS, host, SITE_SAMPLE],
+    ).fetchall()
+    if len(rows) < 2:
+        return set()
+    return repeated_lines([row[0] for row in rows], min_documents=2 if len(rows) <= 4 else 3)
 
 
 # -- previews ------------------------------------------------------------------------------------------------
@@ -483,7 +502,7 @@ def topic_weights(repo: Repository) -> dict[str, dict[str, float]]:
         weights = {}
         if taxonomy is not None:
             positives, negatives = taxonomy.training_texts()
-            weights = topic_term_weights(_stemmed_terms, positives, negatives)
+            weights = topic_term_weights(_stemmed_terms, positives, negatives, drop_repeated_lines=True)
         _TOPIC_WEIGHTS.clear()
         _TOPIC_WEIGHTS[key] = weights
     return _TOPIC_WEIGHTS[key]
@@ -495,17 +514,20 @@ def query_preview(
     topic: str | None,
     query: str,
     by_topic: dict[str, dict[str, float]] | None = None,
+    template: Collection[str] = frozenset(),
 ) -> str:
     """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that shows the
     passages with query terms first (a query-biased snippet: sentences of running text before headings
     and menu lines), with the query terms highlighted; `by_topic` is `topic_weights(repo)` when the
-    caller already has it."""
+    caller already has it; lines of the site's `template` (`site_template`) are not shown."""
     terms = query_terms(query)
     by_topic = topic_weights(repo) if by_topic is None else by_topic
     weights = dict(by_topic.get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
-    shown = preview(text, weights, _stemmed_terms, preferred=terms, budget=PREVIEW_WINDOW)
+    shown = preview(
+        text, weights, _stemmed_terms, preferred=terms, budget=PREVIEW_WINDOW, skip_lines=template
+    )
     return highlight(shown, terms)
 
 

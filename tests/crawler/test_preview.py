@@ -1,5 +1,5 @@
 from crawler.parse import parse_html
-from crawler.preview import passages, preview, split_sentences, topic_term_weights
+from crawler.preview import passages, preview, repeated_lines, split_sentences, topic_term_weights
 from metamodels.features import FeatureConfig, Featurizer
 
 TERMS = Featurizer(FeatureConfig()).terms
@@ -119,3 +119,27 @@ def test_passages_with_a_preferred_term_come_first_even_past_the_budget():
     assert chosen == "A vacuum reclaims space."
     topical = preview(page, weights()["Databases"], TERMS, max_sentences=1, budget=200)
     assert topical == "Welcome to the site where you can read about many things."  # within budget: no topic
+
+
+def test_lines_the_training_pages_share_are_no_topic_terms():
+    footer = "\nPurchase a support contract"
+    shared = topic_term_weights(TERMS, {"Databases": [d + footer for d in DATABASES], "Sysadmin": SYSADMIN})
+    assert "purchas" in shared["Databases"]
+    dropped = topic_term_weights(
+        TERMS,
+        {"Databases": [d + footer for d in DATABASES], "Sysadmin": SYSADMIN},
+        drop_repeated_lines=True,
+    )
+    assert "purchas" not in dropped["Databases"] and "queri" in dropped["Databases"]
+
+
+def test_preview_leaves_out_the_site_template_but_not_a_sentence_through_it():
+    pages = [
+        f"Home\nIndex tables\nPage {n} is about something else.\nThe query index table planner." for n in "AB"
+    ]
+    template = repeated_lines(pages)
+    assert template == {"Home", "Index tables", "The query index table planner."}
+    page = "Home\nIndex tables\nTransactions\nare committed rows on a table.\nThe query index table planner."
+    shown = preview(page, weights()["Databases"], TERMS, skip_lines=template)
+    assert shown == "Transactions are committed rows on a table."
+    assert preview("Home\nIndex tables", weights()["Databases"], TERMS, skip_lines=template) == "Index tables"

@@ -128,3 +128,14 @@ def test_a_long_page_previews_the_passage_with_the_query_terms(repo):
         store(repo, "http://h/long", "Notes", f"{MENU}\n{filler}Autovacuum reclaims dead rows. {filler}")
     hit = ranked_search(repo, "autovacuum", verdict="any").hits[0]
     assert hit.preview == "[[Autovacuum]] reclaims dead rows."
+
+
+def test_a_hit_preview_leaves_out_the_lines_its_site_repeats(repo):
+    footer = "\nReindex docs."
+    with repo.transaction():
+        store(repo, "http://h/a", "Reindex", "Routine reindexing of tables rebuilds their indexes." + footer)
+        store(repo, "http://h/b", "Backup", "A base backup copies the data directory." + footer)
+        store(repo, "http://h/c", "Index", "An index speeds up a query." + footer)
+    hit = ranked_search(repo, "reindex", verdict="any").hits[0]
+    assert hit.url == "http://h/a"
+    assert hit.preview == "Routine [[reindexing]] of tables rebuilds their indexes."
