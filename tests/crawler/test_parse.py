@@ -135,3 +135,11 @@ def test_output_is_identical_to_the_per_node_walk(case):
     got = json.loads(json.dumps(dataclasses.asdict(page), ensure_ascii=False))
     for name, expected in case["expected"].items():
         assert got[name] == expected, name
+
+
+def test_block_ends_are_line_breaks_so_a_menu_outside_nav_is_a_run_of_short_lines():
+    # previews (crawler.preview.passages) tell menu lines from sentences by this line structure
+    html = b"""<html><body><div class="menu"><ul><li><a href="/">Home</a><li><a href="/about">About</a>
+    </ul></div><h1>Isolation</h1><p>Each transaction sees
+    committed rows.</p></body></html>"""
+    assert parse_html(html, BASE).text == "Home\nAbout\nIsolation\nEach transaction sees\ncommitted rows."
