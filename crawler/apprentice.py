@@ -629,9 +629,6 @@ class Apprentice:
                 continue
             if self.settings.blend and found.topic not in self.switched_in:
                 continue
-            if found.base == 0.0:  # queued by the base without the apprentice (a parked link): its priority
-                found = dataclasses.replace(found, base=priority)  # is still the base's at the switch-in
-                self.pending[url] = found
             out[url] = self.priority(topic, self.full_indices(found, counts), found.base)
         return out
 
@@ -840,15 +837,6 @@ class ApprenticeFocus:
             queue = entry.topic or NO_TOPIC
             relevant = is_relevant(verdict, queue, s.label_threshold)
             queued = self.apprentice.pending.pop(entry.url, None)
-            # the priority the page was fetched with is the base's until the switch-in (links the base
-            # queued without this wrapper, e.g. parked ones, still teach the blend)
-            fetched_with = (
-                entry.priority
-                if queue not in self.apprentice.switched_in and entry.priority < PROTECTED_PRIORITY
-                else 0.0
-            )
-            if queued is not None and queued.base == 0.0:
-                queued = dataclasses.replace(queued, base=fetched_with)
             stored = (
                 stored_in_links(self.repo, self.apprentice, (entry.url, page.url), queue)
                 if self.repo is not None
@@ -860,10 +848,6 @@ class ApprenticeFocus:
                 )
             if queued is None:
                 self.rebuilt += any(link.source == entry.source for link in stored)
-                stored = [
-                    dataclasses.replace(link, base=fetched_with) if link.source == entry.source else link
-                    for link in stored
-                ]
             else:  # the queuing link in place of its stored copy: it knows the base priority (for the blend)
                 stored = [link for link in stored if link.source != queued.source] + [queued]
             for link in stored:
@@ -884,10 +868,10 @@ class ApprenticeFocus:
             self._rescore_frontier()
         elif self._siblings_due:
             self._rescore_siblings()
+        if base is None:
+            return None
         link_topic = getattr(self.base, "link_topic", None)
         topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
-        if base is None and link.url in self.apprentice.pending:
-            return None
         s = self.apprentice.settings
         if page.url != self._regions_of:  # the page's regions, before its first link is scored
             self._regions_of = page.url
@@ -895,11 +879,7 @@ class ApprenticeFocus:
             self.apprentice.add_region_links(page.url, [(x.url, x.dom_path) for x in page.parsed.links])
         context = offset_context(page.parsed, link, s.radius) if s.radius > CONTEXT_RADIUS else link.context
         indices = self.apprentice.features(link, context, page.url, verdict)
-        # a link the base does not queue now (parked, or beyond the tunnel) is remembered too, with no base
-        # priority: a parked link the base queues later is then known and rescored with the rest
-        self.apprentice.remember(link.url, topic, indices, float(base or 0.0), page.url, link.dom_path)
-        if base is None:
-            return None
+        self.apprentice.remember(link.url, topic, indices, float(base), page.url, link.dom_path)
         full = self.apprentice.full_indices(self.apprentice.pending[link.url], self._page_counts)
         return self.apprentice.priority(topic, full, float(base))
 

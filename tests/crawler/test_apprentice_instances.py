@@ -262,22 +262,3 @@ def test_a_judged_sibling_adds_cocitation_to_the_links_of_its_region_and_not_to_
     plain.judge(["http://h.test/p1"], True)
     plain.remember("http://h.test/p2", "T", np.array([1]), 0.5, "http://h.test/list", "ul/li/a")
     assert plain.full_indices(plain.pending["http://h.test/p2"]).tolist() == [1]
-
-
-def test_a_link_the_base_parks_is_remembered_and_teaches_the_blend_with_the_priority_it_was_fetched_with(
-    hockey_critic,
-):
-    class Parking(type(hockey_critic)):
-        def link_priority(self, page, link, verdict):
-            return None  # parked: the base queues it later by itself
-
-    policy = ApprenticeFocus(Parking(), ApprenticeSettings(retrain_every=100))
-    source = crawled("http://h.test/a", list_page("/t"))
-    assert policy.link_priority(source, source.parsed.links[0], PageVerdict("Sports", 0.8, True)) is None
-    assert policy.apprentice.pending["http://h.test/t"].base == 0.0
-    entry = FrontierEntry("http://h.test/t", "h.test", 0.3, 1, "Sports", source="http://h.test/a")
-    page = CrawledPage(
-        entry, entry.url, 200, "text/html", {}, parse_html(b"<p>hockey</p>", entry.url), "f", 0, 9, 0.0
-    )
-    policy.score_pages([page])
-    assert [base for _, _, base, _ in policy.apprentice._blend_due] == [0.3]
