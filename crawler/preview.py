@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -15,20 +16,17 @@ from metamodels.mi import term_mutual_information
 
 PREVIEW_CHARS = 500  # BINGO!'s preview column width
 # Inside running text a sentence ends at these marks, not after a number ("13.2. Transaction Isolation");
-# bullets and pipes separate breadcrumb and menu items that share a line.
-_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\u2026])(?<![0-9]\.)\s+|\s*[\u2022\u00b7|]\s*")
+# bullets and pipes separate breadcrumb and menu items that share a line (_ITEM_SEPARATOR).
+_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\u2026])(?<![0-9]\.)\s+")
 _ITEM_SEPARATOR = re.compile(r"\s*[\u2022\u00b7|]\s*")
-_ENDS_SENTENCE = re.compile(r"[.!?\u3002\uff01\uff1f\u2026][\"'\u201d\u2019)\]]*$")
+_STOPS = ".!?\u3002\uff01\uff1f\u2026"  # a line ending in one ends a sentence (closers may follow)
+_CLOSERS = "\"'\u201d\u2019)]"
 _INNER_END = re.compile(r"[^\W\d_A-Z][.!?]\s|[)\]][.!?]\s")  # a sentence ends inside the line ("(ACID). It")
 _LETTERS = re.compile(r"[^\W\d_]+")
-_SEPARATORS = (
-    "\u2022\u00b7|"  # a line ending in one is a list item: "Available Languages: en |" / "fr |" / "ko"
-)
+_SEPARATORS = "\u2022\u00b7|"  # a line ending in one is a list item: "Languages: en |" / "fr |" / "ko"
 LABEL_WORDS = 4  # a line of at most this many words that ends no sentence is a label: menu item, heading
 TITLE_SHARE = 0.7  # ...and so is a longer one whose words mostly start capitalised ("About The SQLite C API")
-LIST_LINES = (
-    3  # ...and so is each of this many lines or more that together end no sentence ("xatom() (imaplib)")
-)
+LIST_LINES = 3  # ...and each of this many lines or more that together end no sentence ("xatom() (os)")
 SHORT_PARAGRAPH_WORDS = 8  # running text this short without a sentence end is a label too ("When to use it")
 
 
@@ -102,7 +100,7 @@ def passages(text: str, skip_lines: Collection[str] = frozenset()) -> list[Passa
     run of labels instead of the start of the next sentence (jusText's observation: navigation is short
     blocks without function words or sentence ends, and comes in runs). Lines in `skip_lines` (a site's
     template: `repeated_lines`) are left out, and so is running text made of them only."""
-    lines = [_Line.of(line) for line in _normalised_lines(text)]
+    lines = [_Line(line) for line in _normalised_lines(text)]
     for line in lines:
         line.skip = line.text in skip_lines
     ended = [False] + [line.item for line in lines]  # a line after a list item is one: the list's last
@@ -120,7 +118,7 @@ def passages(text: str, skip_lines: Collection[str] = frozenset()) -> list[Passa
         elif line.item or (line.label and not _continues_running(lines, i, running)):
             _add_running(found, running)
             if not line.skip:
-                found.extend(Passage(part, False) for part in _pieces(line.text, _ITEM_SEPARATOR))
+                found.extend(Passage(part, False) for part in _pieces(line.text, None))
         elif line.skip and _starts_anew(lines, i, running):
             _add_running(found, running)  # a template sentence of its own: "Copyright 2024 The Foundation."
         else:
@@ -138,33 +136,34 @@ def _starts_anew(lines: list[_Line], i: int, running: list[_Line]) -> bool:
 
 
 class _Line:
-    """One line of extracted text and what its shape says (computed once: pages have thousands of lines)."""
+    """One line of extracted text and what its shape says; `item`, `label` and `skip` change with the
+    page's other lines."""
 
-    __slots__ = ("ends", "inner_end", "item", "label", "short", "skip", "text", "titled", "words")
+    __slots__ = ("ends", "item", "label", "sentence", "short", "skip", "text", "titled", "words")
 
-    @classmethod
-    def of(cls, raw: str) -> _Line:
-        line = cls()
-        line.text = text = raw  # whitespace-normalised by the caller
-        words = _LETTERS.findall(text)
-        line.words = len(words)
-        line.titled = sum(word[0].isupper() for word in words) >= TITLE_SHARE * len(words)
-        line.ends = bool(text) and _ENDS_SENTENCE.search(text) is not None
-        line.inner_end = bool(text) and _INNER_END.search(text) is not None
-        line.item = bool(text) and text[-1] in _SEPARATORS
-        line.label = bool(text) and _is_label(line)
-        line.skip = False
-        line.short = bool(text) and not (line.ends or line.inner_end) and line.words <= SHORT_PARAGRAPH_WORDS
-        return line
+    def __init__(self, text: str) -> None:  # text: whitespace-normalised
+        self.text = text
+        self.words, self.titled, self.ends, self.sentence, self.item, self.label, self.short = _shape(text)
+        self.skip = False
 
 
-def _is_label(line: _Line) -> bool:
-    text = line.text
+@lru_cache(maxsize=65_536)  # a site's menu and footer lines repeat on every page
+def _shape(text: str) -> tuple[int, bool, bool, bool, bool, bool, bool]:
+    """(words, titled, ends a sentence, ends one somewhere, list item, label, short phrase)."""
+    if not text:
+        return 0, True, False, False, False, False, False
+    words = _LETTERS.findall(text)
+    titled = sum(word[0].isupper() for word in words) >= TITLE_SHARE * len(words)
+    ends = text.rstrip(_CLOSERS)[-1:] in _STOPS
+    sentence = ends or _INNER_END.search(text) is not None
     if text[0].islower() or text[-1] in ",;":
-        return False
-    if line.ends or line.inner_end:  # "Copyright 2024 The Apache Software Foundation."
-        return line.titled and line.words >= LABEL_WORDS
-    return line.titled or line.words <= LABEL_WORDS
+        label = False
+    elif sentence:  # "Copyright 2024 The Apache Software Foundation."
+        label = titled and len(words) >= LABEL_WORDS
+    else:
+        label = titled or len(words) <= LABEL_WORDS
+    short = not sentence and len(words) <= SHORT_PARAGRAPH_WORDS
+    return len(words), titled, ends, sentence, text[-1] in _SEPARATORS, label, short
 
 
 def _continues_running(lines: list[_Line], i: int, running: list[_Line]) -> bool:
@@ -193,24 +192,25 @@ def _add_running(found: list[Passage], running: list[_Line]) -> None:
     running.clear()
     if all(line.skip for line in lines):
         return
-    if not any(line.ends or line.inner_end for line in lines):
+    if not any(line.sentence for line in lines):
         if len(lines) >= LIST_LINES:  # lines that never end a sentence: an index or list, one entry a line
             found.extend(
-                Passage(part, False)
-                for line in lines
-                if not line.skip
-                for part in _pieces(line.text, _ITEM_SEPARATOR)
+                Passage(part, False) for line in lines if not line.skip for part in _pieces(line.text, None)
             )
             return
         text = " ".join(line.text for line in lines)
         if sum(line.words for line in lines) <= SHORT_PARAGRAPH_WORDS:  # "When to use SQLite"
-            found.extend(Passage(part, False) for part in _pieces(text, _ITEM_SEPARATOR))
+            found.extend(Passage(part, False) for part in _pieces(text, None))
             return
     found.extend(Passage(part, True) for part in _pieces(" ".join(line.text for line in lines)))
 
 
-def _pieces(text: str, separator: re.Pattern[str] = _SENTENCE_END) -> list[str]:
-    return [s.strip() for s in separator.split(text) if s and len(s.strip()) > 1]
+def _pieces(text: str, separator: re.Pattern[str] | None = _SENTENCE_END) -> list[str]:
+    """`text` cut at bullets and pipes, then at `separator` (sentence ends), without one-letter scraps."""
+    parts = _ITEM_SEPARATOR.split(text) if any(mark in text for mark in _SEPARATORS) else [text]
+    if separator is not None:
+        parts = [piece for part in parts for piece in separator.split(part)]
+    return [part.strip() for part in parts if len(part.strip()) > 1]
 
 
 def split_sentences(text: str) -> list[str]:
@@ -242,7 +242,7 @@ def preview(
     if not found:
         return ""
     preferred = set(preferred)
-    probes = {term[:-1] if len(term) > 3 else term for term in preferred}  # "queri" is in "query"
+    probes = term_probes(preferred)
 
     def mentions(passage: Passage) -> bool:
         lowered = passage.text.lower()
@@ -273,6 +273,12 @@ def preview(
     best = [item for item in best if item[0][1]][:max_sentences] or best[:1]
     chosen = " ... ".join(s for _, _, s in sorted(best, key=lambda item: -item[1]))
     return chosen if len(chosen) <= max_chars else chosen[: max_chars - 1].rstrip() + "\u2026"
+
+
+def term_probes(terms: Iterable[str]) -> set[str]:
+    """Lower-case substrings that a word with one of the stemmed `terms` contains: the stem less its last
+    letter, which the stemmer may have changed ("queri" is not in "query", "quer" is)."""
+    return {term[:-1] if len(term) > 3 else term for term in terms}
 
 
 def _within_budget(

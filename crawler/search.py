@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from crawler.dedup import fingerprint, simhash
 from crawler.errors import CrawlerError
-from crawler.preview import preview, repeated_lines, topic_term_weights
+from crawler.preview import preview, repeated_lines, term_probes, topic_term_weights
 from crawler.ranking import (
     GLOBAL_SCOPE,
     SIGNALS,
@@ -133,6 +133,7 @@ LOCAL = "local"
 BM25_BUDGET = 2000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
 SITE_SAMPLE = 8  # recent pages of a hit's host whose shared lines are its site's template
 TEMPLATE_CHARS = 3000  # characters read from each sampled page's start and from its end
+PREVIEW_HEAD = 8000  # characters of a page's start a search preview reads (and lines around query terms)
 PREVIEW_WINDOW = 1500  # characters of a page whose passages a preview weighs (stemming all is slow)
 HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
@@ -525,10 +526,30 @@ def query_preview(
     weights = dict(by_topic.get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
+    scope = preview_scope(text, term_probes(terms))
     shown = preview(
-        text, weights, _stemmed_terms, preferred=terms, budget=PREVIEW_WINDOW, skip_lines=template
+        scope, weights, _stemmed_terms, preferred=terms, budget=PREVIEW_WINDOW, skip_lines=template
     )
     return highlight(shown, terms)
+
+
+def preview_scope(text: str, probes: set[str], head: int = PREVIEW_HEAD, around: int = PREVIEW_WINDOW) -> str:
+    """The part of a long text a search preview reads: its whole lines within the first `head`
+    characters, and whole lines around the first place of each query term that does not show there
+    (`probes`: `term_probes`), so a preview costs about the same on a page of a megabyte."""
+    if len(text) <= head:
+        return text
+    cut = text.rfind("\n", 0, head)
+    cut = cut if cut > 0 else head
+    lowered = text.lower()
+    parts, done = [text[:cut]], cut
+    for at in sorted({lowered.find(probe, cut) for probe in probes if probe not in lowered[:cut]} - {-1}):
+        start = max(text.rfind("\n", 0, max(at - around // 2, 0)) + 1, done)
+        end = text.find("\n", at + around // 2)
+        done = end if end >= 0 else len(text)
+        if start < done:
+            parts.append(text[start:done])
+    return "\n\n".join(parts)
 
 
 def highlight(text: str, terms: set[str], marks: tuple[str, str] = HIGHLIGHT) -> str:

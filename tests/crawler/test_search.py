@@ -123,7 +123,7 @@ def test_a_hit_preview_shows_the_query_terms_not_the_menu(repo):
 
 
 def test_a_long_page_previews_the_passage_with_the_query_terms(repo):
-    filler = "The weather was mild and the garden grew many flowers that summer.\n" * 60
+    filler = "The weather was mild and the garden grew many flowers that summer.\n" * 150  # past PREVIEW_HEAD
     with repo.transaction():
         store(repo, "http://h/long", "Notes", f"{MENU}\n{filler}Autovacuum reclaims dead rows. {filler}")
     hit = ranked_search(repo, "autovacuum", verdict="any").hits[0]
