@@ -98,7 +98,8 @@ def passages(text: str, skip_lines: Collection[str] = frozenset()) -> list[Passa
     a line is not a block: lines join into running text while the text goes on (the previous line ends no
     sentence and the line is no label between labels), and a label line stands alone. A menu thus becomes a
     run of labels instead of the start of the next sentence (jusText's observation: navigation is short
-    blocks without function words or sentence ends, and comes in runs). Lines in `skip_lines` (a site's
+    blocks that end no sentence, and comes in runs; link density is not in the stored text). Lines in
+    `skip_lines` (a site's
     template: `repeated_lines`) are left out, and so is running text made of them only."""
     lines = [_Line(line) for line in _normalised_lines(text)]
     for line in lines:
