@@ -46,7 +46,9 @@ def test_crawl_then_search_then_resume(web, tmp_path, capsys):
 
 def test_search_errors_are_one_line_without_traceback(tmp_path, capsys):
     assert main(["search", "--data", str(tmp_path), "anything"]) == 2
-    assert "crawl first" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nothing crawled yet" in err and "topicswarm node run" in err and "topicswarm crawl --seed" in err
+    assert "Traceback" not in err and err.count("\n") == 1
 
 
 def test_bad_fts_query_is_a_clear_error(web, tmp_path, capsys):
