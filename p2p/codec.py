@@ -44,8 +44,11 @@ MAX_MAP_LEN = 256
 _HEADER = struct.Struct(">I")
 COMPRESSED = b"\xc1"
 """First byte of a compressed payload (msgpack's one never-used type byte)."""
-COMPRESS_MIN = 1024
-"""Smallest msgpack payload worth compressing (models, result pages and reports; not requests)."""
+COMPRESS_MIN = 256
+"""Smallest msgpack payload worth compressing: models, result pages and reports, and also the
+few-hundred-byte neighbour lists and meta-protocol reports, whose repeated keys and peer ids zlib shrinks
+by 25-50% (estimated on the messages of a 4-node devweb run: ~26 KB less than at 1024); short requests stay as
+they are."""
 
 
 def compress(body: bytes) -> bytes:

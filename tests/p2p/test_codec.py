@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import struct
 
 import msgpack
@@ -165,6 +166,19 @@ def test_large_payloads_travel_compressed_and_decode_to_the_same_message():
     assert decode_frame(frame[4:]) == big
     small = encode_frame(ModelRequest("databases", 3))
     assert small[4:5] != COMPRESSED
+
+
+def test_a_neighbour_list_of_a_small_community_travels_compressed():
+    from p2p.schemas import NeighbourEntry
+
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"  # base58, as peer ids
+    rng = random.Random(4)
+    peers = ["12D3KooW" + "".join(rng.choice(alphabet) for _ in range(44)) for _ in range(4)]
+    entries = tuple(NeighbourEntry(p, (f"/ip4/127.0.0.{i + 1}/tcp/4001",), 1.0) for i, p in enumerate(peers))
+    message = NeighbourExchange(entries)
+    frame = encode_frame(message)
+    assert len(pack(message.to_wire())) < 1024  # a few hundred bytes: compressed only below the old threshold
+    assert frame[4:5] == COMPRESSED and decode_frame(frame[4:]) == message
 
 
 def test_compressed_payload_inflating_beyond_the_limit_is_rejected():
