@@ -24,6 +24,7 @@ import trio
 
 from p2p.errors import P2PError
 from p2p.schemas import MAX_ADDRS_PER_PEER, MAX_NEIGHBOURS, NeighbourEntry, NeighbourExchange
+from p2p.settings import P2PSettings
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,15 @@ def from_message(message: NeighbourExchange) -> list[Neighbour]:
     return [Neighbour(e.peer_id, e.addrs, e.last_contact) for e in message.entries]
 
 
+def next_exchange_pause(pause: float, settled: bool, settings: P2PSettings) -> float:
+    """The pause before the next neighbour exchange: doubled while exchanges leave the node's view of its
+    neighbours unchanged and its connections within the bound, up to `max_exchange_period` (and a quarter
+    of the TTL, so live peers' contact times stay fresh); back to `exchange_period` on any change. A
+    settled community then exchanges rarely, and a joining, moving or dead peer brings the pace back."""
+    longest = max(settings.exchange_period, min(settings.max_exchange_period, settings.neighbour_ttl / 4))
+    return min(pause * 2, longest) if settled else settings.exchange_period
+
+
 class MembershipError(P2PError):
     """Joining failed: no bootstrap address answered."""
 
@@ -217,13 +227,21 @@ class Membership:
             except MembershipError as exc:
                 log.warning("%s; waiting to be contacted", exc)
         task_status.started()
+        pause, view = self.settings.exchange_period, self._view()
         while True:
             # jitter keeps a crowd started together from exchanging in lock step
-            await trio.sleep(self.settings.exchange_period * self.rng.uniform(0.5, 1.5))
+            await trio.sleep(pause * self.rng.uniform(0.5, 1.5))
             if not len(self.neighbours) and self.settings.bootstrap:
                 with contextlib.suppress(MembershipError):  # alone again: the bootstrap may be back
                     await self.join()
             await self.exchange_once()
+            bounded = len(self.p2p.connected_peers()) <= self.settings.max_connections
+            settled = bounded and self._view() == view
+            pause, view = next_exchange_pause(pause, settled, self.settings), self._view()
+
+    def _view(self) -> frozenset[tuple[str, tuple[str, ...]]]:
+        """The peers this node knows and their addresses (not contact times: every exchange moves them)."""
+        return frozenset((n.peer_id, tuple(n.addrs)) for n in self.neighbours.peers())
 
     def _mine(self) -> NeighbourExchange:
         return to_message(self.neighbours.snapshot(self.p2p.transport_addrs()))

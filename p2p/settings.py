@@ -26,6 +26,12 @@ class P2PSettings:
         40, "Most entries in the neighbour list (thesis 3.3.1: log2(N) + c with c >= 25 keeps it connected)."
     )
     exchange_period: float = doc(10.0, "Seconds between two push-pull neighbour exchanges.")
+    max_exchange_period: float = doc(
+        60.0,
+        "Longest pause between exchanges: the pause doubles from exchange_period while exchanges teach "
+        "the node no new peer or address (and it is within max_connections), up to this and a quarter "
+        "of neighbour_ttl; any change brings it back to exchange_period.",
+    )
     max_connections: int = doc(
         12,
         "Most open peer connections: beyond it, idle ones outside the gossip mesh are closed (least recently "

@@ -5,7 +5,8 @@ import random
 import pytest
 import trio
 
-from p2p.membership import Neighbour, NeighbourList
+from p2p.membership import Neighbour, NeighbourList, next_exchange_pause
+from p2p.settings import P2PSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
 
@@ -124,3 +125,19 @@ async def test_killed_peer_disappears_from_the_others_lists_after_the_ttl(start_
             dead.kill()
             await _wait_until(lambda: all(dead.peer_id not in n.membership.peer_ids() for n in nodes[:2]), 20)
             assert nodes[1].peer_id in nodes[0].membership.peer_ids()
+
+
+def test_exchange_pause_doubles_while_settled_up_to_its_cap_and_resets_on_a_change():
+    settings = P2PSettings(exchange_period=10.0, max_exchange_period=60.0, neighbour_ttl=300.0)
+    pauses = [10.0]
+    for _ in range(4):
+        pauses.append(next_exchange_pause(pauses[-1], True, settings))
+    assert pauses == [10.0, 20.0, 40.0, 60.0, 60.0]
+    assert next_exchange_pause(60.0, False, settings) == 10.0
+
+
+def test_exchange_pause_stays_under_a_quarter_of_the_ttl_so_live_peers_stay_fresh():
+    settings = P2PSettings(exchange_period=0.2, max_exchange_period=60.0, neighbour_ttl=2.0)
+    assert next_exchange_pause(0.4, True, settings) == 0.5
+    settings = P2PSettings(exchange_period=5.0, max_exchange_period=60.0, neighbour_ttl=8.0)
+    assert next_exchange_pause(5.0, True, settings) == 5.0  # never shorter than exchange_period
