@@ -188,7 +188,15 @@ class _Counters:
 
 
 class Crawler:
-    """One node's crawler over one repository: `await run(max_pages)` under trio, `stop()` to end it."""
+    """One node's crawler over one repository: `await run(max_pages)` under trio, `stop()` to end it.
+
+    `lockstep`: pop the next URL only once the previous fetches are stored and their links queued. The
+    pipeline otherwise fetches page N+1 while page N is parsed, classified and stored, so even one fetch at a
+    time pops from a frontier that may or may not hold page N's links yet, and two identical crawls part
+    ways within a few fetches. With `concurrent_requests=1`, no politeness delay and a fetcher that answers
+    alike, a lockstep crawl's fetch order is a function of its seeds, web and policy (experiments
+    comparing two policies need that); it costs the overlap of fetching with processing.
+    """
 
     def __init__(
         self,
@@ -201,8 +209,10 @@ class Crawler:
         score_page: Callable[[CrawledPage], tuple[str | None, float, bool]] | None = None,
         link_priority: Callable[[CrawledPage, Link, PageVerdict], float | None] | None = None,
         clock: Callable[[], float] = trio.current_time,
+        lockstep: bool = False,
     ) -> None:
         self.repo = repo
+        self.lockstep = lockstep
         self.settings = settings or CrawlSettings()
         if fetcher is None:
             from crawler.fetch import Fetcher
@@ -333,6 +343,9 @@ class Crawler:
                 self._release_deferred()
                 if max_pages is not None and self._stored_total() + self._pending >= max_pages:
                     await self._sleep_until_woken(math.inf)
+                    continue
+                if self.lockstep and self._pending:
+                    await self._sleep_until_woken(math.inf)  # the last page's links are not queued yet
                     continue
                 await limiter.acquire()
                 entry = self.frontier.pop(ready_at, self._clock())

@@ -221,7 +221,7 @@ async def crawl_topic(
 ) -> Any:
     focused = OneTopicFocus(base, topic)
     policy: Any = ApprenticeFocus(focused, apprentice) if variant == "with" else focused
-    crawler = Crawler(repo, sequential_settings(), policy=policy)
+    crawler = Crawler(repo, sequential_settings(), policy=policy, lockstep=True)
     try:
         policy.attach(crawler)
         if pretrained is not None and variant == "with":
