@@ -82,6 +82,10 @@ def host_filter(patterns: Iterable[str]) -> Callable[[str], bool]:
     return allowed
 
 
+def _always_ready(host: str) -> float:
+    return -math.inf
+
+
 class PageVerdict(NamedTuple):
     """The classifier's say on a page: its topic (None: no topic), confidence, and whether it is accepted."""
 
@@ -193,9 +197,11 @@ class Crawler:
     `lockstep`: pop the next URL only once the previous fetches are stored and their links queued. The
     pipeline otherwise fetches page N+1 while page N is parsed, classified and stored, so even one fetch at a
     time pops from a frontier that may or may not hold page N's links yet, and two identical crawls part
-    ways within a few fetches. With `concurrent_requests=1`, no politeness delay and a fetcher that answers
-    alike, a lockstep crawl's fetch order is a function of its seeds, web and policy (experiments
-    comparing two policies need that); it costs the overlap of fetching with processing.
+    ways within a few fetches. With `concurrent_requests=1` and a web that answers alike, a lockstep crawl's
+    fetch order is a function of its seeds, web and policy (experiments comparing two policies need that);
+    it costs the overlap of fetching with processing. Politeness still
+    spaces and backs off every host's requests, but by waiting for the best entry's host, not by serving
+    another host first: delays cost time instead of changing the order.
     """
 
     def __init__(
@@ -332,7 +338,9 @@ class Crawler:
 
     async def _dispatch_loop(self, send: trio.MemorySendChannel, max_pages: int | None) -> None:
         limiter = trio.Semaphore(self.settings.concurrent_requests)
-        ready_at = self.politeness.ready_at
+        # In lockstep the best entry is served whatever its host's politeness says: the fetch itself waits
+        # in `Politeness.slot` for the host's gap or back-off, so delays slow the crawl but never reorder it.
+        ready_at = _always_ready if self.lockstep else self.politeness.ready_at
         async with trio.open_nursery() as fetches:
             while True:
                 if self._stopping:

@@ -365,7 +365,7 @@ class TopicFocus:
         entries = []
         for d, v in now_accepted:
             priority = strategy_priority(self.settings.strategy, d["depth"], v.confidence)
-            for url in _out_links(self.repo, [d["id"]]):
+            for url in sorted(_out_links(self.repo, [d["id"]])):  # a set's order changes between processes
                 entries.append(
                     FrontierEntry(
                         url=url,

@@ -30,10 +30,13 @@ class KeywordCritic:
         return 0.9 if verdict.accepted else 0.3
 
 
-async def fetch_order(tmp_path: Path, name: str, web, policy, pages: int, lockstep: bool = True) -> list[str]:
+async def fetch_order(tmp_path: Path, name: str, web, policy, pages: int, delay: float = 0.0) -> list[str]:
+    """The URLs a lockstep crawl with one fetch at a time stores, in fetch order."""
     repo = Repository(tmp_path / f"{name}.db")
-    settings = dataclasses.replace(crawl_settings(), concurrent_requests=1, concurrent_requests_per_domain=1)
-    crawler = Crawler(repo, settings, policy=policy, lockstep=lockstep)
+    settings = dataclasses.replace(
+        crawl_settings(), concurrent_requests=1, concurrent_requests_per_domain=1, download_delay=delay
+    )
+    crawler = Crawler(repo, settings, policy=policy, lockstep=True)
     try:
         attach = getattr(policy, "attach", None)
         if attach is not None:
@@ -53,6 +56,15 @@ async def test_two_lockstep_crawls_of_the_fixture_web_fetch_the_same_pages_in_th
         second = await fetch_order(tmp_path, "second", web, KeywordCritic(), 120)
     assert len(first) == 120 and len(set(first)) == 120
     assert second == first
+
+
+@pytest.mark.trio
+async def test_politeness_delays_slow_a_lockstep_crawl_without_changing_its_fetch_order(tmp_path):
+    with serve_web_in_subprocess("fixture") as web:
+        undelayed = await fetch_order(tmp_path, "undelayed", web, KeywordCritic(), 40)
+        delayed = await fetch_order(tmp_path, "delayed", web, KeywordCritic(), 40, delay=0.03)
+    assert len({url.split("/")[2] for url in undelayed}) > 1  # several hosts: politeness could reorder
+    assert delayed == undelayed
 
 
 @pytest.mark.slow
