@@ -72,9 +72,8 @@ from crawler.engine import CrawledPage, Crawler, PageVerdict
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.parse import Link, parse_html
 from crawler.repository import Repository
-from crawler.settings import CrawlSettings
 from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT, Taxonomy, TrainingDocument, read_taxonomy
-from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
+from simnet.experiments.webrun import add_web_arguments, prepare_training, sequential_settings
 from simnet.web import WebCorpus, load_web, serve_web_in_subprocess
 
 VARIANTS = ("without", "with")
@@ -202,13 +201,6 @@ def with_critic_examples(taxonomy: Taxonomy, docs: list[TrainingDocument]) -> Ta
 
 
 # -- one crawl ----------------------------------------------------------------------------------------------
-def sequential_settings() -> CrawlSettings:
-    """One fetch at a time: the fetch order then follows the priorities alone, so the two crawls differ only
-    by the apprentice (with 16 concurrent fetches, completion order alone moved a topic's irrelevant count
-    by 30% between two identical crawls)."""
-    return dataclasses.replace(crawl_settings(), concurrent_requests=1, concurrent_requests_per_domain=1)
-
-
 async def crawl_topic(
     variant: str,
     repo: Repository,

@@ -11,7 +11,7 @@ from crawler.focus import FocusSettings, TopicFocus
 from crawler.repository import Repository
 from crawler.taxonomy import read_taxonomy
 from simnet.experiments import apprentice as experiment
-from simnet.experiments.webrun import crawl_settings, prepare_training
+from simnet.experiments.webrun import prepare_training, sequential_settings
 from simnet.web import serve_web_in_subprocess
 
 FIXTURE_BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-bookmarks.html"
@@ -33,9 +33,7 @@ class KeywordCritic:
 async def fetch_order(tmp_path: Path, name: str, web, policy, pages: int, delay: float = 0.0) -> list[str]:
     """The URLs a lockstep crawl with one fetch at a time stores, in fetch order."""
     repo = Repository(tmp_path / f"{name}.db")
-    settings = dataclasses.replace(
-        crawl_settings(), concurrent_requests=1, concurrent_requests_per_domain=1, download_delay=delay
-    )
+    settings = dataclasses.replace(sequential_settings(), download_delay=delay)
     crawler = Crawler(repo, settings, policy=policy, lockstep=True)
     try:
         attach = getattr(policy, "attach", None)
