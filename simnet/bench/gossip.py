@@ -12,33 +12,42 @@ for the topic, the median host gossipsub's D_low, `ready_mesh_degree`, and the b
 linear model (a few thousand nonzero weights of a 2^18 feature space plus its training document ids,
 ~34 KB on the wire). Dissemination, and what a "round" is here:
 
-- a peer that has the model announces it on the topic's gossipsub topic (a small frame);
-- a peer that hears an announcement and lacks the model fetches it over the model protocol from an
-  announcer in its gossip mesh (connected, newest first), checks the signature, then announces it in
-  turn; only when no mesh neighbour announced within `--dial-patience` does it ask any announcer it heard
-  (at random). Asking the newest announcer heard, mesh or not, made every round a herd of N requests
-  (most of them new connections) at one host, and 100 hosts jammed;
-- each peer uploads the model to at most `--fanout` peers and answers "none" beyond that, so the model
-  spreads as a tree instead of a star from the publisher; the fetcher moves on to the next announcer
-  at once, and retries announcers that failed (timeout, reset) after `--retry-delay`.
+- one gossip announcement, the publisher's, tells the community that version v exists. Holders do not
+  re-announce (`gossip_messages_published` counts every gossip publish on the topic during the spread:
+  the announcement, its one resend when the publisher's mesh was thin, and the hosts' periodic
+  re-announcements of the topic that fall in the spread);
+- the model spreads by pull: a peer that knows v exists and lacks it asks one neighbour at a time over
+  the model protocol (`ask_order`: its gossip mesh, then its other connections, each shuffled),
+  `--ask-gap` apart; a peer without the model answers "none" and, learning from the request that v
+  exists, starts pulling itself (`heard_from_request`: peers the announcement missed). After a round in
+  which every neighbour said none the peer backs off (the service's jittered doubling from
+  `--retry-delay`, at most 4x). The publisher is asked like any neighbour when connected; a peer not
+  connected to it dials it only after `--dial-patience` (`dials`);
+- a holder uploads to at most `--fanout` askers per `--fanout-window` seconds and answers "none" beyond,
+  so the spread is a tree rather than a star from the publisher. The window is there because an upload
+  that dies half-way (at 100 hosts exchanges time out after 30 s) otherwise used a slot for good and the
+  spread stopped at 3-7 holders.
 
 Each peer records the peer it got the model from. A peer's hop is its supplier's hop + 1 (the publisher is
 hop 0); `rounds_to_all` is the depth of that tree, the number of fetch rounds until every peer has the
-model. If every holder served k peers per round the depth would be about log_(k+1)(N) (k = 1: log2(N));
-announcements arrive in random order and a full supplier sends the fetcher on, which adds a few rounds.
-`start_seconds` is the time to start and join every host until all have a gossip mesh, `seconds_to_all`
-the time from publishing until the last peer has the model; `--timeout` covers both. Prints one JSON
-line, with the machine's 1-minute load average at the end (the machine is shared).
+model. If every holder served one peer per round the depth would be about log2(N); asks that hit a
+peer without the model, or a full holder, add rounds. `start_seconds` is the time to start and join every
+host until the overlay has settled, `seconds_to_all` the time from publishing until the last peer has the
+model; `--timeout` covers both. Prints one JSON line, with the machine's 1-minute load average at the end
+(the machine is shared).
 
-All hosts share one Python thread: from about 30 hosts the process is CPU-bound while the model spreads
-(`spread_cpu_seconds` close to `seconds_to_all`; the progress lines print the CPU share of one core),
-mostly in yamux/Noise framing of gossip traffic, so every stream setup waits behind the other hosts'
-frames. The event-loop lag only measures one scheduling pass and stays under a second meanwhile.
+All hosts share one Python thread: from about 50 hosts the process is CPU-bound (`spread_cpu_seconds`
+close to `seconds_to_all`; the progress lines print the CPU share of one core), mostly in yamux/Noise
+framing of pubsub traffic. With the node's default `--reannounce-rate` (1 message a second over the
+community, each delivered to every member about D times) 100 hosts spend the whole core on the periodic
+re-announcements and model exchanges time out: the spread stalls at a few holders. `--reannounce-rate
+0.1` lets 100 hosts finish. The event-loop lag only measures one scheduling pass.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import logging
@@ -95,6 +104,8 @@ class BenchConfig:
     reannounce_rate: float
     retry_delay: float
     dial_patience: float
+    ask_gap: float
+    fanout_window: float
 
 
 @dataclasses.dataclass
@@ -103,14 +114,24 @@ class PeerState:
     supplier: str | None = None
     got_at: float | None = None
     uploads: int = 0
-    fetching: bool = False
-    heard: list[str] = dataclasses.field(default_factory=list)
-    """Announcers of the model, in the order heard."""
-    full: set[str] = dataclasses.field(default_factory=set)
-    """Announcers that answered "none": they have served their fan-out."""
+    upload_times: list[float] = dataclasses.field(default_factory=list)
+    """When the uploads of the last --fanout-window seconds started (trio clock)."""
+    version: int = 0
+    """The newest version this peer knows exists (from the announcement, or from a peer asking for it)."""
+    announcer: str | None = None
+    """The peer whose announcement told this one: the last resort to ask after --dial-patience."""
+    heard_from_request: bool = False
+    """Learned of the version from a peer asking for it, not from the gossip announcement."""
+    asked: int = 0
+    """Model requests this peer sent."""
+    nones: int = 0
+    """Model requests answered "none" (the asked peer lacks the model or has served its fan-out)."""
     failures: int = 0
-    news: trio.Event = dataclasses.field(default_factory=trio.Event)
-    """Set when a new announcer is heard (a fetcher waiting for one in its mesh wakes up)."""
+    failure_reasons: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    dials: int = 0
+    """Requests to a peer this one was not connected to (the announcer, after --dial-patience)."""
+    rounds_of_none: int = 0
+    """Rounds in which every neighbour asked said none (each followed by a back-off)."""
 
 
 def p2p_settings(config: BenchConfig, bootstrap: tuple[str, ...] = ()):
@@ -129,6 +150,7 @@ def p2p_settings(config: BenchConfig, bootstrap: tuple[str, ...] = ()):
         announce_interval=60.0,
         requests_per_second=1000.0,
         request_burst=1000,
+        fetch_retry_delay=config.retry_delay,
         dht_enabled=False,
     )
 
@@ -154,94 +176,131 @@ async def start_hosts(nursery: trio.Nursery, settings, count: int) -> list:
     return services
 
 
-def provider_for(me: PeerState, fanout: int):
-    async def provide(topic_key, version):
-        if me.model is None or me.uploads >= fanout:
+def ask_order(mesh: set[str], connected: set[str], last_resort: str | None, patience_over: bool) -> list[str]:
+    """Whom a peer lacking the model asks in one round, in order: its gossip mesh neighbours, then its
+    other connections, each group shuffled; the announcer (the publisher) only when it is one of these,
+    or at the end once `patience_over`.
+
+    Random order spreads the askers of one round over the holders instead of herding them at one; the
+    mesh comes first because its links are the ones gossipsub keeps open. Dialling the publisher from
+    every peer is the star this pull replaces, so a peer that is not connected to it asks it only after
+    --dial-patience, when a whole neighbourhood failed to serve."""
+    near = [p for p in mesh if p in connected]
+    random.shuffle(near)
+    rest = sorted(connected - set(near))
+    random.shuffle(rest)
+    order = near + rest
+    if patience_over and last_resort is not None and last_resort not in order:
+        order.append(last_resort)
+    return order
+
+
+class Puller:
+    """One peer's side of the spread: it serves the model to at most `fanout` askers and, once it knows a
+    version exists that it lacks, asks its neighbours for it until one serves."""
+
+    def __init__(self, service, me: PeerState, addrs: dict[str, list[str]], config: BenchConfig, nursery):
+        self.service, self.me, self.addrs, self.config, self.nursery = service, me, addrs, config, nursery
+        self.pulling = False
+
+    async def provide(self, topic_key: str, version: int | None):
+        """The model protocol's provider: the model while the fan-out lasts, else None ("none").
+
+        A request for a version this peer has not heard of tells it that version exists (a peer the
+        gossip announcement missed still joins the spread)."""
+        me = self.me
+        if me.model is None:
+            if version:
+                me.heard_from_request = me.heard_from_request or me.version < version
+                self.learn(version)
             return None
+        now = trio.current_time()
+        me.upload_times = [t for t in me.upload_times if now - t < self.config.fanout_window]
+        if len(me.upload_times) >= self.config.fanout:
+            return None
+        me.upload_times.append(now)
         me.uploads += 1
         return me.model
 
-    return provide
+    async def heard(self, announcement) -> None:
+        """The gossip announcement handler: only the publisher announces a version."""
+        if announcement.model_version and announcement.peer_id in self.addrs:
+            if self.me.announcer is None:
+                self.me.announcer = announcement.peer_id
+            self.learn(announcement.model_version)
 
+    def learn(self, version: int) -> None:
+        self.me.version = max(self.me.version, version)
+        if self.me.model is None and not self.pulling:
+            self.pulling = True
+            self.nursery.start_soon(self.pull)
 
-def pick_supplier(me: PeerState, asked: set[str], mesh: set[str], dial: bool) -> str | None:
-    """The announcer to ask next: one in this peer's gossip mesh (newest first), else, when `dial`, a
-    random one.
+    def neighbours(self) -> tuple[set[str], set[str]]:
+        from p2p.communities import gossip_topic
 
-    Every peer hears an announcement at about the same time. When all of them asked the newest
-    announcer (the previous rule) each round was a herd of N requests, most of them new connections
-    (Noise handshake, identify, pubsub streams), at one host that serves `fanout` of them: the spread
-    grew as N^2, and at 100 hosts the publisher and then the bootstrap (connected to every host that
-    joined through it) timed out. A mesh neighbour is connected and has at most D_high such askers, so
-    the model spreads along the mesh; dialling a random announcer is the fallback of a peer none of
-    whose mesh neighbours announced within `dial_patience`."""
-    candidates = [a for a in reversed(me.heard) if a not in asked and a not in me.full]
-    near = [a for a in candidates if a in mesh]
-    if near:
-        return near[0]
-    return random.choice(candidates) if dial and candidates else None
+        p2p = self.service.p2p
+        mesh = {str(p) for p in p2p.gossipsub.mesh.get(gossip_topic(TOPIC), ())}
+        return mesh, {str(p) for p in p2p.connected_peers()}
 
+    async def pull(self) -> None:
+        """Ask neighbours one at a time (`ask_order`), --ask-gap apart, until one serves; after a round in
+        which all said none, back off (the service's jittered doubling from --retry-delay, at most 4x).
 
-def listener_for(
-    service, me: PeerState, addrs: dict[str, list[str]], config: BenchConfig, nursery: trio.Nursery
-):
-    """The announcement handler of one peer: fetch from the announcers heard until one serves."""
-    from libp2p.peer.id import ID
-
-    from p2p.communities import gossip_topic
-
-    def mesh() -> set[str]:
-        return {str(p) for p in service.p2p.gossipsub.mesh.get(gossip_topic(TOPIC), ())}
-
-    async def fetch(supplier: str) -> str:
-        """'ok', 'full' (the supplier served its fan-out) or 'failed'."""
-        try:
-            await service.p2p.connect(ID.from_base58(supplier), addrs[supplier])
-            model = await service.protocols.fetch_model(supplier, TOPIC)
-        except Exception as exc:
-            log.info("fetch from %s failed: %s", supplier, exc)
-            me.failures += 1
-            return "failed"
-        if model is None:
-            return "full"
-        if me.model is None:
-            me.model, me.supplier, me.got_at = model, supplier, time.time()
-            service.communities.announce(TOPIC, 1)
-        return "ok"
-
-    async def fetch_until_served() -> None:
-        asked: set[str] = set()
-        dial_after = trio.current_time() + config.dial_patience * random.uniform(0.5, 1.5)
+        Asking the whole neighbourhood back to back, with only the back-off between rounds, was a storm
+        of its own: 100 peers x 12 connections made some 2,000 stream setups a second, the process sat at
+        100% of a core and in 500 s not one fetch from the publisher got through."""
+        me = self.me
+        patience_at = trio.current_time() + self.config.dial_patience * random.uniform(0.5, 1.5)
+        idle_rounds = 0
         while me.model is None:
-            dial = trio.current_time() >= dial_after
-            supplier = pick_supplier(me, asked, mesh(), dial)
-            if supplier is None:
-                if dial and all(a in me.full for a in me.heard):
-                    break  # every announcer heard is full: the next announcement starts a new loop
-                if dial:  # only failed announcers left: ask them again
-                    await trio.sleep(config.retry_delay)
-                    asked.clear()
-                    continue
-                me.news = trio.Event()
-                with trio.move_on_at(min(dial_after, trio.current_time() + 1.0)):
-                    await me.news.wait()  # a new announcer, or the mesh changed (each heartbeat)
-                continue
-            asked.add(supplier)
-            if await fetch(supplier) == "full":
-                me.full.add(supplier)
-        me.fetching = False
+            mesh, connected = self.neighbours()
+            order = ask_order(mesh, connected, me.announcer, trio.current_time() >= patience_at)
+            for n, peer in enumerate(order):
+                if n:
+                    await trio.sleep(self.config.ask_gap * random.uniform(0.5, 1.5))
+                if me.model is not None or await self.fetch(peer, peer in self.neighbours()[1]):
+                    break
+            else:
+                idle_rounds += 1
+                me.rounds_of_none += 1
+                await trio.sleep(self.service.retry_delay(min(idle_rounds, 3)))
 
-    async def heard(announcement) -> None:
-        if not announcement.model_version or announcement.peer_id not in addrs:
-            return
-        if announcement.peer_id not in me.heard:
-            me.heard.append(announcement.peer_id)
-            me.news.set()
-        if me.model is None and not me.fetching:
-            me.fetching = True
-            nursery.start_soon(fetch_until_served)
+    async def fetch(self, peer: str, connected: bool) -> bool:
+        """Ask `peer` for the known version; True when this peer has the model now."""
+        from libp2p.peer.id import ID
 
-    return heard
+        from p2p.host import exception_reason
+
+        me = self.me
+        me.asked += 1
+        try:
+            if not connected:
+                me.dials += 1
+                await self.service.p2p.connect(ID.from_base58(peer), self.addrs[peer])
+            model = await self.service.protocols.fetch_model(peer, TOPIC, me.version)
+        except Exception as exc:
+            log.info("fetch from %s failed: %s", peer, exc)
+            me.failures += 1
+            me.failure_reasons[exception_reason(exc.__cause__ or exc)] += 1
+            return me.model is not None
+        if model is None:
+            me.nones += 1
+        elif me.model is None:
+            me.model, me.supplier, me.got_at = model, peer, time.time()
+        return me.model is not None
+
+
+class GossipCount:
+    """Gossip messages published on the bench topic by one host (its pubsub's publish, wrapped)."""
+
+    def __init__(self, pubsub) -> None:
+        self.messages = 0
+        self._publish = pubsub.publish
+        pubsub.publish = self.publish
+
+    async def publish(self, topic_id, data: bytes) -> None:
+        self.messages += 1
+        await self._publish(topic_id, data)
 
 
 class BenchTimeout(Exception):
@@ -327,10 +386,13 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 bootstrap = (services[0].addrs()[0],)
                 services += await start_hosts(nursery, p2p_settings(config, bootstrap), peers - 1)
                 addrs = {s.peer_id: s.p2p.transport_addrs() for s in services}
+                gossip = []
                 for service in services:
                     me = state[service.peer_id] = PeerState()
-                    service.set_model_provider(provider_for(me, config.fanout))
-                    service.communities.on_announcement = listener_for(service, me, addrs, config, nursery)
+                    puller = Puller(service, me, addrs, config, nursery)
+                    service.set_model_provider(puller.provide)
+                    service.communities.on_announcement = puller.heard
+                    gossip.append(GossipCount(service.p2p.pubsub))
                     await service.communities.hold(TOPIC, 0)
                 stage = "waiting for every host's gossip mesh to settle"
                 await wait_for_meshes(services, ready_degree(config), p2p_settings(config).max_connections)
@@ -340,12 +402,16 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 stage = f"spreading the model (hosts were up after {start_seconds:.0f} s)"
                 for service in services:
                     service.protocols.bytes_out.clear()
+                for count in gossip:
+                    count.messages = 0
+                announcement_bytes_in = sum(s.communities.bytes["in"] for s in services)
                 # not the bootstrap: every host joined through it and it stays the busiest; a model is
                 # published by whichever node trained it
                 publisher = services[-1]
                 origin = state[publisher.peer_id]
                 model = bench_model(publisher.peer_id, config.nonzero, config.training_docs)
                 origin.model = sign_model(publisher.key, model)
+                origin.version = 1
                 t0 = origin.got_at = time.time()
                 publisher.communities.announce(TOPIC, 1)
                 next_note = time.monotonic() + PROGRESS_EVERY
@@ -366,13 +432,20 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                             file=sys.stderr,
                         )
                 sent = [sum(s.protocols.bytes_out.values()) for s in services]
+                gossip_messages = [count.messages for count in gossip]
+                announcement_bytes_in = (
+                    sum(s.communities.bytes["in"] for s in services) - announcement_bytes_in
+                )
                 spread_cpu = time.process_time() - start_cpu
                 nursery.cancel_scope.cancel()
     except trio.TooSlowError:
         have = sum(p.model is not None for p in state.values())
         raise BenchTimeout(
             f"no result within --timeout {timeout:.0f} s; it ran out while {stage}, "
-            f"{have} of {peers} peers had the model, event loop up to {lag.worst:.1f} s behind"
+            f"{have} of {peers} peers had the model, event loop up to {lag.worst:.1f} s behind; "
+            f"{sum(p.asked for p in state.values())} model requests, "
+            f"{sum(p.nones for p in state.values())} answered none, failed: "
+            f"{dict(sum((p.failure_reasons for p in state.values()), collections.Counter()))}"
         ) from None
     hops = hops_of({peer: p.supplier for peer, p in state.items()})
     frame = ModelResponse(TOPIC, origin.model)
@@ -384,7 +457,16 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
         "bytes_sent_per_peer": round(sum(sent) / peers),
         "max_bytes_sent_by_one_peer": max(sent),
         "model_frame_bytes": len(encode_frame(frame, ModelResponse.MAX_FRAME)),
+        "gossip_messages_published": sum(gossip_messages),
+        "gossip_publishers": sum(1 for n in gossip_messages if n),
+        "announcement_bytes_received": announcement_bytes_in,
+        "heard_from_request": sum(p.heard_from_request for p in state.values()),
+        "model_requests": sum(p.asked for p in state.values()),
+        "none_answers": sum(p.nones for p in state.values()),
+        "rounds_of_none": sum(p.rounds_of_none for p in state.values()),
         "failed_fetches": sum(p.failures for p in state.values()),
+        "failed_fetch_reasons": dict(sum((p.failure_reasons for p in state.values()), collections.Counter())),
+        "dials": sum(p.dials for p in state.values()),
         "fanout": config.fanout,
         "start_seconds": round(start_seconds, 2),
         "start_cpu_seconds": round(start_cpu, 1),
@@ -396,6 +478,10 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
         "gossip_degree": config.gossip_degree,
         "reannounce_rate": config.reannounce_rate,
         "dial_patience": config.dial_patience,
+        "ask_gap": config.ask_gap,
+        "fanout_window": config.fanout_window,
+        "max_uploads_by_one_peer": max(p.uploads for p in state.values()),
+        "retry_delay": config.retry_delay,
         "ready_mesh_degree": ready_degree(config),
         "max_connections": p2p_settings(config).max_connections,
         "peak_rss_mb": round(peak_rss_mb(), 1),
@@ -437,13 +523,28 @@ def main(argv: list[str] | None = None) -> int:
         help="periodic re-announcements per second over the whole community",
     )
     parser.add_argument(
-        "--retry-delay", type=float, default=2.0, help="seconds before asking failed announcers again"
+        "--retry-delay",
+        type=float,
+        default=2.0,
+        help="back-off after a round in which every neighbour said none (x0.5-1.5, doubling, at most 4x)",
+    )
+    parser.add_argument(
+        "--fanout-window",
+        type=float,
+        default=10.0,
+        help="seconds over which one holder uploads at most --fanout times",
+    )
+    parser.add_argument(
+        "--ask-gap",
+        type=float,
+        default=2.0,
+        help="seconds between two requests of a peer lacking the model (x0.5-1.5): bounds the request rate",
     )
     parser.add_argument(
         "--dial-patience",
         type=float,
         default=10.0,
-        help="seconds a peer waits for an announcer in its gossip mesh before asking any (x0.5-1.5)",
+        help="seconds a peer asks only its neighbours before it also dials the publisher (x0.5-1.5)",
     )
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds (start-up included) before giving up"
@@ -464,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
         args.reannounce_rate,
         args.retry_delay,
         args.dial_patience,
+        args.ask_gap,
+        args.fanout_window,
     )
     try:
         result = trio.run(run, args.peers, config, args.timeout)
