@@ -376,6 +376,7 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
 
     stage = "starting and joining hosts"
     state: dict[str, PeerState] = {}
+    gossip: list[GossipCount] = []
     try:
         with trio.fail_after(timeout):
             async with trio.open_nursery() as nursery:
@@ -386,7 +387,6 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 bootstrap = (services[0].addrs()[0],)
                 services += await start_hosts(nursery, p2p_settings(config, bootstrap), peers - 1)
                 addrs = {s.peer_id: s.p2p.transport_addrs() for s in services}
-                gossip = []
                 for service in services:
                     me = state[service.peer_id] = PeerState()
                     puller = Puller(service, me, addrs, config, nursery)
@@ -444,7 +444,8 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
             f"no result within --timeout {timeout:.0f} s; it ran out while {stage}, "
             f"{have} of {peers} peers had the model, event loop up to {lag.worst:.1f} s behind; "
             f"{sum(p.asked for p in state.values())} model requests, "
-            f"{sum(p.nones for p in state.values())} answered none, failed: "
+            f"{sum(p.nones for p in state.values())} answered none, "
+            f"{sum(count.messages for count in gossip)} gossip messages published, failed: "
             f"{dict(sum((p.failure_reasons for p in state.values()), collections.Counter()))}"
         ) from None
     hops = hops_of({peer: p.supplier for peer, p in state.items()})
