@@ -260,14 +260,21 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(seconds: float) -> str:
+    """A crawl's duration as a person reads it: a small fixture crawl can take under a tenth of a second."""
+    if seconds >= 10:
+        return f"{seconds:.0f} s"
+    return f"{seconds:.1f} s" if seconds >= 0.1 else "under 0.1 s"
+
+
 def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     """What the crawl does, why it does not crawl (and what to do), and how fast it went."""
     activity = crawl.get("activity") or ("crawling" if crawl.get("active") else crawl["state"])
     size = f"{crawl['pages']} documents  frontier {crawl['frontier_size']}"
     session = crawl.get("session") or {}
-    if session.get("crawl_seconds"):
+    if session.get("pages"):
         since = (
-            f"since the node started {session['pages']} pages in {session['crawl_seconds']:.0f} s of "
+            f"since the node started {session['pages']} pages in {_seconds(session['crawl_seconds'])} of "
             f"crawling ({session['pages_per_s']:.1f} pages/s)"
         )
     else:

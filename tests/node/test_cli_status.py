@@ -210,3 +210,16 @@ def test_status_text_explains_its_figures(monkeypatch, capsys):
     assert lines[3] == "           since the node started 40 pages in 16 s of crawling (2.5 pages/s)"
     assert lines[-2].startswith("harvest    share of the pages fetched for each topic")
     assert lines[-1].split() == ["Databases", "0.50"]
+
+
+def test_a_crawl_faster_than_a_tenth_of_a_second_still_reads_as_crawled():
+    crawl = {
+        "activity": "finished",
+        "detail": "reached max_pages (8 of 8 documents)",
+        "pages": 8,
+        "frontier_size": 230,
+        "session": {"pages": 8, "crawl_seconds": 0.0, "pages_per_s": 250.0},
+    }
+    text = "\n".join(crawl_lines(crawl))
+    assert "since the node started 8 pages in under 0.1 s of crawling (250.0 pages/s)" in text
+    assert "nothing crawled" not in text
