@@ -235,9 +235,8 @@ class Membership:
                 with contextlib.suppress(MembershipError):  # alone again: the bootstrap may be back
                     await self.join()
             await self.exchange_once()
-            bounded = len(self.p2p.connected_peers()) <= self.settings.max_connections
-            settled = bounded and self._view() == view
-            pause, view = next_exchange_pause(pause, settled, self.settings), self._view()
+            seen, bounded = self._view(), len(self.p2p.connected_peers()) <= self.settings.max_connections
+            pause, view = next_exchange_pause(pause, bounded and seen == view, self.settings), seen
 
     def _view(self) -> frozenset[tuple[str, tuple[str, ...]]]:
         """The peers this node knows and their addresses (not contact times: every exchange moves them)."""
