@@ -469,6 +469,83 @@ def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = 
     )
 
 
+LIKELIHOOD_FLOOR = 1e-3  # probabilities are clipped to [floor, 1 - floor] before their log is taken
+MIN_EVIDENCE_Z = 1.0  # the community keeps its say when its mean gain exceeds one standard error
+
+
+@dataclass(frozen=True)
+class LabelEvidence:
+    """What labelled documents say of a meta-classifier against its local model alone: per document, the
+    log-likelihood of the meta-classifier's calibrated probability of the true label minus the local
+    model's, summed over `documents` (`gain`), and the squares of those differences summed
+    (`gain_squares`). Sums, so that the evidence of several peers' documents pools by adding."""
+
+    documents: int
+    gain: float
+    gain_squares: float
+
+    def __add__(self, other: LabelEvidence) -> LabelEvidence:
+        return LabelEvidence(
+            self.documents + other.documents,
+            self.gain + other.gain,
+            self.gain_squares + other.gain_squares,
+        )
+
+
+def local_alone(meta: MetaClassifier, local: int) -> MetaClassifier:
+    """The meta-classifier with every model but the local one silenced: what the node decides alone (its
+    calibrated confidence as it is: the log-odds mean caps confidences, and ties among the capped ones
+    would rank the surest documents by their order)."""
+    weights = tuple(1.0 if i == local else 0.0 for i in range(len(meta.models)))
+    return replace(meta, weights=weights, aggregation=None)
+
+
+def label_evidence(
+    meta: MetaClassifier, local: int, data: LabelledData, leave_out: Sequence[int] = ()
+) -> LabelEvidence:
+    """The meta-classifier's log-likelihood gain over its local model alone on labelled documents that no
+    model with a say was trained on (IDs compared as `training_key`s), the models `leave_out` silenced
+    first: the evidence a peer's own labelled documents give an initiator (the peer leaves its own model
+    out, trained on those documents). The log-likelihood of calibrated probabilities is a proper score of
+    the whole ranking that loss-targeted filtering uses, not only of the decisions' signs."""
+    weights = [0.0 if i in leave_out else w for i, w in enumerate(meta.weights)]
+    if not any(w > 0 for i, w in enumerate(weights) if i != local) or data.labels.size == 0:
+        return LabelEvidence(0, 0.0, 0.0)
+    excluded = {
+        training_key(doc_id)
+        for model, w in zip(meta.models, weights, strict=True)
+        if w > 0
+        for doc_id in getattr(model, "training_ids", ())
+    }
+    usable = np.array([training_key(i) not in excluded for i in data.ids], dtype=bool)
+    if not usable.any():
+        return LabelEvidence(0, 0.0, 0.0)
+    X, positive = data.X[usable], data.labels[usable] > 0
+
+    def log_likelihood(scores: np.ndarray) -> np.ndarray:
+        p = np.clip((1.0 + scores) / 2.0, LIKELIHOOD_FLOOR, 1.0 - LIKELIHOOD_FLOOR)
+        return np.where(positive, np.log(p), np.log(1.0 - p))
+
+    combined = meta_scores(replace(meta, weights=tuple(weights)), X)
+    gain = log_likelihood(combined) - log_likelihood(meta_scores(local_alone(meta, local), X))
+    return LabelEvidence(int(gain.size), float(gain.sum()), float(np.sum(gain**2)))
+
+
+def community_supported(evidence: LabelEvidence, min_z: float = MIN_EVIDENCE_Z) -> bool | None:
+    """Whether pooled labelled documents show the community improving on the local model: the mean
+    log-likelihood gain above `min_z` standard errors. None with fewer than 2 documents (no evidence).
+
+    A node's own 15-95 labels cannot tell a weaker community from a stronger one; its peers' labelled
+    documents, each scored without the models trained on it, are several times as many and from the
+    other seed sites the crawl drifts towards."""
+    n = evidence.documents
+    if n < 2:
+        return None
+    mean = evidence.gain / n
+    variance = max(evidence.gain_squares / n - mean * mean, 0.0) * n / (n - 1)
+    return mean > min_z * math.sqrt(variance / n) if variance > 0 else mean > 0
+
+
 def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:
     """Signed meta confidence per document: the meta-classifier's aggregation of the calibrated confidences
     (weighted trimmed mean unless it names another)."""
