@@ -85,6 +85,14 @@ class ProtocolError(P2PError):
     """A request to a peer failed: unreachable, too slow, refused, or answered against the rules."""
 
 
+class Refused(ProtocolError):
+    """The peer answered with `Reject`: `reason` is its slug ("busy": a holder at its upload cap)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class Protocols:
     """The request/response protocols of one host: a client side and provider-backed handlers."""
 
@@ -167,6 +175,8 @@ class Protocols:
 
         async def answer(peer: str, request: ModelRequest) -> list[Message]:
             k = request.version or 0
+            if request.origin is not None:
+                raise WireError("bad_value", "centroids are served by their origin only")
             if not 2 <= k <= 32:
                 raise WireError("out_of_range", "k must lie in [2, 32]")
             return [ModelResponse(request.topic, await provider(peer, request.topic, k))]
@@ -212,17 +222,28 @@ class Protocols:
         (reply,) = await self.request(peer, NEIGHBOURS, mine, [NeighbourExchange])
         return reply  # type: ignore[return-value]
 
-    async def fetch_model(self, peer: str | ID, topic: str, version: int | None = None) -> SignedModel | None:
-        """The peer's model of `topic` (latest or `version`), signature checked; None if it has none."""
-        (reply,) = await self.request(peer, MODEL, ModelRequest(topic, version), [ModelResponse])
+    async def fetch_model(
+        self, peer: str | ID, topic: str, version: int | None = None, origin: str | None = None
+    ) -> SignedModel | None:
+        """The model of `topic` (latest or `version`) by `origin`, the peer's own when None, which the peer
+        may relay; signature, origin and version checked (a violation counts against the peer and raises
+        ProtocolError); None if the peer has none."""
+        relayed = origin is not None and origin != str(peer)
+        request = ModelRequest(topic, version, origin if relayed else None)
+        (reply,) = await self.request(peer, MODEL, request, [ModelResponse])
         model = reply.model  # type: ignore[attr-defined]
         if model is None:
             return None
+        self._checked(peer, verify_model, model)
+        expected = origin if relayed else str(peer)
+        if model.payload.origin != expected:
+            self._violation(
+                peer, WireError("wrong_origin", f"served a model of {model.payload.origin[:16]}...")
+            )
         if version is not None and model.payload.version != version:
             self._violation(
                 peer, WireError("bad_value", f"asked for version {version}, got {model.payload.version}")
             )
-        self._checked(peer, verify_model, model)
         return model
 
     async def fetch_centroids(self, peer: str | ID, topic: str, k: int) -> SignedModel | None:
@@ -286,7 +307,7 @@ class Protocols:
             message = decode_frame(payload, None, limit)
             self.bytes_by_message[f"in {message.TYPE}"] += HEADER_SIZE + len(payload)
             if isinstance(message, Reject) and expected is not Reject:
-                raise ProtocolError(f"peer {peer} refused: {message.reason} {message.detail}")
+                raise Refused(f"peer {peer} refused: {message.reason} {message.detail}", message.reason)
             if not isinstance(message, expected):
                 raise WireError("unexpected_type", f"got {type(message).__name__}, expected {expected.TYPE}")
             return message

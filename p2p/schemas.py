@@ -632,20 +632,43 @@ class SignedModel:
 
 @dataclass(frozen=True)
 class ModelRequest(Message):
-    """Ask for a topic's model: the latest (`version=None`) or one version."""
+    """Ask for a topic's model: the latest (`version=None`) or one version; of the asked peer itself
+    (`origin=None`, schema version 1) or, schema version 2, of `origin`, which the asked peer may relay.
+
+    A relayed model is still signed by its origin, and the fetcher checks that signature and that the
+    origin is the one it asked for, so a relay can withhold a model but not forge or swap one. A request
+    without an origin is sent as version 1, which peers from before relaying parse; version 1 with an
+    `origin` field is rejected (unknown field), as is any other version."""
 
     TYPE: ClassVar[str] = "model_request"
+    KNOWN_VERSIONS: ClassVar[frozenset[int]] = frozenset({1, 2})
     MAX_FRAME: ClassVar[int] = 16 * KIB
     topic: str
     version: int | None = None
+    origin: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {**super().to_wire(), "version": 1 if self.origin is None else 2}
 
     def body(self) -> dict[str, Any]:
-        return {"topic": self.topic, "model_version": self.version}
+        body: dict[str, Any] = {"topic": self.topic, "model_version": self.version}
+        if self.origin is not None:
+            body["origin"] = self.origin
+        return body
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> Self:
+        message = super().from_wire(wire)
+        if message.origin is not None and wire["version"] < 2:
+            raise _fail("unknown_field", cls.TYPE, "field 'origin' needs schema version 2")
+        return message
 
     @classmethod
     def parse(cls, f: _Fields) -> Self:
         return cls(
-            topic=f.get("topic", check_topic), version=f.optional("model_version", check_int, 1, MAX_VERSION)
+            topic=f.get("topic", check_topic),
+            version=f.optional("model_version", check_int, 1, MAX_VERSION),
+            origin=f.optional("origin", check_peer_id),
         )
 
 

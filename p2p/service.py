@@ -2,10 +2,12 @@
 
 The node publishes its signed models and crawl results here and hears about its communities' models
 through a callback. A model travels in two steps: a small gossip announcement on the topic's gossipsub
-topic (so it reaches every peer of the community and no peer outside it), then each member fetches the
-model from the announcer over the model protocol and checks the origin's signature. Results are pulled by
-cursor (`sync_results`). Providers default to the in-memory stores kept here; the node can plug its
-repository in with `set_model_provider` / `set_result_provider`.
+topic (so it reaches every peer of the community and no peer outside it), then each member pulls the
+model along the overlay, from the origin or any neighbour that fetched it already, and checks the
+origin's signature (`p2p.dissemination`); a member serves the models it received to others (relay) and
+caps its uploads per window. Results are pulled by cursor (`sync_results`). Providers default to the
+in-memory stores kept here; the node can plug its repository in with `set_model_provider` /
+`set_result_provider`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,32 @@ from typing import Any
 
 import trio
 from libp2p.crypto.keys import KeyPair
+from libp2p.peer.id import ID
 
-from p2p.communities import Announcement, Communities
+from p2p.communities import Announcement, Communities, gossip_topic
+from p2p.dissemination import SpreadStats, UploadCap, ask_order
 from p2p.errors import P2PError, WireError
-from p2p.host import P2PHost, start_host
+from p2p.host import P2PHost, exception_reason, start_host
 from p2p.membership import Membership
-from p2p.protocols import ModelProvider, ProtocolError, Protocols, ResultPage, ResultProvider
-from p2p.schemas import MAX_RESULTS, CrawlResult, ModelPayload, SignedModel, SignedResult
+from p2p.protocols import (
+    MODEL,
+    ModelProvider,
+    ProtocolError,
+    Protocols,
+    Refused,
+    ResultPage,
+    ResultProvider,
+)
+from p2p.schemas import (
+    MAX_RESULTS,
+    CrawlResult,
+    Message,
+    ModelPayload,
+    ModelRequest,
+    ModelResponse,
+    SignedModel,
+    SignedResult,
+)
 from p2p.settings import P2PSettings
 from p2p.signing import sign_model, sign_results
 
@@ -35,9 +56,11 @@ MAX_REFUSED = 10_000
 """Most refused (topic, peer, version) announcements remembered (forgotten all at once beyond it)."""
 
 ModelCallback = Callable[[SignedModel, str], "Awaitable[None] | None"]
-"""(the verified model, the peer it came from)."""
+"""(the verified model, its origin peer): the origin whichever peer relayed it."""
 ModelFilter = Callable[[str, str, int], bool]
-"""(topic, announcing peer, announced version) -> whether to fetch that model."""
+"""(topic, origin peer, announced version) -> whether to fetch that model."""
+SERVED, NOT_SERVED, BROKE_RULES = "served", "not served", "broke rules"
+"""What asking one peer for a model came to."""
 
 
 class P2PService:
@@ -52,6 +75,12 @@ class P2PService:
         self.own_models: dict[str, dict[int, SignedModel]] = {}
         self.own_results: dict[str, list[SignedResult]] = {}
         self.received: dict[tuple[str, str], SignedModel] = {}
+        """(topic, origin) -> the newest verified model received: what this node relays."""
+        settings = p2p.settings
+        self.uploads = UploadCap(
+            settings.model_uploads_per_window, settings.model_upload_window, trio.current_time
+        )
+        self.spread = SpreadStats()
         self._model_callbacks: list[ModelCallback] = []
         self._model_provider: ModelProvider = self._stored_model
         self._result_provider: ResultProvider = self._stored_results
@@ -61,7 +90,7 @@ class P2PService:
         """Announced models whose answer broke the rules (bad signature, wrong version): not asked again
         when the same version is announced again (a thin gossip mesh repeats a new version once)."""
         self._nursery: trio.Nursery | None = None
-        self.protocols.serve_models(lambda topic, version: self._model_provider(topic, version))
+        self.protocols.serve(MODEL, ModelRequest, self._answer_model)
         self.protocols.serve_results(lambda topic, cursor, limit: self._result_provider(topic, cursor, limit))
 
     @property
@@ -77,7 +106,8 @@ class P2PService:
 
     # -- the node's side --------------------------------------------------------------------------------
     def on_model(self, callback: ModelCallback) -> None:
-        """Call `callback(model, from_peer)` for every verified model received from a community."""
+        """Call `callback(model, origin)` for every verified model received from a community (the origin
+        is the model's signer, whichever neighbour relayed it)."""
         self._model_callbacks.append(callback)
 
     def set_model_provider(self, provider: ModelProvider) -> None:
@@ -177,31 +207,90 @@ class P2PService:
             task_status.started(self)
 
     async def _on_announcement(self, announcement: Announcement) -> None:
-        key = (announcement.key, announcement.peer_id, announcement.model_version)
-        if announcement.model_version == 0 or key in self._fetching or key in self._refused:
-            return
-        if not self._wanted(*key):
-            return
+        self._heard(announcement.key, announcement.peer_id, announcement.model_version)
+
+    def _heard(self, topic: str, origin: str, version: int) -> bool:
+        """Version `version` of `origin`'s model of `topic` exists: pull it unless held, refused, being
+        pulled already, or unwanted by the node; whether a pull started."""
+        key = (topic, origin, version)
+        if version == 0 or origin == self.peer_id or key in self._fetching or key in self._refused:
+            return False
+        if self.protocols.guard.ledger.is_banned(origin):
+            return False
+        if self._holds(topic, origin, version) or not self._wanted(*key):
+            return False
         self._fetching.add(key)
         if self._nursery is not None:
-            self._nursery.start_soon(self._fetch, announcement)
+            self._nursery.start_soon(self._pull, topic, origin, version)
+        return True
 
-    async def _fetch(self, announcement: Announcement) -> None:
-        """Fetch an announced model, retrying after a back-off when the announcer fails to serve it.
+    def _holds(self, topic: str, origin: str, version: int) -> bool:
+        have = self.received.get((topic, origin))
+        return have is not None and have.payload.version >= version
 
-        Without the retry a single timeout (a busy announcer) left the model unfetched until the next
-        periodic re-announcement, which in a large community comes minutes later."""
-        key = (announcement.key, announcement.peer_id, announcement.model_version)
+    async def _answer_model(self, peer: str, request: ModelRequest) -> list[Message]:
+        """Serve this node's own model, or a received one when the request names its origin (relay), while
+        the upload cap allows; a request for a version not heard of yet starts a pull of it."""
+        topic, version = request.topic, request.version
+        if request.origin is None or request.origin == self.peer_id:
+            model = await self._model_provider(topic, version)
+        else:
+            model = self.received.get((topic, request.origin))
+            if model is not None and version is not None and model.payload.version != version:
+                model = None
+            learns = model is None and version is not None and topic in self.communities.versions
+            if learns and self._heard(topic, request.origin, version):
+                self.spread.heard_from_request += 1
+        if model is not None and not self.uploads.admit():
+            self.spread.busy_refusals += 1
+            raise WireError("busy", "at the model upload cap: ask another holder")
+        if model is not None:
+            self.spread.uploads += 1
+        return [ModelResponse(topic, model)]
+
+    async def _pull(self, topic: str, origin: str, version: int) -> None:
+        """Ask community neighbours one at a time (`ask_order`), fetch_ask_gap apart, until one serves the
+        model; after a round in which nobody did, back off (`retry_delay`), for fetch_attempts rounds.
+
+        Asking the whole neighbourhood back to back, with only the back-off between rounds, was a storm
+        of its own: 100 in-process hosts x 12 connections made some 2,000 stream setups a second."""
+        settings = self.p2p.settings
+        key = (topic, origin, version)
+        patience_over = trio.current_time() + settings.fetch_dial_patience * random.uniform(0.5, 1.5)
+        shunned: set[str] = set()
         try:
-            for attempt in range(self.p2p.settings.fetch_attempts):
+            for attempt in range(settings.fetch_attempts):
                 if attempt:
-                    await trio.sleep(self.retry_delay(attempt))
-                    if not self._wanted(*key):  # it arrived meanwhile (a newer announcement's fetch)
+                    self.spread.rounds_of_none += 1
+                    await trio.sleep(self.retry_delay(min(attempt, 3)))
+                order = self._ask_order(topic, origin, trio.current_time() >= patience_over)
+                for n, peer in enumerate(p for p in order if p not in shunned):
+                    if self._holds(*key):
                         return
-                if await self._fetch_once(announcement):
+                    if n:
+                        await trio.sleep(settings.fetch_ask_gap * random.uniform(0.5, 1.5))
+                    outcome = await self._ask(peer, topic, origin, version)
+                    if outcome == SERVED:
+                        return
+                    if outcome == BROKE_RULES:
+                        if peer == origin:  # the origin itself served a bad model: not asked again
+                            self._refuse(key)
+                            return
+                        shunned.add(peer)
+                if self._holds(*key):
                     return
         finally:
             self._fetching.discard(key)
+
+    def _ask_order(self, topic: str, origin: str, patience_over: bool) -> list[str]:
+        """Connected community neighbours that are not banned (the origin among them when connected)."""
+        ledger = self.protocols.guard.ledger
+        connected = {str(p) for p in self.p2p.connected_peers()}
+        members = set(self.communities.community(topic)) | {origin}
+        neighbours = {p for p in connected & members if not ledger.is_banned(p)}
+        mesh = {str(p) for p in self.p2p.gossipsub.mesh.get(gossip_topic(topic), ())}
+        order = ask_order(mesh, neighbours, origin, dial_origin=patience_over)
+        return [p for p in order if not ledger.is_banned(p)]
 
     def retry_delay(self, attempt: int) -> float:
         """Seconds before retry `attempt` (1, 2, ...): doubling from fetch_retry_delay, jittered so the
@@ -209,55 +298,57 @@ class P2PService:
         base = self.p2p.settings.fetch_retry_delay * 2 ** (attempt - 1)
         return base * random.uniform(0.5, 1.5)
 
-    async def _fetch_once(self, announcement: Announcement) -> bool:
-        """One attempt; True when it is settled (fetched, or refused for a reason a retry cannot fix)."""
-        peer = announcement.peer_id
+    async def _ask(self, peer: str, topic: str, origin: str, version: int) -> str:
+        """Ask one peer for the model; a rule-breaking answer was counted against the peer already."""
+        spread = self.spread
+        spread.requests += 1
+        if not self.p2p.is_connected(ID.from_base58(peer)):
+            spread.dials += 1
         try:
-            model = await self.protocols.fetch_model(peer, announcement.key, announcement.model_version)
+            model = await self.protocols.fetch_model(peer, topic, version, origin=origin)
+        except Refused as exc:
+            if exc.reason == "busy":
+                spread.busy_answers += 1
+            else:
+                spread.failures[exc.reason] += 1
+            return NOT_SERVED
         except P2PError as exc:
-            log.info(
-                "model %s v%d from %s not fetched: %s",
-                announcement.key,
-                announcement.model_version,
-                peer,
-                exc,
-            )
-            # a rule-breaking answer (bad signature, wrong version) is not retried: it was counted
-            # against the peer; unreachable, slow or refusing peers are
+            log.info("model %s v%d of %s not fetched from %s: %s", topic, version, origin, peer, exc)
             cause = exc.__cause__
-            broke_rules = isinstance(cause, WireError) and cause.reason != "closed"
-            if broke_rules:
-                self._refuse(announcement)
-            return broke_rules or self.protocols.guard.ledger.is_banned(peer)
+            if isinstance(cause, WireError) and cause.reason != "closed":
+                spread.failures[cause.reason] += 1
+                return BROKE_RULES
+            spread.failures[exception_reason(cause or exc)] += 1
+            return NOT_SERVED
         if model is None:
-            return False  # announced but not served (yet): worth asking again
-        if model.payload.origin != peer:  # an announcer announces its own models
-            self.protocols.guard.reject(peer, WireError("wrong_origin", "served a model of another origin"))
-            self._refuse(announcement)
-            return True
-        self.received[(announcement.key, peer)] = model
+            spread.none_answers += 1
+            return NOT_SERVED
+        if not self._holds(topic, origin, model.payload.version):
+            spread.suppliers[(topic, origin)] = peer
+            await self._deliver(model)
+        return SERVED
+
+    async def _deliver(self, model: SignedModel) -> None:
+        """Keep a verified model for relaying and hand it to the node's callbacks."""
+        payload = model.payload
+        self.received[(payload.topic, payload.origin)] = model
         for callback in self._model_callbacks:
             try:
-                outcome = callback(model, peer)
+                outcome = callback(model, payload.origin)
                 if inspect.isawaitable(outcome):
                     await outcome
             except Exception:  # a failing consumer (one shutting down) must not take the service down
                 log.exception(
-                    "model callback failed on %s v%d from %s",
-                    model.payload.topic,
-                    model.payload.version,
-                    peer,
+                    "model callback failed on %s v%d from %s", payload.topic, payload.version, payload.origin
                 )
-        return True
 
-    def _refuse(self, announcement: Announcement) -> None:
+    def _refuse(self, key: tuple[str, str, int]) -> None:
         if len(self._refused) >= MAX_REFUSED:
             self._refused.clear()
-        self._refused.add((announcement.key, announcement.peer_id, announcement.model_version))
+        self._refused.add(key)
 
-    def _newer_than_received(self, topic: str, peer: str, version: int) -> bool:
-        have = self.received.get((topic, peer))
-        return have is None or have.payload.version < version
+    def _newer_than_received(self, topic: str, origin: str, version: int) -> bool:
+        return not self._holds(topic, origin, version)
 
     async def _stored_model(self, topic: str, version: int | None) -> SignedModel | None:
         versions = self.own_models.get(topic, {})

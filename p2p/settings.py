@@ -44,10 +44,33 @@ class P2PSettings:
     connect_timeout: float = doc(5.0, "Seconds to wait for a dial, including the Noise handshake.")
     request_timeout: float = doc(20.0, "Seconds a request/response exchange may take before it is abandoned.")
     fetch_attempts: int = doc(
-        4, "Attempts to fetch an announced model before waiting for its next announcement."
+        8,
+        "Rounds of asking for an announced model (its community neighbours one at a time, the origin "
+        "among them) before waiting for its next announcement; a round in which nobody served it is "
+        "followed by a back-off.",
     )
     fetch_retry_delay: float = doc(
-        2.0, "Seconds before the second fetch attempt of an announced model; doubles with each attempt."
+        2.0,
+        "Seconds of back-off after the first round in which no neighbour served an announced model; "
+        "doubles with each such round, up to 4x (each jittered x0.5-1.5).",
+    )
+    fetch_ask_gap: float = doc(
+        1.0,
+        "Seconds between two model requests of one fetch (jittered x0.5-1.5): asking a whole "
+        "neighbourhood back to back was a request storm (100 in-process hosts: ~2,000 streams a second).",
+    )
+    fetch_dial_patience: float = doc(
+        10.0,
+        "Seconds a fetch asks only connected community neighbours before it also dials the model's origin "
+        "(jittered x0.5-1.5); every member dialling the origin at once is a star, not a spread.",
+    )
+    model_uploads_per_window: int = doc(
+        2,
+        "Models this node uploads (its own or relayed) per model_upload_window; beyond, a request is "
+        "answered 'busy' and the asker tries another holder, so a new model spreads as a tree.",
+    )
+    model_upload_window: float = doc(
+        10.0, "Seconds over which model_uploads_per_window applies (an upload that dies frees its slot)."
     )
     gossip_degree: int = doc(6, "Gossipsub mesh degree D (peers each topic message is pushed to directly).")
     gossip_heartbeat: int = doc(1, "Seconds between gossipsub heartbeats (the library default is 120).")

@@ -1,13 +1,16 @@
-"""Test kit for the wire layer: deterministic keys, one valid sample of every message, short-read streams.
+"""Test kit for the wire layer: deterministic keys, one valid sample of every message, short-read streams,
+and a wait for tests running real hosts.
 
 Used by the wire tests and by anyone testing a protocol handler without starting libp2p hosts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 
 import numpy as np
+import trio
 
 from p2p.schemas import (
     CovarianceReport,
@@ -35,6 +38,19 @@ from p2p.schemas import (
     pack_weights,
 )
 from p2p.signing import LocalEd25519Key, sign_model, sign_result
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll `predicate` until true; TooSlowError after `timeout` seconds (a hang guard, not a timing)."""
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.05)
+
+
+def own_model(node: object, topic: str, version: int = 1) -> ModelPayload:
+    """A linear model of `topic` whose origin is `node` (anything with a `peer_id`), 4096 features."""
+    peer_id = str(node.peer_id)  # type: ignore[attr-defined]
+    return sample_model(SimpleNamespace(peer_id=peer_id), topic=topic, version=version, n_features=4096)
 
 
 def wire_key(n: int) -> LocalEd25519Key:
@@ -106,6 +122,7 @@ def sample_messages() -> Iterator[Message]:
     yield TopicAnnouncement(origin=a.peer_id, topics=(TopicEntry(topic, 3), TopicEntry("linux/kernel", 0)))
     yield ModelRequest(topic=topic)
     yield ModelRequest(topic=topic, version=7)
+    yield ModelRequest(topic=topic, version=7, origin=b.peer_id)
     yield ModelResponse(topic=topic, model=None)
     yield ModelResponse(topic=topic, model=sign_model(a, sample_model(a)))
     yield ModelResponse(topic=topic, model=sign_model(a, sample_model(a, version=2, sparse=True)))

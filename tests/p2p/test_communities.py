@@ -1,24 +1,12 @@
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import trio
 
 from p2p.communities import provider_key
-from p2p.wire_testing import sample_model
+from p2p.wire_testing import own_model, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
-
-
-def own_model(node, topic: str, version: int = 1):
-    return sample_model(SimpleNamespace(peer_id=node.peer_id), topic=topic, version=version, n_features=4096)
-
-
-async def _wait_until(predicate, timeout: float) -> None:
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.05)
 
 
 @pytest.mark.trio
@@ -33,7 +21,7 @@ async def test_published_model_reaches_every_community_peer_and_no_peer_outside(
                 await node.hold_topic("databases")
             await nodes[3].hold_topic("astronomy")
             signed = await nodes[0].publish_model("databases", own_model(nodes[0], "databases"))
-            await _wait_until(lambda: all(received[n.peer_id] for n in nodes[1:3]), timeout=40)
+            await wait_until(lambda: all(received[n.peer_id] for n in nodes[1:3]), timeout=40)
             for node in nodes[1:3]:
                 model, peer = received[node.peer_id][0]
                 assert peer == nodes[0].peer_id

@@ -11,7 +11,7 @@ import trio
 
 from p2p.membership import Membership, Neighbour
 from p2p.settings import P2PSettings
-from p2p.wire_testing import sample_model
+from p2p.wire_testing import own_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
 
@@ -72,10 +72,6 @@ async def test_bootstrap_keeps_at_most_max_connections_and_every_peer_stays_know
                 <= 3
                 < len(set(bootstrap.membership.peer_ids()) - {bootstrap.peer_id})
             )
-
-
-def own_model(node, topic: str):
-    return sample_model(SimpleNamespace(peer_id=node.peer_id), topic=topic, version=1, n_features=4096)
 
 
 @pytest.mark.trio

@@ -7,6 +7,7 @@ import trio
 
 from p2p.membership import Neighbour, NeighbourList, next_exchange_pause
 from p2p.settings import P2PSettings
+from p2p.wire_testing import wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see conftest
 
@@ -95,18 +96,12 @@ def test_epidemic_spreads_over_many_lists_in_a_few_rounds():
     assert len(set().union(*({n.peer_id for n in nl.peers()} for nl in lists.values()))) == 64
 
 
-async def _wait_until(predicate, timeout: float) -> None:
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.05)
-
-
 @pytest.mark.trio
 async def test_three_peers_join_through_one_bootstrap_address_and_learn_each_other(start_services):
     with trio.fail_after(30):
         async with start_services(3) as nodes:
             ids = {n.peer_id for n in nodes}
-            await _wait_until(
+            await wait_until(
                 lambda: all(set(n.membership.peer_ids()) == ids - {n.peer_id} for n in nodes), timeout=20
             )
 
@@ -118,12 +113,12 @@ async def test_killed_peer_disappears_from_the_others_lists_after_the_ttl(start_
     with trio.fail_after(40):
         async with start_services(3, neighbour_ttl=ttl) as nodes:
             ids = {n.peer_id for n in nodes}
-            await _wait_until(
+            await wait_until(
                 lambda: all(set(n.membership.peer_ids()) == ids - {n.peer_id} for n in nodes), timeout=20
             )
             dead = nodes[2]
             dead.kill()
-            await _wait_until(lambda: all(dead.peer_id not in n.membership.peer_ids() for n in nodes[:2]), 20)
+            await wait_until(lambda: all(dead.peer_id not in n.membership.peer_ids() for n in nodes[:2]), 20)
             assert nodes[1].peer_id in nodes[0].membership.peer_ids()
 
 

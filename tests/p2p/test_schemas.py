@@ -21,6 +21,7 @@ from p2p.schemas import (
     ModelResponse,
     NeighbourExchange,
     ResultSyncRequest,
+    message_from_wire,
     pack_weights,
 )
 from p2p.signing import sign_model
@@ -83,8 +84,37 @@ def test_unknown_message_type_rejected():
 
 def test_unknown_version_rejected():
     wire = ModelRequest(topic="t").to_wire()
-    wire["version"] = 2
+    wire["version"] = 3
     rejects(wire, "unknown_version")
+
+
+def test_model_request_without_origin_goes_as_version_1_which_old_peers_parse():
+    wire = ModelRequest(topic="t", version=4).to_wire()
+    assert wire == {"type": "model_request", "version": 1, "topic": "t", "model_version": 4}
+    assert message_from_wire(wire) == ModelRequest("t", 4)
+
+
+def test_model_request_naming_an_origin_is_version_2_and_round_trips():
+    origin = wire_key(2).peer_id
+    wire = ModelRequest(topic="t", version=4, origin=origin).to_wire()
+    assert wire["version"] == 2 and wire["origin"] == origin
+    assert message_from_wire(wire) == ModelRequest("t", 4, origin)
+
+
+def test_model_request_version_2_without_origin_parses_as_the_peers_own_model():
+    wire = {**ModelRequest(topic="t").to_wire(), "version": 2}
+    assert message_from_wire(wire) == ModelRequest("t")
+
+
+def test_origin_in_a_version_1_model_request_is_an_unknown_field():
+    wire = {**ModelRequest(topic="t", version=4, origin=wire_key(2).peer_id).to_wire(), "version": 1}
+    rejects(wire, "unknown_field")
+
+
+@pytest.mark.parametrize(("value", "reason"), [("not-a-peer", "bad_peer_id"), (7, "wrong_type")])
+def test_model_request_origin_must_be_a_peer_id(value, reason):
+    wire = {**ModelRequest(topic="t", version=4, origin=wire_key(2).peer_id).to_wire(), "origin": value}
+    rejects(wire, reason)
 
 
 def test_missing_field_rejected():

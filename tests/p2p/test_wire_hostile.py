@@ -306,6 +306,33 @@ def test_structurally_plausible_messages_with_wrong_values_never_escape(data):
         cls.from_wire(unpack(pack(mutated)))
 
 
+peer_ids = st.sampled_from([wire_key(2).peer_id, wire_key(3).peer_id])
+
+
+@settings(max_examples=1000, **PROPERTY_SETTINGS)
+@given(
+    version=st.integers(-1, 4) | scalars,
+    topic=st.sampled_from(["databases", "", "a\x00b", "x" * 129]) | scalars,
+    model_version=st.none() | st.integers(-1, 2**54) | scalars,
+    origin=st.none() | peer_ids | scalars | st.text(max_size=60),
+    extra=st.none() | values,
+)
+def test_model_requests_with_any_origin_and_version_decode_or_are_rejected(
+    version, topic, model_version, origin, extra
+):
+    """The relay-capable model request (schema 2, `origin`) beside schema 1: only WireError escapes, and
+    what decodes names an origin only under schema version 2."""
+    wire = {"type": "model_request", "version": version, "topic": topic, "model_version": model_version}
+    if origin is not None:
+        wire["origin"] = origin
+    if extra is not None:
+        wire["relay"] = extra
+    message = decoded_or_rejected(pack(wire), ModelRequest)
+    if message is not None:
+        assert version in (1, 2) and (message.origin is None or version == 2)
+        assert message.origin is None or message.origin == origin
+
+
 @settings(max_examples=300, **PROPERTY_SETTINGS)
 @given(data=st.data())
 def test_hostile_float32_weights_are_rejected_unless_finite_and_sized(data):

@@ -1,0 +1,79 @@
+"""How a new model spreads through its community: pulled along the overlay, every holder a relay.
+
+An announcement tells the community that version v of an origin's model exists. Every member that wants
+it asks its connected community neighbours one at a time (gossip mesh first, `ask_order`), the origin
+among them when connected and dialled only after some patience otherwise. A holder (the origin, or any
+member that fetched the model) uploads to at most a few askers per window (`UploadCap`) and answers
+"busy" beyond, so the model travels as a tree whose depth grows with log2 of the community rather than
+as a star from the origin. A model is signed by its origin, and a fetcher checks that signature and the
+origin it asked for, so a relay can withhold a model but cannot forge or swap it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import random
+from collections.abc import Callable, Iterable
+
+
+class UploadCap:
+    """At most `slots` uploads within any `window` seconds (an upload that dies half-way frees its slot
+    when the window passes, not never)."""
+
+    def __init__(self, slots: int, window: float, clock: Callable[[], float]) -> None:
+        self.slots = slots
+        self.window = window
+        self.clock = clock
+        self._started: collections.deque[float] = collections.deque()
+
+    def admit(self) -> bool:
+        """Take a slot if one is free now."""
+        now = self.clock()
+        while self._started and now - self._started[0] >= self.window:
+            self._started.popleft()
+        if len(self._started) >= self.slots:
+            return False
+        self._started.append(now)
+        return True
+
+
+def ask_order(mesh: Iterable[str], neighbours: Iterable[str], origin: str, *, dial_origin: bool) -> list[str]:
+    """Whom one fetch round asks, in order: connected gossip mesh peers of the topic, then the other
+    connected community neighbours, each group shuffled; the origin where it falls among them, else last
+    when `dial_origin` (patience is over, or nobody else could be asked).
+
+    Random order spreads the askers of one round over the holders instead of herding them at one; the
+    mesh comes first because gossipsub keeps its links open."""
+    neighbours = set(neighbours)
+    near = [p for p in set(mesh) if p in neighbours]
+    random.shuffle(near)
+    rest = sorted(neighbours.difference(near))
+    random.shuffle(rest)
+    order = near + rest
+    if origin not in order and (dial_origin or not order):
+        order.append(origin)
+    return order
+
+
+@dataclasses.dataclass
+class SpreadStats:
+    """What this node's model fetches and uploads did (the gossip benchmark reads them)."""
+
+    requests: int = 0
+    none_answers: int = 0
+    """Asked peers that did not hold the model."""
+    busy_answers: int = 0
+    """Asked holders at their upload cap."""
+    failures: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    """Requests that failed, by reason (unreachable, timeout, a rule-breaking answer)."""
+    dials: int = 0
+    """Requests to a peer this node was not connected to (the origin, after the patience)."""
+    rounds_of_none: int = 0
+    """Fetch rounds in which nobody served the model (each followed by a back-off)."""
+    heard_from_request: int = 0
+    """Fetches started because a peer asked this node for a model version it had not heard of."""
+    uploads: int = 0
+    busy_refusals: int = 0
+    suppliers: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+    """(topic, origin) -> the peer the newest model came from (the origin itself or a relay)."""
