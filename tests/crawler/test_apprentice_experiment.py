@@ -4,9 +4,11 @@ from pathlib import Path
 import pytest
 
 from crawler.engine import PageVerdict
+from crawler.focus import in_subtree
 from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT
 from simnet.experiments import apprentice as experiment
 from simnet.web import load_web
+from simnet.web.layout import WebLayout
 
 FIXTURE_BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-bookmarks.html"
 
@@ -84,10 +86,13 @@ def test_critic_examples_are_local_positives_of_the_target_group_and_root_negati
 
 
 @pytest.mark.slow
-def test_experiment_prints_reductions_at_equal_budgets_and_harvest_curves_for_every_topic(capsys):
+@pytest.mark.parametrize("protocol", [None, "online"])
+def test_experiment_prints_reductions_at_equal_budgets_and_harvest_curves_for_every_topic(capsys, protocol):
     argv = ["--web", "fixture", "--bookmarks", str(FIXTURE_BOOKMARKS), "--pages", "120"]
+    argv += ["--protocol", protocol] if protocol else []  # the default is the paper's offline protocol
     assert experiment.main([*argv, "--critic-examples", "10", "--retrain-every", "40"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["protocol"] == experiment.PROTOCOLS[protocol or experiment.OFFLINE]
     assert set(report["topics"]) == {"Databases", "Sysadmin", "Mathematics"}
     for numbers in report["topics"].values():
         assert {"irrelevant_without", "irrelevant_with", "reduction", "compared"} <= set(numbers)
@@ -99,8 +104,11 @@ def test_experiment_prints_reductions_at_equal_budgets_and_harvest_curves_for_ev
         assert curve["pages"][-1] <= 120 and len(curve["harvest_rate"]) == len(curve["pages"])
     assert set(report["critic"]) == set(report["topics"])
     assert all(0.0 <= c["precision"] <= 1.0 and 0.0 <= c["recall"] <= 1.0 for c in report["critic"].values())
-    for learner in report["apprentice"].values():
+    for topic, learner in report["apprentice"].items():
         assert learner["instances"]["relevant"] + learner["instances"]["irrelevant"] > 0
+        assert (learner["offline_instances"] > 0) == (protocol is None)
+        assert report["topics"][topic]["switch_in"] == learner["switch_in"]
+        assert "after_switch_in" in report["topics"][topic]
 
 
 def test_compare_cuts_the_budget_to_the_relevant_pool_and_keeps_the_full_budget_figures():
@@ -135,3 +143,63 @@ def test_after_switch_in_counts_only_the_fetches_from_the_switch_in_and_keeps_th
     assert after["irrelevant_truth_without"] == 3 and after["irrelevant_truth_with"] == 1
     assert experiment.compare(measured, switch_in=6)["after_switch_in"] is None  # past the comparison
     assert experiment.compare(measured)["after_switch_in"] is None  # never switched in
+
+
+def baseline_pairs(repo, topic):
+    """(source, target, relevant) of every stored link (u, v) with u fetched before v, both fetched, v
+    labelled by its stored verdict: what the offline apprentice may learn from, computed independently."""
+    pairs = set()
+    documents = repo.db.execute(
+        "SELECT id, url, final_url, topic, accepted FROM documents WHERE duplicate_of IS NULL ORDER BY id"
+    ).fetchall()
+    for doc_id, url, final_url, doc_topic, accepted in documents:
+        relevant = bool(accepted) and doc_topic is not None and in_subtree(doc_topic, topic)
+        for (source,) in repo.db.execute(
+            "SELECT DISTINCT d.final_url FROM links l JOIN documents d ON l.source_id = d.id "
+            "WHERE l.kind = 'a' AND d.duplicate_of IS NULL AND d.id < ? AND l.target_url IN (?, ?) "
+            "AND d.final_url NOT IN (?, ?)",
+            (doc_id, url, final_url, url, final_url),
+        ):
+            pairs.add((source, final_url, relevant))
+    return pairs
+
+
+@pytest.mark.slow
+def test_offline_apprentice_learns_only_the_baseline_crawls_links_labelled_by_the_critic(monkeypatch, capsys):
+    """The default protocol trains on the crawl without the apprentice: every instance must be a stored link
+    between two pages that crawl fetched, labelled by the critic's stored verdict, and the ground truth of
+    the web must not be consulted while training (a leak would make the reduction dishonest)."""
+    seen = {}
+    learn = experiment.learn_from_crawl
+
+    def spy(apprentice, repo, topic):
+        pairs = baseline_pairs(repo, topic)
+        fetched = {url for (url,) in repo.db.execute("SELECT final_url FROM documents")}
+        learnt = []
+        original = apprentice.learn
+
+        def learn_one(link, relevant):
+            learnt.append((link, relevant))
+            original(link, relevant)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(apprentice, "learn", learn_one)
+            patch.setattr(WebLayout, "label_of", lambda *a: pytest.fail("ground truth read in training"))
+            added = learn(apprentice, repo, topic)
+        seen[topic] = {"added": added, "pairs": pairs, "learnt": learnt, "fetched": fetched}
+        return added
+
+    monkeypatch.setattr(experiment, "learn_from_crawl", spy)
+    argv = ["--web", "fixture", "--bookmarks", str(FIXTURE_BOOKMARKS), "--pages", "60"]
+    argv += ["--topics", "Databases"]
+    assert experiment.main([*argv, "--critic-examples", "10", "--retrain-every", "20"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "offline" in report["protocol"]
+    found = seen["Databases"]
+    assert found["learnt"] and found["added"] == len(found["learnt"])
+    assert report["apprentice"]["Databases"]["offline_instances"] == found["added"]
+    assert {link.source for link, _ in found["learnt"]} <= found["fetched"]
+    by_pair = {(source, target): relevant for source, target, relevant in found["pairs"]}
+    assert len(found["learnt"]) == len(by_pair)  # one instance per (u, v), none for unfetched targets
+    labels = sorted(relevant for _, relevant in found["learnt"])
+    assert labels == sorted(by_pair.values())  # the stored critic verdicts, not the ground truth
