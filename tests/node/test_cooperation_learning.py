@@ -10,7 +10,6 @@ import pytest
 
 from crawler.engine import PageVerdict
 from crawler.repository import Repository
-from metamodels.calibration import PlattScaler, fit_platt
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning
@@ -244,55 +243,3 @@ def test_a_meta_build_asks_unmeasured_peers_after_measured_ones_and_never_vetoed
     accuracies = {"good": 0.9, "better": 0.95, "chance": 0.5, "flipped": 0.0}
     community = ["unmeasured", "chance", "good", "flipped", "better"]
     assert learning.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
-
-
-def meta_of(own, *peer_models):
-    """A log-odds-mean meta-classifier of the local model of `own` and the given peer models, each
-    calibrated on `own` and weighed 1 (bypassing the node's checks: the evidence must judge them)."""
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    scalers = [local.scaler]
-    for model in peer_models:
-        scalers.append(fit_platt(model.confidence(own.X), own.labels))
-    return learning.MetaClassifier(
-        models=(local.model, *peer_models),
-        weights=(1.0,) * (1 + len(peer_models)),
-        scalers=tuple(scalers),
-        aggregation=learning.AGREEMENT_AGGREGATION,
-    )
-
-
-def test_label_evidence_scores_only_documents_no_model_with_a_say_was_trained_on(tmp_path):
-    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    meta = meta_of(own, learning.train_local(other))
-    evidence = learning.label_evidence(meta, 0, third)
-    trained = {learning.training_key(i) for m in meta.models for i in m.training_ids}
-    assert evidence.documents == sum(learning.training_key(i) not in trained for i in third.ids) > 0
-    # the reporter's own model left out: no community with a say remains, nothing to compare
-    assert learning.label_evidence(meta, 0, other, leave_out=[1]) == learning.LabelEvidence(0, 0.0, 0.0)
-    pooled = evidence + learning.label_evidence(meta, 0, own)
-    assert pooled.documents >= evidence.documents and pooled.gain_squares >= evidence.gain_squares
-
-
-def test_a_community_that_lowers_the_likelihood_on_peers_labels_loses_its_say(tmp_path):
-    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    good = learning.train_local(other)
-    meta = meta_of(own, good)
-    # a flipped peer that got a say anyway (a confident scaler of its own): the evidence must judge it
-    bad_meta = replace(
-        meta, models=(meta.models[0], flipped(good)), scalers=(meta.scalers[0], PlattScaler(-4.0, 0.0))
-    )
-    worse = learning.label_evidence(bad_meta, 0, third)
-    assert worse.documents > 1 and worse.gain < 0
-    assert learning.community_supported(worse) is False
-    alone = learning.local_alone(bad_meta, 0)
-    assert alone.weights == (1.0, 0.0) and alone.aggregation is None
-
-
-def test_community_support_needs_a_mean_gain_above_its_standard_error():
-    assert learning.community_supported(learning.LabelEvidence(1, 3.0, 9.0)) is None
-    # 100 documents, mean gain 0.05 with standard deviation ~0.3: standard error 0.03, supported
-    assert learning.community_supported(learning.LabelEvidence(100, 5.0, 100 * (0.09 + 0.0025))) is True
-    # the same mean with standard deviation ~1: standard error 0.1, not supported
-    assert learning.community_supported(learning.LabelEvidence(100, 5.0, 100 * (1.0 + 0.0025))) is False
-    assert learning.community_supported(learning.LabelEvidence(100, 5.0, 100 * 1.0025), min_z=0.0) is True
-    assert learning.community_supported(learning.LabelEvidence(3, 0.0, 0.0)) is False
