@@ -39,19 +39,24 @@ class UploadCap:
 
 
 def ask_order(mesh: Iterable[str], neighbours: Iterable[str], origin: str, *, dial_origin: bool) -> list[str]:
-    """Whom one fetch round asks, in order: connected gossip mesh peers of the topic, then the other
-    connected community neighbours, each group shuffled; the origin where it falls among them, else last
-    when `dial_origin` (patience is over, or nobody else could be asked).
+    """Whom one fetch round asks, in order: the origin when connected (the one peer sure to hold the
+    model; past its upload cap it answers "busy" at once), then connected gossip mesh peers of the
+    topic, then the other connected community neighbours, each group shuffled; an unconnected origin
+    last, and only when `dial_origin` (patience is over, or nobody else could be asked).
 
     Random order spreads the askers of one round over the holders instead of herding them at one; the
-    mesh comes first because gossipsub keeps its links open."""
+    mesh comes first because gossipsub keeps its links open. With the origin among the others, its
+    neighbours found it on average half a round late: in the 100-host benchmark the first upload came
+    9 s after the announcement, while 333 requests to peers without the model were answered "none"."""
     neighbours = set(neighbours)
-    near = [p for p in set(mesh) if p in neighbours]
+    near = [p for p in set(mesh) if p in neighbours and p != origin]
     random.shuffle(near)
-    rest = sorted(neighbours.difference(near))
+    rest = sorted(neighbours.difference(near, {origin}))
     random.shuffle(rest)
     order = near + rest
-    if origin not in order and (dial_origin or not order):
+    if origin in neighbours:
+        order.insert(0, origin)
+    elif dial_origin or not order:
         order.append(origin)
     return order
 

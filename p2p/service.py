@@ -302,9 +302,8 @@ class P2PService:
         """Ask one peer for the model; a rule-breaking answer was counted against the peer already."""
         spread = self.spread
         spread.requests += 1
-        if not self.p2p.is_connected(ID.from_base58(peer)):
-            spread.dials += 1
         try:
+            await self._dial(peer)
             model = await self.protocols.fetch_model(peer, topic, version, origin=origin)
         except Refused as exc:
             if exc.reason == "busy":
@@ -327,6 +326,19 @@ class P2PService:
             spread.suppliers[(topic, origin)] = peer
             await self._deliver(model)
         return SERVED
+
+    async def _dial(self, peer: str) -> None:
+        """Connect to an unconnected peer (the origin, after the patience) at the addresses the neighbour
+        list holds, within connect_timeout: a stream to a peer without known addresses failed only after
+        request_timeout, and a slow dial held the fetch for as long."""
+        peer_id = ID.from_base58(peer)
+        if self.p2p.is_connected(peer_id):
+            return
+        self.spread.dials += 1
+        entry = self.membership.neighbours.get(peer)
+        if entry is None or not entry.addrs:
+            raise ProtocolError("no address known for the peer")
+        await self.p2p.connect(peer_id, entry.addrs)
 
     async def _deliver(self, model: SignedModel) -> None:
         """Keep a verified model for relaying and hand it to the node's callbacks."""

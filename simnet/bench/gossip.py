@@ -268,6 +268,15 @@ def spread_figures(services: list) -> dict:
     }
 
 
+def spread_note(services: list) -> str:
+    figures = spread_figures(services)
+    return (
+        f"{figures['model_requests']} model requests, {figures['none_answers']} answered none, "
+        f"{figures['busy_answers']} busy, failed: {figures['failed_fetch_reasons']}, "
+        f"{figures['rounds_of_none']} rounds of none"
+    )
+
+
 async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
     from p2p.codec import encode_frame
     from p2p.dissemination import SpreadStats
@@ -323,7 +332,7 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                             f"{time.time() - t0:.0f} s: {have} of {peers} peers have the model; "
                             f"bootstrap connections {services[0].peers_online()}, peers with an empty "
                             f"neighbour list {alone}, event loop up to {lag.worst:.1f} s behind, "
-                            f"CPU {cpu_share:.0%} of one core",
+                            f"CPU {cpu_share:.0%} of one core; {spread_note(services)}",
                             file=sys.stderr,
                         )
                 sent = [sum(s.protocols.bytes_out.values()) for s in services]
@@ -335,13 +344,10 @@ async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
                 nursery.cancel_scope.cancel()
     except trio.TooSlowError:
         have = sum(a.got_at is not None for a in arrivals.values())
-        figures = spread_figures(services)
         raise BenchTimeout(
             f"no result within --timeout {timeout:.0f} s; it ran out while {stage}, "
             f"{have} of {peers} peers had the model, event loop up to {lag.worst:.1f} s behind; "
-            f"{figures['model_requests']} model requests, {figures['none_answers']} answered none, "
-            f"{figures['busy_answers']} busy, {sum(count.messages for count in gossip)} gossip messages "
-            f"published, failed: {figures['failed_fetch_reasons']}"
+            f"{spread_note(services)}; {sum(count.messages for count in gossip)} gossip messages published"
         ) from None
     key = (TOPIC, publisher.peer_id)
     hops = hops_of({s.peer_id: s.spread.suppliers.get(key) for s in services})

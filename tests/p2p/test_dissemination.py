@@ -29,9 +29,10 @@ def test_the_origin_is_asked_at_once_when_nobody_else_can_be():
     assert ask_order(set(), set(), "origin", dial_origin=False) == ["origin"]
 
 
-def test_a_connected_origin_is_asked_once_like_any_neighbour():
-    order = ask_order({"origin", "a"}, {"origin", "a", "b"}, "origin", dial_origin=True)
-    assert sorted(order) == ["a", "b", "origin"]
+def test_a_connected_origin_is_asked_first_and_once():
+    for dial_origin in (False, True):
+        order = ask_order({"origin", "a"}, {"origin", "a", "b"}, "origin", dial_origin=dial_origin)
+        assert order[0] == "origin" and sorted(order) == ["a", "b", "origin"]
 
 
 def test_askers_of_one_round_spread_over_the_neighbours():
