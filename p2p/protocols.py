@@ -225,17 +225,17 @@ class Protocols:
     async def fetch_model(
         self, peer: str | ID, topic: str, version: int | None = None, origin: str | None = None
     ) -> SignedModel | None:
-        """The model of `topic` (latest or `version`) by `origin`, the peer's own when None, which the peer
-        may relay; signature, origin and version checked (a violation counts against the peer and raises
-        ProtocolError); None if the peer has none."""
-        relayed = origin is not None and origin != str(peer)
-        request = ModelRequest(topic, version, origin if relayed else None)
+        """The model of `topic` (latest or `version`) by `origin`, which the peer may relay (a request naming
+        an origin is a dissemination pull: holders cap those, see `P2PService`), or the peer's own when
+        None (schema 1, which every peer parses); signature, origin and version checked (a violation
+        counts against the peer and raises ProtocolError); None if the peer has none."""
+        request = ModelRequest(topic, version, origin)
         (reply,) = await self.request(peer, MODEL, request, [ModelResponse])
         model = reply.model  # type: ignore[attr-defined]
         if model is None:
             return None
         self._checked(peer, verify_model, model)
-        expected = origin if relayed else str(peer)
+        expected = origin or str(peer)
         if model.payload.origin != expected:
             self._violation(
                 peer, WireError("wrong_origin", f"served a model of {model.payload.origin[:16]}...")

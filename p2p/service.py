@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 import random
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -59,6 +60,8 @@ ModelCallback = Callable[[SignedModel, str], "Awaitable[None] | None"]
 """(the verified model, its origin peer): the origin whichever peer relayed it."""
 ModelFilter = Callable[[str, str, int], bool]
 """(topic, origin peer, announced version) -> whether to fetch that model."""
+PEER_ID_RE = re.compile(r"\b(?:12D3KooW|Qm)[1-9A-HJ-NP-Za-km-z]{20,}")
+"""Peer ids in failure reasons, replaced so that the reasons count by kind."""
 SERVED, NOT_SERVED, BROKE_RULES = "served", "not served", "broke rules"
 """What asking one peer for a model came to."""
 
@@ -219,9 +222,13 @@ class P2PService:
             return False
         if self._holds(topic, origin, version) or not self._wanted(*key):
             return False
-        self._fetching.add(key)
-        if self._nursery is not None:
+        if self._nursery is None:
+            return False
+        try:
             self._nursery.start_soon(self._pull, topic, origin, version)
+        except RuntimeError:  # the service is stopping: a request or announcement came in meanwhile
+            return False
+        self._fetching.add(key)
         return True
 
     def _holds(self, topic: str, origin: str, version: int) -> bool:
@@ -229,10 +236,17 @@ class P2PService:
         return have is not None and have.payload.version >= version
 
     async def _answer_model(self, peer: str, request: ModelRequest) -> list[Message]:
-        """Serve this node's own model, or a received one when the request names its origin (relay), while
-        the upload cap allows; a request for a version not heard of yet starts a pull of it."""
+        """Serve this node's own model, or a received one when the request names its origin (relay).
+
+        A request naming an origin is a dissemination pull and is served while the upload cap allows
+        ("busy" beyond, so the spread becomes a tree); a schema-1 request for this node's own model (the
+        node's direct fetches: a meta session's estimate phase, catching up with a community, peers from
+        before relaying) is served as before, bounded by the per-peer rate limit. A pull for a version
+        not heard of yet starts a pull of it here."""
         topic, version = request.topic, request.version
-        if request.origin is None or request.origin == self.peer_id:
+        if request.origin is None:
+            return [ModelResponse(topic, await self._model_provider(topic, version))]
+        if request.origin == self.peer_id:
             model = await self._model_provider(topic, version)
         else:
             model = self.received.get((topic, request.origin))
@@ -317,7 +331,7 @@ class P2PService:
             if isinstance(cause, WireError) and cause.reason != "closed":
                 spread.failures[cause.reason] += 1
                 return BROKE_RULES
-            spread.failures[exception_reason(cause or exc)] += 1
+            spread.failures[PEER_ID_RE.sub("<peer>", exception_reason(cause or exc))] += 1
             return NOT_SERVED
         if model is None:
             spread.none_answers += 1

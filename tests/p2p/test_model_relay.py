@@ -91,3 +91,22 @@ async def test_a_relay_serving_a_bad_model_is_rejected_counted_and_not_asked_aga
             assert not fetcher.protocols.guard.ledger.is_banned(liar.peer_id)
             relayed = await bystander.protocols.fetch_model(fetcher.peer_id, TOPIC, 2, origin=origin.peer_id)
             assert relayed == signed  # the fetcher keeps serving honest peers
+
+
+@pytest.mark.trio
+async def test_pulls_past_the_upload_cap_are_answered_busy_while_direct_requests_are_served(start_services):
+    from p2p.protocols import Refused
+
+    with trio.fail_after(30):
+        async with start_services(2, dht_enabled=False, model_uploads_per_window=1) as (origin, asker):
+            signed = sign_model(origin.key, model_of(origin))
+            origin.own_models[TOPIC] = {1: signed}
+            await wait_until(lambda: asker.p2p.is_connected(origin.p2p.peer_id))
+            assert (
+                await asker.protocols.fetch_model(origin.peer_id, TOPIC, 1, origin=origin.peer_id) == signed
+            )
+            with pytest.raises(Refused) as refused:
+                await asker.protocols.fetch_model(origin.peer_id, TOPIC, 1, origin=origin.peer_id)
+            assert refused.value.reason == "busy" and origin.spread.busy_refusals == 1
+            assert await asker.protocols.fetch_model(origin.peer_id, TOPIC) == signed  # schema 1: uncapped
+            assert asker.protocols.guard.ledger.record_of(origin.peer_id) is None  # busy is no violation
