@@ -62,6 +62,13 @@ def test_offset_features_of_the_worked_example_count_empty_leaves_and_stem_terms
     ]
 
 
+def test_context_terms_are_features_only_with_their_offsets():
+    features = features_of(example_links()["v1"])
+    terms = {"link", "nhl", "hockey", "recip", "text"}
+    with_terms = [f for f in features if f.rsplit(":", 1)[-1] in terms]
+    assert sorted(with_terms) == sorted(["-1:link", "0:nhl", "0:hockey", "2:recip", "3:text"])
+
+
 def test_tag_path_source_topic_prefixes_confidence_and_host_are_features():
     features = features_of(example_links()["v1"], same_host=False)
     assert {"tag:p/a", "tags:p/a", "src:Sports", "src:Sports/Hockey", "conf:0.7", "host:other"} <= set(
