@@ -38,6 +38,31 @@ class UploadCap:
         return True
 
 
+class UploadCaps:
+    """One `UploadCap` per model (topic, origin): the cap makes each model's spread a tree, and a node
+    holding several topics' models must not have them compete for one cap. In a 4-node devweb community,
+    a single cap of 2 uploads per 10 s across a node's 3 topic models answered about 290 pulls "busy" in
+    one run (model requests 4 KB -> 34 KB, rejects 12 KB: exchanged bytes 0.76% -> 0.96% of crawled)."""
+
+    MAX_MODELS = 4096
+    """Caps remembered at most (forgotten all at once beyond it: a forgotten cap starts empty)."""
+
+    def __init__(self, slots: int, window: float, clock: Callable[[], float]) -> None:
+        self.slots = slots
+        self.window = window
+        self.clock = clock
+        self._caps: dict[tuple[str, str], UploadCap] = {}
+
+    def admit(self, model: tuple[str, str]) -> bool:
+        """Take a slot of `model`'s (topic, origin) cap if one is free now."""
+        cap = self._caps.get(model)
+        if cap is None:
+            if len(self._caps) >= self.MAX_MODELS:
+                self._caps.clear()
+            cap = self._caps[model] = UploadCap(self.slots, self.window, self.clock)
+        return cap.admit()
+
+
 def ask_order(mesh: Iterable[str], neighbours: Iterable[str], origin: str, *, dial_origin: bool) -> list[str]:
     """Whom one fetch round asks, in order: the origin when connected (the one peer sure to hold the
     model; past its upload cap it answers "busy" at once), then connected gossip mesh peers of the

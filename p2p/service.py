@@ -25,7 +25,7 @@ from libp2p.crypto.keys import KeyPair
 from libp2p.peer.id import ID
 
 from p2p.communities import Announcement, Communities, gossip_topic
-from p2p.dissemination import SpreadStats, UploadCap, ask_order
+from p2p.dissemination import SpreadStats, UploadCaps, ask_order
 from p2p.errors import P2PError, WireError
 from p2p.host import P2PHost, exception_reason, start_host
 from p2p.membership import Membership
@@ -80,7 +80,7 @@ class P2PService:
         self.received: dict[tuple[str, str], SignedModel] = {}
         """(topic, origin) -> the newest verified model received: what this node relays."""
         settings = p2p.settings
-        self.uploads = UploadCap(
+        self.uploads = UploadCaps(
             settings.model_uploads_per_window, settings.model_upload_window, trio.current_time
         )
         self.spread = SpreadStats()
@@ -255,7 +255,7 @@ class P2PService:
             learns = model is None and version is not None and topic in self.communities.versions
             if learns and self._heard(topic, request.origin, version):
                 self.spread.heard_from_request += 1
-        if model is not None and not self.uploads.admit():
+        if model is not None and not self.uploads.admit((topic, request.origin)):
             self.spread.busy_refusals += 1
             raise WireError("busy", "at the model upload cap: ask another holder")
         if model is not None:

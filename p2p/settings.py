@@ -67,9 +67,10 @@ class P2PSettings:
     )
     model_uploads_per_window: int = doc(
         2,
-        "Models this node uploads (its own or relayed) to peers pulling an announced model, per "
-        "model_upload_window; beyond, a pull is answered 'busy' and the asker tries another holder, so a "
-        "new model spreads as a tree. Direct requests for the node's own model (schema 1) are not capped.",
+        "Uploads of one model (this node's own or a relayed one; each topic and origin has its own cap) "
+        "to peers pulling it, per model_upload_window; beyond, a pull is answered 'busy' and the asker "
+        "tries another holder, so a new model spreads as a tree. Direct requests for the node's own "
+        "model (schema 1) are not capped.",
     )
     model_upload_window: float = doc(
         10.0, "Seconds over which model_uploads_per_window applies (an upload that dies frees its slot)."

@@ -94,7 +94,9 @@ async def test_a_relay_serving_a_bad_model_is_rejected_counted_and_not_asked_aga
 
 
 @pytest.mark.trio
-async def test_pulls_past_the_upload_cap_are_answered_busy_while_direct_requests_are_served(start_services):
+async def test_pulls_past_a_models_cap_are_answered_busy_while_other_models_and_direct_requests_are_served(
+    start_services,
+):
     from p2p.protocols import Refused
 
     with trio.fail_after(30):
@@ -108,5 +110,11 @@ async def test_pulls_past_the_upload_cap_are_answered_busy_while_direct_requests
             with pytest.raises(Refused) as refused:
                 await asker.protocols.fetch_model(origin.peer_id, TOPIC, 1, origin=origin.peer_id)
             assert refused.value.reason == "busy" and origin.spread.busy_refusals == 1
+            other = sign_model(origin.key, own_model(origin, "other/topic"))
+            origin.own_models["other/topic"] = {1: other}
+            served = await asker.protocols.fetch_model(
+                origin.peer_id, "other/topic", 1, origin=origin.peer_id
+            )
+            assert served == other  # each model has its own cap
             assert await asker.protocols.fetch_model(origin.peer_id, TOPIC) == signed  # schema 1: uncapped
             assert asker.protocols.guard.ledger.record_of(origin.peer_id) is None  # busy is no violation
