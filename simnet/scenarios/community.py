@@ -15,8 +15,9 @@ cooperate (model exchange, pooled results), builds every topic's meta-classifier
 Definitions (ground truth is the web's: `label_of(url)`, the group of the page's site, or of the page on a web
 with page labels):
 - Seeds: every node gets every topic. A topic with m bookmarks gives node i the s = min(m, max(2, ceil(m/N)))
-  bookmarks starting at position floor(i*m/N), cyclically, in file order: different, overlapping subsets (with
-  m < N some nodes share a subset). Bookmarks outside topics (OTHERS, the negatives) go to every node.
+  bookmarks starting at position floor(i*m/N), cyclically, in file order: different, overlapping subsets; a
+  window an earlier node has already grows by the next bookmark until it differs (with m = 3 and N = 4 one
+  node gets all three). Bookmarks outside topics (OTHERS, the negatives) go to every node.
 - Target group of a topic: the majority group of its bookmarks' pages (over the whole file).
 - Filter accuracy: restrictive filtering at loss 0.2 (thesis 3.2.1) of the node's own crawled documents (not
   pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
@@ -85,9 +86,24 @@ MODELS_TIMEOUT = 90.0
 # -- seeds and ground truth -------------------------------------------------------------------------------
 def seed_positions(m: int, node: int, nodes: int) -> list[int]:
     """Which of a topic's m bookmarks (file order) node `node` of `nodes` gets (see the module docstring)."""
+    return seed_position_sets(m, nodes)[node]
+
+
+def seed_position_sets(m: int, nodes: int) -> list[list[int]]:
+    """Every node's bookmark positions: windows of s from floor(i*m/N); a window an earlier node has
+    already grows by the next bookmark until it differs (or is all m), so the nodes learn from different
+    seeds wherever m allows. Fewer bookmarks than nodes used to give two nodes the same window, and those
+    two then held near-copies of one model."""
     share = min(m, max(MIN_SEEDS, math.ceil(m / nodes)))
-    start = (node * m) // nodes
-    return sorted({(start + r) % m for r in range(share)})
+    subsets: list[list[int]] = []
+    for node in range(nodes):
+        start, size = (node * m) // nodes, share
+        window = sorted({(start + r) % m for r in range(size)})
+        while window in subsets and size < m:
+            size += 1
+            window = sorted({(start + r) % m for r in range(size)})
+        subsets.append(window)
+    return subsets
 
 
 def seed_subset(html: str, node: int, nodes: int) -> str:
