@@ -5,7 +5,8 @@ model's signed confidence (the thesis's experiments) or its decision in {+1, -1}
 decides the (1 - L) share of documents with the largest |sum| by sign and dismisses the rest. The whole
 meta-classifier is plain data: the base models' dicts, the weights, the thresholds (and, beyond the
 thesis, optional per-model Platt scalers and the name of the per-document aggregation its weights were
-chosen for, see `metamodels.robust`), so a peer can ship it to another.
+chosen for, see `metamodels.robust`, or the latent class model that combines them, see
+`metamodels.latent_class`), so a peer can ship it to another.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import scipy.sparse as sp
 
 from metamodels.calibration import PlattScaler
 from metamodels.errors import MetaInputError, ModelFormatError
+from metamodels.latent_class import LatentClass
 from metamodels.meta_functions import threshold_decisions, weighted_sum
 from metamodels.restrictive import loss_targeted_decisions
 from metamodels.robust import AGGREGATIONS
@@ -70,6 +72,7 @@ class MetaClassifier:
     response: Response = "confidence"
     scalers: tuple[PlattScaler | None, ...] | None = None
     aggregation: str | None = None  # a `metamodels.robust` aggregation; None: the combiner's default
+    latent: LatentClass | None = None  # when set, the combination (`metamodels.latent_class`)
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -89,6 +92,10 @@ class MetaClassifier:
         if self.aggregation is not None and self.aggregation not in AGGREGATIONS:
             raise MetaInputError(
                 f"aggregation must be one of {AGGREGATIONS} or None, got {self.aggregation!r}"
+            )
+        if self.latent is not None and max(self.latent.views) >= len(self.models):
+            raise MetaInputError(
+                f"the latent class model reads views {self.latent.views} of {len(self.models)} models"
             )
 
     @classmethod
@@ -122,6 +129,7 @@ class MetaClassifier:
             "response": self.response,
             "scalers": None if self.scalers is None else [s.to_dict() if s else None for s in self.scalers],
             "aggregation": self.aggregation,
+            "latent": None if self.latent is None else self.latent.to_dict(),
         }
 
     @classmethod
@@ -145,6 +153,7 @@ class MetaClassifier:
             response = data["response"]
             raw_scalers = data.get("scalers")
             aggregation = data.get("aggregation")  # absent in dicts written before it existed
+            raw_latent = data.get("latent")  # likewise
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"malformed meta-classifier: {exc}") from exc
         scalers = None
@@ -152,6 +161,9 @@ class MetaClassifier:
             if not isinstance(raw_scalers, list | tuple):  # msgpack decodes arrays as tuples
                 raise ModelFormatError("meta-classifier 'scalers' must be a list or null")
             scalers = tuple(None if s is None else PlattScaler.from_dict(s) for s in raw_scalers)
+        if raw_latent is not None and not isinstance(raw_latent, Mapping):
+            raise ModelFormatError("meta-classifier 'latent' must be a mapping or null")
+        latent = None if raw_latent is None else LatentClass.from_dict(raw_latent)
         try:
             return cls(
                 models=models,
@@ -161,6 +173,7 @@ class MetaClassifier:
                 response=response,
                 scalers=scalers,
                 aggregation=aggregation,
+                latent=latent,
             )
         except MetaInputError as exc:
             raise ModelFormatError(f"inconsistent meta-classifier: {exc}") from exc

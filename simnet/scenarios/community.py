@@ -28,6 +28,9 @@ with page labels):
   abstain on the same number, so they mostly differ in which documents they dismiss). "meta" is the node's
   meta-classifier as stored after the build; "local" is the same pipeline with the node's local model alone
   (its own Platt scaler, weight 1), i.e. what the node decides without peers. Both score the same documents.
+  filter_accuracy_local_latent: the local model alone through the meta-classifier's latent class step,
+  fitted on its one view of the node's own documents (the local model where that finds no two classes):
+  how much of the meta-classifier's gain that step would bring a node without peers.
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
   counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
   classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
@@ -254,8 +257,9 @@ def filter_figures(
     ]
     featurizer = Featurizer(FeatureConfig())
     X = featurizer.transform([text for _, text in docs]) if docs else None
+    own = learning.own_documents(repo, featurizer)
     labels = np.array([label for label, _ in docs])
-    totals = {"local": [0, 0], "meta": [0, 0]}
+    totals = {"local": [0, 0], "meta": [0, 0], "local_latent": [0, 0]}
     changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
     per_topic: dict[str, Any] = {}
     for topic, target in targets.items():
@@ -275,7 +279,8 @@ def filter_figures(
         truth = np.where(labels == target, ACCEPT, -1)
         figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == target))}
         right = {}
-        for name, classifier in (("local", alone), ("meta", meta)):
+        scored = [("local", alone), ("meta", meta), ("local_latent", one_view_latent(alone, own))]
+        for name, classifier in scored:
             decisions = loss_targeted_decisions(learning.meta_scores(classifier, X), loss)
             decided = decisions != ABSTAIN
             correct = int(np.sum(decisions[decided] == truth[decided]))
@@ -294,12 +299,32 @@ def filter_figures(
     return {
         "filter_accuracy_local": totals["local"][0] / totals["local"][1] if totals["local"][1] else None,
         "filter_accuracy_meta": totals["meta"][0] / totals["meta"][1] if totals["meta"][1] else None,
+        "filter_accuracy_local_latent": (
+            totals["local_latent"][0] / totals["local_latent"][1] if totals["local_latent"][1] else None
+        ),
         "filter_documents": len(docs),
         "filter_decided": {name: counts[1] for name, counts in totals.items()},
         "meta_wins": changed[0],
         "meta_losses": changed[1],
         "filter_topics": per_topic,
     }
+
+
+def one_view_latent(alone: Any, own: Any) -> Any:
+    """The local model alone with the meta-classifier's latent class step fitted on its one view of the
+    node's own documents (the local model unchanged where no two-class structure is found): what that
+    step would give a node without peers."""
+    from dataclasses import replace
+
+    from metamodels.latent_class import fit_latent_class
+    from metamodels.robust import capped_log_odds
+    from node.cooperation import learning
+
+    if own.shape[0] == 0:
+        return alone
+    views = capped_log_odds(alone.responses(own), learning.ROBUST.max_accuracy)
+    latent = fit_latent_class(views, [0], 0, learning.MIN_AGREEMENT_DOCUMENTS)
+    return alone if latent is None else replace(alone, latent=latent)
 
 
 def duplicate_results(repo: ReadOnlyRepository) -> int:

@@ -152,7 +152,7 @@ def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that
     assert 0.5 < learning.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
 
 
-def test_with_own_documents_weights_come_from_agreement_with_the_local_model_and_a_flipped_one_has_no_say(
+def test_with_own_documents_and_two_peers_the_meta_is_a_latent_class_model_where_a_flipped_one_has_no_say(
     tmp_path,
 ):
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
@@ -165,7 +165,36 @@ def test_with_own_documents_weights_come_from_agreement_with_the_local_model_and
     unlabelled = crawled_documents(tmp_path)
     members = [local, *peers, bad]
     meta = learning.meta_classifier(members, unlabelled)
-    assert meta.aggregation == learning.AGREEMENT_AGGREGATION
+    assert meta.latent is not None and meta.latent.views == (0, 1, 2)
+    assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
+    assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
+    back = type(meta).from_dict(meta.to_dict())
+    assert np.allclose(learning.meta_scores(back, unlabelled), learning.meta_scores(meta, unlabelled))
+
+
+def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
+    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    another = learning.received_member("p2", 1, learning.train_local(third), own)
+    unlabelled = crawled_documents(tmp_path)
+    copy = replace(peer, origin="p1-copy")
+    meta = learning.meta_classifier([local, peer, copy, another], unlabelled)
+    assert meta.latent is not None and meta.latent.views == (0, 1, 3) and meta.weights[2] == 0.0
+    # without a third distinct view the meta-classifier falls back to agreement weights
+    fallback = learning.meta_classifier([local, peer, copy], unlabelled)
+    assert fallback.latent is None and fallback.aggregation == learning.AGREEMENT_AGGREGATION
+
+
+def test_with_fewer_than_three_views_weights_come_from_agreement_and_a_flipped_one_has_no_say(tmp_path):
+    own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    bad = learning.received_member("bad", 1, flipped(learning.train_local(other)), own)
+    unlabelled = crawled_documents(tmp_path)
+    members = [local, peer, bad]
+    meta = learning.meta_classifier(members, unlabelled)
+    assert meta.latent is None and meta.aggregation == learning.AGREEMENT_AGGREGATION
     assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
     assert meta.weights == tuple(learning.agreement_weights(members, unlabelled))
     assert local.balanced_accuracy is not None and local.balanced_accuracy > 0.5

@@ -1,0 +1,112 @@
+"""The latent class model of several models' log-odds: a threshold found on unlabelled documents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metamodels.errors import ModelFormatError
+from metamodels.latent_class import LatentClass, fit_latent_class
+from metamodels.linear import train_linear_svm
+from metamodels.meta_classifier import MetaClassifier
+from metamodels.restrictive import accuracy, loss_targeted_decisions
+
+
+def views_of(truth: np.ndarray, k: int, seed: int, offset: float = -2.0) -> np.ndarray:
+    """k views independent given the class, every one calibrated elsewhere: its sign threshold lies
+    `offset` too high, so on these documents it rejects most of the positives."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack(
+        [np.where(truth, 1.5, -1.5) + offset + rng.normal(0, 1.0, truth.size) for _ in range(k)]
+    )
+
+
+def filtering_accuracy(scores: np.ndarray, truth: np.ndarray) -> float:
+    return accuracy(loss_targeted_decisions(scores, 0.2), np.where(truth, 1, -1))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_three_miscalibrated_views_filter_better_together_than_any_alone(seed):
+    truth = np.random.default_rng(seed + 10).random(400) < 0.35
+    F = views_of(truth, 3, seed)
+    model = fit_latent_class(F, [0, 1, 2], 0)
+    assert model is not None and model.views == (0, 1, 2)
+    assert model.prior == pytest.approx(truth.mean(), abs=0.06)
+    together = filtering_accuracy(model.log_odds(F), truth)
+    assert together > 0.95
+    assert all(together > filtering_accuracy(F[:, j], truth) + 0.05 for j in range(3))
+
+
+def test_no_model_without_two_classes_or_with_too_few_documents():
+    truth = np.zeros(300, dtype=bool)
+    assert fit_latent_class(views_of(truth, 3, 0), [0, 1, 2], 0) is None  # one class: BIC prefers one
+    few = np.random.default_rng(1).random(20) < 0.5
+    assert fit_latent_class(views_of(few, 3, 1), [0, 1, 2], 0, min_documents=30) is None
+
+
+def test_an_inverted_view_is_dropped_not_repaired_and_a_copy_counts_once():
+    truth = np.random.default_rng(5).random(400) < 0.4
+    F = views_of(truth, 3, 5)
+    with_inverted = np.column_stack([F, -F[:, 1] + np.random.default_rng(6).normal(0, 0.3, truth.size)])
+    model = fit_latent_class(with_inverted, [0, 1, 2, 7], 0)
+    assert model is not None and model.views == (0, 1, 2)
+    with_copy = np.column_stack([F[:, :2], F[:, 1], F[:, 2]])
+    model = fit_latent_class(with_copy, [0, 1, 2, 3], 0)
+    assert model is not None and model.views == (0, 1, 3)
+
+
+def test_the_reference_view_decides_which_class_is_positive():
+    truth = np.random.default_rng(7).random(300) < 0.3
+    F = views_of(truth, 3, 7)
+    model = fit_latent_class(F, [0, 1, 2], 0)
+    assert model is not None and np.all(model.separations() > 0)
+    assert np.mean((model.log_odds(F) > 0) == truth) > 0.9
+    assert fit_latent_class(-F, [0, 1, 2], 0) is not None  # all views flipped: still the reference's sense
+    assert np.mean((fit_latent_class(-F, [0, 1, 2], 0).log_odds(-F) > 0) == ~truth) > 0.9
+
+
+def good_dict() -> dict:
+    return {
+        "views": [0, 1],
+        "prior": 0.3,
+        "means": [[-1.0, -1.0], [1.0, 2.0]],
+        "variances": [[1.0, 1.0], [1.0, 0.5]],
+    }
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"variances": [[1.0, -1.0], [1.0, 0.5]]},
+        {"variances": [[1.0, 0.0], [1.0, 0.5]]},
+        {"means": [[-1.0], [1.0, 2.0]]},
+        {"means": [[-1.0, float("nan")], [1.0, 2.0]]},
+        {"prior": 1.0},
+        {"prior": "much"},
+        {"views": [0, 0]},
+        {"views": [0, -1]},
+        {"views": None},
+    ],
+)
+def test_a_malformed_latent_class_model_is_refused_with_a_clear_error(change):
+    data = {**good_dict(), **change}
+    with pytest.raises(ModelFormatError, match="latent class"):
+        LatentClass.from_dict(data)
+
+
+def test_a_meta_classifier_round_trips_its_latent_model_and_refuses_one_reading_a_missing_model():
+    X = np.random.default_rng(0).random((40, 8))
+    y = (X[:, 0] > 0.5).astype(np.int8)
+    import scipy.sparse as sp
+
+    model = train_linear_svm(sp.csr_matrix(X), y, 1.0)
+    meta = MetaClassifier(
+        models=(model, model), weights=(1.0, 1.0), latent=LatentClass.from_dict(good_dict())
+    )
+    back = MetaClassifier.from_dict(meta.to_dict())
+    assert back.latent == meta.latent
+    broken = meta.to_dict() | {"latent": {**good_dict(), "views": [0, 2], "means": [[0, 0], [1, 1]]}}
+    with pytest.raises(ModelFormatError, match="reads views"):
+        MetaClassifier.from_dict(broken)
+    with pytest.raises(ModelFormatError, match="mapping or null"):
+        MetaClassifier.from_dict(meta.to_dict() | {"latent": [1, 2]})
