@@ -31,6 +31,10 @@ class PlattScaler:
         z = self.a * np.asarray(scores, dtype=float) + self.b
         return np.exp(-np.logaddexp(0.0, z))
 
+    def log_odds(self, scores: np.ndarray | Sequence[float]) -> np.ndarray:
+        """log P / (1 - P): linear in the score, so it does not saturate as the probability does."""
+        return -(self.a * np.asarray(scores, dtype=float) + self.b)
+
     def confidence(self, scores: np.ndarray | Sequence[float]) -> np.ndarray:
         """Signed calibrated confidence 2P - 1 in [-1, 1]: positive means accept, like a raw SVM score."""
         return 2.0 * self.probability(scores) - 1.0

@@ -29,6 +29,7 @@ from metamodels.errors import MetaInputError, ModelFormatError
 
 MIN_PRIOR = 0.01  # a positive class below this share of the documents is no class the fit can trust
 MAX_CORRELATION = 0.99  # views whose log-odds correlate more within a class are one model sent twice
+VARIANCE_FLOOR = 1e-3  # added to every variance of the fit (scikit-learn's reg_covar)
 
 
 @dataclass(frozen=True)
@@ -136,9 +137,9 @@ def _fit(data: np.ndarray, reference: int, seed: int) -> tuple[Any, int] | None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence is checked below
-        two = GaussianMixture(2, covariance_type="diag", reg_covar=1e-3, n_init=3, random_state=seed)
-        two.fit(data)
-        one = GaussianMixture(1, covariance_type="diag", reg_covar=1e-3, random_state=seed).fit(data)
+        options = {"covariance_type": "diag", "reg_covar": VARIANCE_FLOOR, "random_state": seed}
+        two = GaussianMixture(2, n_init=3, **options).fit(data)
+        one = GaussianMixture(1, **options).fit(data)
     if not two.converged_ or two.bic(data) >= one.bic(data):
         return None
     positive = int(np.argmax(two.means_[:, reference]))

@@ -97,14 +97,30 @@ class MetaClassifier:
             raise MetaInputError(
                 f"the latent class model reads views {self.latent.views} of {len(self.models)} models"
             )
+        if self.latent is not None and any(self.scaler(v) is None for v in self.latent.views):
+            raise MetaInputError("every model the latent class model reads needs a Platt scaler")
 
     @classmethod
     def equal_weights(cls, models: Sequence[BaseModel], **options: Any) -> MetaClassifier:
         """All weights 1, as in the thesis's experiments."""
         return cls(models=tuple(models), weights=(1.0,) * len(models), **options)
 
+    def scaler(self, index: int) -> PlattScaler | None:
+        return self.scalers[index] if self.scalers is not None else None
+
     def responses(self, X: sp.spmatrix) -> np.ndarray:
         return base_responses(self.models, X, self.response, self.scalers)
+
+    def view_log_odds(self, X: sp.spmatrix) -> np.ndarray:
+        """The calibrated log-odds of the models the latent class model reads (documents x views)."""
+        if self.latent is None:
+            raise MetaInputError("this meta-classifier has no latent class model")
+        columns = []
+        for view in self.latent.views:
+            scaler = self.scaler(view)
+            assert scaler is not None  # checked when the meta-classifier was made
+            columns.append(scaler.log_odds(self.models[view].confidence(X)))
+        return np.column_stack(columns)
 
     def combined(self, X: sp.spmatrix) -> np.ndarray:
         """sum_i R(m_i, d) * w(m_i): the meta confidence of each document."""

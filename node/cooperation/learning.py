@@ -71,7 +71,6 @@ from metamodels.robust import (
     RobustSettings,
     accuracy_weight,
     anchored_balanced_accuracies,
-    capped_log_odds,
     community_as_one_voter,
     robust_combine,
     silence_weaker_community,
@@ -467,13 +466,11 @@ MIN_VIEWS = 3  # models a latent class meta-classifier needs: the local one and 
 
 
 def member_log_odds(members: Sequence[Member], indices: Sequence[int], X: sp.spmatrix) -> np.ndarray:
-    """Capped log-odds of the members' calibrated confidences on X (documents x members)."""
-    return np.column_stack(
-        [
-            capped_log_odds(members[i].scaler.confidence(members[i].model.confidence(X)), ROBUST.max_accuracy)
-            for i in indices
-        ]
-    )
+    """The members' calibrated log-odds on X (documents x members), uncapped: linear in each model's
+    score, where a cap would pile the confident documents of a class on one value (whose fitted variance
+    then makes any other value look like the other class: on a devweb node, half of a database site's
+    pages were accepted as Mathematics)."""
+    return np.column_stack([members[i].scaler.log_odds(members[i].model.confidence(X)) for i in indices])
 
 
 def latent_meta_classifier(members: Sequence[Member], X: sp.spmatrix) -> MetaClassifier | None:
@@ -540,8 +537,7 @@ def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:
     if X.shape[0] == 0:
         return np.zeros(0)
     if meta.latent is not None:
-        views = capped_log_odds(meta.responses(X)[:, list(meta.latent.views)], ROBUST.max_accuracy)
-        return np.tanh(0.5 * meta.latent.log_odds(views))
+        return np.tanh(0.5 * meta.latent.log_odds(meta.view_log_odds(X)))
     settings = ROBUST if meta.aggregation is None else replace(ROBUST, aggregation=meta.aggregation)
     return robust_combine(meta.responses(X), meta.weights, settings)
 

@@ -317,12 +317,12 @@ def one_view_latent(alone: Any, own: Any) -> Any:
     from dataclasses import replace
 
     from metamodels.latent_class import fit_latent_class
-    from metamodels.robust import capped_log_odds
     from node.cooperation import learning
 
-    if own.shape[0] == 0:
+    scaler = alone.scaler(0)
+    if own.shape[0] == 0 or scaler is None:
         return alone
-    views = capped_log_odds(alone.responses(own), learning.ROBUST.max_accuracy)
+    views = scaler.log_odds(alone.models[0].confidence(own)).reshape(-1, 1)
     latent = fit_latent_class(views, [0], 0, learning.MIN_AGREEMENT_DOCUMENTS)
     return alone if latent is None else replace(alone, latent=latent)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
+from metamodels.calibration import PlattScaler
 from metamodels.errors import ModelFormatError
 from metamodels.latent_class import LatentClass, fit_latent_class
 from metamodels.linear import train_linear_svm
@@ -94,19 +96,21 @@ def test_a_malformed_latent_class_model_is_refused_with_a_clear_error(change):
         LatentClass.from_dict(data)
 
 
-def test_a_meta_classifier_round_trips_its_latent_model_and_refuses_one_reading_a_missing_model():
-    X = np.random.default_rng(0).random((40, 8))
-    y = (X[:, 0] > 0.5).astype(np.int8)
-    import scipy.sparse as sp
-
-    model = train_linear_svm(sp.csr_matrix(X), y, 1.0)
-    meta = MetaClassifier(
-        models=(model, model), weights=(1.0, 1.0), latent=LatentClass.from_dict(good_dict())
-    )
+def test_a_meta_classifier_round_trips_its_latent_model_and_refuses_one_reading_a_missing_view():
+    X = sp.csr_matrix(np.random.default_rng(0).random((40, 8)))
+    y = (X.toarray()[:, 0] > 0.5).astype(np.int8)
+    model = train_linear_svm(X, y, 1.0)
+    scalers = (PlattScaler(a=-2.0, b=0.1), PlattScaler(a=-1.0, b=0.0))
+    latent = LatentClass.from_dict(good_dict())
+    meta = MetaClassifier(models=(model, model), weights=(1.0, 1.0), scalers=scalers, latent=latent)
     back = MetaClassifier.from_dict(meta.to_dict())
     assert back.latent == meta.latent
-    broken = meta.to_dict() | {"latent": {**good_dict(), "views": [0, 2], "means": [[0, 0], [1, 1]]}}
+    assert np.allclose(back.view_log_odds(X), meta.view_log_odds(X))
+    assert np.allclose(meta.view_log_odds(X)[:, 0], -(-2.0 * model.confidence(X) + 0.1))
+    broken = meta.to_dict() | {"latent": {**good_dict(), "views": [0, 2]}}
     with pytest.raises(ModelFormatError, match="reads views"):
         MetaClassifier.from_dict(broken)
+    with pytest.raises(ModelFormatError, match="needs a Platt scaler"):
+        MetaClassifier.from_dict(meta.to_dict() | {"scalers": [scalers[0].to_dict(), None]})
     with pytest.raises(ModelFormatError, match="mapping or null"):
         MetaClassifier.from_dict(meta.to_dict() | {"latent": [1, 2]})
