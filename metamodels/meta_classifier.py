@@ -5,7 +5,7 @@ model's signed confidence (the thesis's experiments) or its decision in {+1, -1}
 decides the (1 - L) share of documents with the largest |sum| by sign and dismisses the rest. The whole
 meta-classifier is plain data: the base models' dicts, the weights, the thresholds (and, beyond the
 thesis, optional per-model Platt scalers and the name of the per-document aggregation its weights were
-chosen for, see `metamodels.robust`, or the latent class model that combines them, see
+chosen for, see `metamodels.robust`, or the latent class models whose unanimous decision it is, see
 `metamodels.latent_class`), so a peer can ship it to another.
 """
 
@@ -72,7 +72,7 @@ class MetaClassifier:
     response: Response = "confidence"
     scalers: tuple[PlattScaler | None, ...] | None = None
     aggregation: str | None = None  # a `metamodels.robust` aggregation; None: the combiner's default
-    latent: LatentClass | None = None  # when set, the combination (`metamodels.latent_class`)
+    latent: tuple[LatentClass, ...] = ()  # when given, the combination: their unanimous decision
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -93,12 +93,13 @@ class MetaClassifier:
             raise MetaInputError(
                 f"aggregation must be one of {AGGREGATIONS} or None, got {self.aggregation!r}"
             )
-        if self.latent is not None and max(self.latent.views) >= len(self.models):
-            raise MetaInputError(
-                f"the latent class model reads views {self.latent.views} of {len(self.models)} models"
-            )
-        if self.latent is not None and any(self.scaler(v) is None for v in self.latent.views):
-            raise MetaInputError("every model the latent class model reads needs a Platt scaler")
+        for voter in self.latent:
+            if max(voter.views) >= len(self.models):
+                raise MetaInputError(
+                    f"a latent class model reads views {voter.views} of {len(self.models)} models"
+                )
+            if any(self.scaler(v) is None for v in voter.views):
+                raise MetaInputError("every model a latent class model reads needs a Platt scaler")
 
     @classmethod
     def equal_weights(cls, models: Sequence[BaseModel], **options: Any) -> MetaClassifier:
@@ -111,12 +112,10 @@ class MetaClassifier:
     def responses(self, X: sp.spmatrix) -> np.ndarray:
         return base_responses(self.models, X, self.response, self.scalers)
 
-    def view_log_odds(self, X: sp.spmatrix) -> np.ndarray:
-        """The calibrated log-odds of the models the latent class model reads (documents x views)."""
-        if self.latent is None:
-            raise MetaInputError("this meta-classifier has no latent class model")
+    def view_log_odds(self, X: sp.spmatrix, voter: LatentClass) -> np.ndarray:
+        """The calibrated log-odds of the models a latent class model reads (documents x views)."""
         columns = []
-        for view in self.latent.views:
+        for view in voter.views:
             scaler = self.scaler(view)
             assert scaler is not None  # checked when the meta-classifier was made
             columns.append(scaler.log_odds(self.models[view].confidence(X)))
@@ -145,7 +144,7 @@ class MetaClassifier:
             "response": self.response,
             "scalers": None if self.scalers is None else [s.to_dict() if s else None for s in self.scalers],
             "aggregation": self.aggregation,
-            "latent": None if self.latent is None else self.latent.to_dict(),
+            "latent": [voter.to_dict() for voter in self.latent],
         }
 
     @classmethod
@@ -177,9 +176,10 @@ class MetaClassifier:
             if not isinstance(raw_scalers, list | tuple):  # msgpack decodes arrays as tuples
                 raise ModelFormatError("meta-classifier 'scalers' must be a list or null")
             scalers = tuple(None if s is None else PlattScaler.from_dict(s) for s in raw_scalers)
-        if raw_latent is not None and not isinstance(raw_latent, Mapping):
-            raise ModelFormatError("meta-classifier 'latent' must be a mapping or null")
-        latent = None if raw_latent is None else LatentClass.from_dict(raw_latent)
+        raw_latent = [] if raw_latent is None else raw_latent
+        if not isinstance(raw_latent, list | tuple) or not all(isinstance(v, Mapping) for v in raw_latent):
+            raise ModelFormatError("meta-classifier 'latent' must be a list of latent class models")
+        latent = tuple(LatentClass.from_dict(voter) for voter in raw_latent)
         try:
             return cls(
                 models=models,

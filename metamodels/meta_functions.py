@@ -95,6 +95,15 @@ def unanimous(results: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
     return np.where(agree, first, ABSTAIN).astype(np.int8)
 
 
+def unanimous_confidence(results: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
+    """The restrictive unanimous rule on signed confidences: where every base method has the same non-zero
+    sign, that sign with the weakest method's magnitude (the least any of them is sure); 0 otherwise, so
+    a loss-targeted filter dismisses disagreements first."""
+    array = _as_results(results)
+    agree = unanimous(array) != ABSTAIN
+    return np.where(agree, np.sign(array[:, 0]) * np.min(np.abs(array), axis=1), 0.0)
+
+
 def weighted_average(
     results: np.ndarray | Sequence[Sequence[float]],
     weights: Sequence[float] | np.ndarray,

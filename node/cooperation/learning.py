@@ -65,7 +65,7 @@ from metamodels.latent_class import fit_latent_class
 from metamodels.linear import Calibration, LinearModel, train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_clustering import apply_models, consensus
-from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT
+from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT, unanimous_confidence
 from metamodels.restrictive import loss_targeted_decisions
 from metamodels.robust import (
     RobustSettings,
@@ -462,7 +462,7 @@ def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] 
     return [float(w) for w in silence_weaker_community(community_as_one_voter(weights, local), local)]
 
 
-MIN_VIEWS = 3  # models a latent class meta-classifier needs: the local one and at least two peers'
+MIN_VIEWS = 2  # models the community's latent class model needs: the local one and at least one peer's
 
 
 def member_log_odds(members: Sequence[Member], indices: Sequence[int], X: sp.spmatrix) -> np.ndarray:
@@ -474,34 +474,40 @@ def member_log_odds(members: Sequence[Member], indices: Sequence[int], X: sp.spm
 
 
 def latent_meta_classifier(members: Sequence[Member], X: sp.spmatrix) -> MetaClassifier | None:
-    """The meta-classifier as a latent class model (`metamodels.latent_class`) of the members' log-odds on
-    the node's own documents X: the local model and every member estimated better than chance there
-    (`anchored_accuracies`), copies of an earlier one left out by the fit; a member's weight is how far
-    its view separates the two classes (0: no say). None with fewer than `MIN_VIEWS` such members or when
-    no two-class structure is found."""
+    """The restrictive meta-classifier of two latent class models (`metamodels.latent_class`) of the
+    members' log-odds on the node's own documents X, deciding where they agree (`unanimous_confidence`):
+    the local model's alone, which moves its threshold to where its own view of the crawl splits, and
+    the community's, of the local model and every member estimated better than chance there
+    (`anchored_accuracies`, copies of an earlier one left out by the fit), when there are `MIN_VIEWS`.
+    A member's weight is how far its view separates the classes (0: no say). Without peers it is the
+    local model's alone; None when neither fits (no two-class structure, too few documents)."""
     accuracies = anchored_accuracies(members, X)
     if accuracies is None:
         return None
     local = next(i for i, m in enumerate(members) if m.local)
     candidates = [local] + [i for i, a in sorted(accuracies.items()) if i != local and a > ROBUST.chance]
-    if len(candidates) < MIN_VIEWS:
-        return None
-    latent = fit_latent_class(member_log_odds(members, candidates, X), candidates, 0, MIN_AGREEMENT_DOCUMENTS)
-    if latent is None or len(latent.views) < MIN_VIEWS:
+    log_odds = member_log_odds(members, candidates, X)
+    voters = [fit_latent_class(log_odds[:, :1], [local], 0, MIN_AGREEMENT_DOCUMENTS)]
+    if len(candidates) >= MIN_VIEWS:
+        community = fit_latent_class(log_odds, candidates, 0, MIN_AGREEMENT_DOCUMENTS)
+        voters.append(community if community is not None and len(community.views) >= MIN_VIEWS else None)
+    fitted = tuple(v for v in voters if v is not None)
+    if not fitted:
         return None
     weights = np.zeros(len(members))
-    weights[list(latent.views)] = np.maximum(latent.separations(), 0.0)
+    for voter in fitted:
+        weights[list(voter.views)] = np.maximum(weights[list(voter.views)], voter.separations())
     return MetaClassifier(
         models=tuple(m.model for m in members),
         weights=tuple(float(w) for w in weights),
         scalers=tuple(m.scaler for m in members),
-        latent=latent,
+        latent=fitted,
     )
 
 
 def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = None) -> MetaClassifier:
     """Eq. 3.13/3.14 over the members. With the node's own unlabelled documents (`own_documents`), the
-    latent class model of the members' views of them (`latent_meta_classifier`); failing that, weighed by
+    latent class models of the members' views of them (`latent_meta_classifier`); failing that, weighed by
     `agreement_weights` and combined by the mean of log-odds; else (or when that cannot be estimated) by
     their measured weights and the trimmed mean. When nothing could be measured the local model decides
     alone (weight 1), as a node without peers would."""
@@ -531,13 +537,14 @@ def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = 
 
 
 def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:
-    """Signed meta confidence per document: the latent class posterior (2P - 1) when the meta-classifier
-    has one, else its aggregation of the calibrated confidences (weighted trimmed mean unless it names
-    another)."""
+    """Signed meta confidence per document: the unanimous decision of its latent class models (2P - 1 of
+    the less sure, 0 where they disagree) when the meta-classifier has them, else its aggregation of the
+    calibrated confidences (weighted trimmed mean unless it names another)."""
     if X.shape[0] == 0:
         return np.zeros(0)
-    if meta.latent is not None:
-        return np.tanh(0.5 * meta.latent.log_odds(meta.view_log_odds(X)))
+    if meta.latent:
+        votes = np.column_stack([voter.log_odds(meta.view_log_odds(X, voter)) for voter in meta.latent])
+        return np.tanh(0.5 * unanimous_confidence(votes))
     settings = ROBUST if meta.aggregation is None else replace(ROBUST, aggregation=meta.aggregation)
     return robust_combine(meta.responses(X), meta.weights, settings)
 

@@ -26,11 +26,11 @@ with page labels):
   documents per topic, filter_decided: decisions over all topics; meta_wins/meta_losses: documents the
   meta-classifier decided right and the local model did not, abstaining or wrong / the reverse; both
   abstain on the same number, so they mostly differ in which documents they dismiss). "meta" is the node's
-  meta-classifier as stored after the build; "local" is the same pipeline with the node's local model alone
-  (its own Platt scaler, weight 1), i.e. what the node decides without peers. Both score the same documents.
-  filter_accuracy_local_latent: the local model alone through the meta-classifier's latent class step,
-  fitted on its one view of the node's own documents (the local model where that finds no two classes):
-  how much of the meta-classifier's gain that step would bring a node without peers.
+  meta-classifier as stored after the build; "local" is what the same build makes of the node's local model
+  alone (`learning.meta_classifier` with no peer models: its Platt scaler from cross-validation on the
+  node's labels, then its own latent class model of the node's documents), i.e. what the node decides
+  without peers. filter_accuracy_local_platt: the local model with its Platt scaler only (the threshold
+  its labels set), as nodes filtered before the latent class step. All score the same documents.
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
   counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
   classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
@@ -246,7 +246,8 @@ def filter_figures(
     from metamodels.restrictive import loss_targeted_decisions
     from node.cooperation import learning, store
 
-    training = {row[0] for row in learning.training_rows(repo)}
+    rows = learning.training_rows(repo)
+    training = {row[0] for row in rows}
     docs = [
         (label, f"{title}\n{text}")
         for url, title, text in repo.db.execute(
@@ -259,7 +260,7 @@ def filter_figures(
     X = featurizer.transform([text for _, text in docs]) if docs else None
     own = learning.own_documents(repo, featurizer)
     labels = np.array([label for label, _ in docs])
-    totals = {"local": [0, 0], "meta": [0, 0], "local_latent": [0, 0]}
+    totals = {"local": [0, 0], "meta": [0, 0], "local_platt": [0, 0]}
     changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
     per_topic: dict[str, Any] = {}
     for topic, target in targets.items():
@@ -279,7 +280,9 @@ def filter_figures(
         truth = np.where(labels == target, ACCEPT, -1)
         figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == target))}
         right = {}
-        scored = [("local", alone), ("meta", meta), ("local_latent", one_view_latent(alone, own))]
+        data = learning.labelled_data(rows, topic, featurizer)
+        member = learning.local_member("local", 0, meta.models[i], data)
+        scored = [("local", learning.meta_classifier([member], own)), ("meta", meta), ("local_platt", alone)]
         for name, classifier in scored:
             decisions = loss_targeted_decisions(learning.meta_scores(classifier, X), loss)
             decided = decisions != ABSTAIN
@@ -299,8 +302,8 @@ def filter_figures(
     return {
         "filter_accuracy_local": totals["local"][0] / totals["local"][1] if totals["local"][1] else None,
         "filter_accuracy_meta": totals["meta"][0] / totals["meta"][1] if totals["meta"][1] else None,
-        "filter_accuracy_local_latent": (
-            totals["local_latent"][0] / totals["local_latent"][1] if totals["local_latent"][1] else None
+        "filter_accuracy_local_platt": (
+            totals["local_platt"][0] / totals["local_platt"][1] if totals["local_platt"][1] else None
         ),
         "filter_documents": len(docs),
         "filter_decided": {name: counts[1] for name, counts in totals.items()},
@@ -308,23 +311,6 @@ def filter_figures(
         "meta_losses": changed[1],
         "filter_topics": per_topic,
     }
-
-
-def one_view_latent(alone: Any, own: Any) -> Any:
-    """The local model alone with the meta-classifier's latent class step fitted on its one view of the
-    node's own documents (the local model unchanged where no two-class structure is found): what that
-    step would give a node without peers."""
-    from dataclasses import replace
-
-    from metamodels.latent_class import fit_latent_class
-    from node.cooperation import learning
-
-    scaler = alone.scaler(0)
-    if own.shape[0] == 0 or scaler is None:
-        return alone
-    views = scaler.log_odds(alone.models[0].confidence(own)).reshape(-1, 1)
-    latent = fit_latent_class(views, [0], 0, learning.MIN_AGREEMENT_DOCUMENTS)
-    return alone if latent is None else replace(alone, latent=latent)
 
 
 def duplicate_results(repo: ReadOnlyRepository) -> int:

@@ -11,6 +11,7 @@ from metamodels.errors import ModelFormatError
 from metamodels.latent_class import LatentClass, fit_latent_class
 from metamodels.linear import train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
+from metamodels.meta_functions import unanimous_confidence
 from metamodels.restrictive import accuracy, loss_targeted_decisions
 
 
@@ -102,15 +103,24 @@ def test_a_meta_classifier_round_trips_its_latent_model_and_refuses_one_reading_
     model = train_linear_svm(X, y, 1.0)
     scalers = (PlattScaler(a=-2.0, b=0.1), PlattScaler(a=-1.0, b=0.0))
     latent = LatentClass.from_dict(good_dict())
-    meta = MetaClassifier(models=(model, model), weights=(1.0, 1.0), scalers=scalers, latent=latent)
+    meta = MetaClassifier(models=(model, model), weights=(1.0, 1.0), scalers=scalers, latent=(latent,))
     back = MetaClassifier.from_dict(meta.to_dict())
     assert back.latent == meta.latent
-    assert np.allclose(back.view_log_odds(X), meta.view_log_odds(X))
-    assert np.allclose(meta.view_log_odds(X)[:, 0], -(-2.0 * model.confidence(X) + 0.1))
-    broken = meta.to_dict() | {"latent": {**good_dict(), "views": [0, 2]}}
+    assert np.allclose(back.view_log_odds(X, latent), meta.view_log_odds(X, latent))
+    assert np.allclose(meta.view_log_odds(X, latent)[:, 0], -(-2.0 * model.confidence(X) + 0.1))
+    broken = meta.to_dict() | {"latent": [{**good_dict(), "views": [0, 2]}]}
     with pytest.raises(ModelFormatError, match="reads views"):
         MetaClassifier.from_dict(broken)
     with pytest.raises(ModelFormatError, match="needs a Platt scaler"):
         MetaClassifier.from_dict(meta.to_dict() | {"scalers": [scalers[0].to_dict(), None]})
-    with pytest.raises(ModelFormatError, match="mapping or null"):
-        MetaClassifier.from_dict(meta.to_dict() | {"latent": [1, 2]})
+    for malformed in ([1, 2], good_dict(), "latent"):
+        with pytest.raises(ModelFormatError, match="list of latent class models"):
+            MetaClassifier.from_dict(meta.to_dict() | {"latent": malformed})
+    older = {k: v for k, v in meta.to_dict().items() if k != "latent"}  # written before it existed
+    assert MetaClassifier.from_dict(older).latent == ()
+
+
+def test_unanimous_confidence_is_the_weaker_common_vote_and_zero_on_disagreement():
+    votes = np.array([[2.0, 0.5], [-1.0, -3.0], [1.0, -1.0], [0.0, 2.0]])
+    assert unanimous_confidence(votes).tolist() == [0.5, -1.0, 0.0, 0.0]
+    assert unanimous_confidence(votes[:, :1]).tolist() == [2.0, -1.0, 1.0, 0.0]

@@ -152,7 +152,7 @@ def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that
     assert 0.5 < learning.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
 
 
-def test_with_own_documents_and_two_peers_the_meta_is_a_latent_class_model_where_a_flipped_one_has_no_say(
+def test_with_two_peers_the_meta_is_unanimous_latent_class_models_and_a_flipped_one_has_no_say(
     tmp_path,
 ):
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
@@ -165,11 +165,18 @@ def test_with_own_documents_and_two_peers_the_meta_is_a_latent_class_model_where
     unlabelled = crawled_documents(tmp_path)
     members = [local, *peers, bad]
     meta = learning.meta_classifier(members, unlabelled)
-    assert meta.latent is not None and meta.latent.views == (0, 1, 2)
+    assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 2)]
     assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
     assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
     back = type(meta).from_dict(meta.to_dict())
     assert np.allclose(learning.meta_scores(back, unlabelled), learning.meta_scores(meta, unlabelled))
+    # the unanimous rule: where the local model's own latent class model and the community's disagree,
+    # the meta confidence is 0 (dismissed first); where they agree, the less sure one's
+    votes = np.column_stack([v.log_odds(meta.view_log_odds(unlabelled, v)) for v in meta.latent])
+    scores = learning.meta_scores(meta, unlabelled)
+    agree = np.sign(votes[:, 0]) == np.sign(votes[:, 1])
+    assert np.all(scores[~agree] == 0.0)
+    assert np.allclose(np.abs(scores[agree]), np.tanh(0.5 * np.abs(votes[agree]).min(axis=1)))
 
 
 def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
@@ -180,25 +187,32 @@ def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
     unlabelled = crawled_documents(tmp_path)
     copy = replace(peer, origin="p1-copy")
     meta = learning.meta_classifier([local, peer, copy, another], unlabelled)
-    assert meta.latent is not None and meta.latent.views == (0, 1, 3) and meta.weights[2] == 0.0
-    # without a third distinct view the meta-classifier falls back to agreement weights
-    fallback = learning.meta_classifier([local, peer, copy], unlabelled)
-    assert fallback.latent is None and fallback.aggregation == learning.AGREEMENT_AGGREGATION
+    assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 3)] and meta.weights[2] == 0.0
+    pair = learning.meta_classifier([local, peer, copy], unlabelled)
+    assert [voter.views for voter in pair.latent] == [(0,), (0, 1)] and pair.weights[2] == 0.0
 
 
-def test_with_fewer_than_three_views_weights_come_from_agreement_and_a_flipped_one_has_no_say(tmp_path):
+def test_without_peers_the_local_model_moves_its_threshold_to_where_its_view_of_the_crawl_splits(tmp_path):
+    own = labelled(tmp_path, 0)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    unlabelled = crawled_documents(tmp_path)
+    meta = learning.meta_classifier([local], unlabelled)
+    assert [voter.views for voter in meta.latent] == [(0,)]
+    log_odds = local.scaler.log_odds(local.model.confidence(unlabelled))
+    posterior = meta.latent[0].log_odds(log_odds.reshape(-1, 1))
+    assert np.array_equal(np.sign(learning.meta_scores(meta, unlabelled)), np.sign(posterior))
+    assert learning.meta_classifier([local]).latent == ()  # without the node's documents: Platt alone
+
+
+def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peer = learning.received_member("p1", 1, learning.train_local(other), own)
     bad = learning.received_member("bad", 1, flipped(learning.train_local(other)), own)
     unlabelled = crawled_documents(tmp_path)
-    members = [local, peer, bad]
-    meta = learning.meta_classifier(members, unlabelled)
-    assert meta.latent is None and meta.aggregation == learning.AGREEMENT_AGGREGATION
-    assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
-    assert meta.weights == tuple(learning.agreement_weights(members, unlabelled))
+    weights = learning.agreement_weights([local, peer, bad], unlabelled)
+    assert weights[-1] == 0.0 and all(w > 0 for w in weights[:-1])
     assert local.balanced_accuracy is not None and local.balanced_accuracy > 0.5
-    assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
 
 
 def test_without_own_documents_or_a_local_model_measured_above_chance_the_measured_weights_stay(tmp_path):
@@ -206,11 +220,11 @@ def test_without_own_documents_or_a_local_model_measured_above_chance_the_measur
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peer = learning.received_member("p1", 1, learning.train_local(other), own)
     unlabelled = crawled_documents(tmp_path)
-    assert learning.meta_classifier([local, peer], unlabelled).aggregation == learning.AGREEMENT_AGGREGATION
     unmeasured = replace(local, balanced_accuracy=None)
     for members, documents in (([local, peer], None), ([unmeasured, peer], unlabelled), ([peer], unlabelled)):
         meta = learning.meta_classifier(members, documents)
-        assert meta.aggregation is None and meta.weights == tuple(m.weight for m in members)
+        assert meta.latent == () and meta.aggregation is None
+        assert meta.weights == tuple(m.weight for m in members)
 
 
 def test_a_received_model_sent_twice_has_no_more_say_than_once(tmp_path):
@@ -240,10 +254,13 @@ def test_a_community_weaker_than_the_local_model_on_its_documents_gets_no_say(tm
     unlabelled = crawled_documents(tmp_path)
     alone = learning.agreement_weights([local, weak], unlabelled)
     assert alone[0] > 0 and alone[1] == 0.0
+    # in the latent class meta-classifier a peer can make the node abstain, never decide otherwise
     meta = learning.meta_classifier([local, weak], unlabelled)
-    own_scores = local.scaler.confidence(local.model.confidence(unlabelled))
-    decisions = loss_targeted_decisions(learning.meta_scores(meta, unlabelled), 0.2)
-    assert decisions.tolist() == loss_targeted_decisions(own_scores, 0.2).tolist()
+    alone_scores = learning.meta_scores(learning.meta_classifier([local], unlabelled), unlabelled)
+    scores = learning.meta_scores(meta, unlabelled)
+    decided = scores != 0
+    assert np.array_equal(np.sign(scores[decided]), np.sign(alone_scores[decided]))
+    assert np.all(np.abs(scores) <= np.abs(alone_scores) + 1e-12)
     # beside a good peer the community's voice outweighs the local model, and the weak peer keeps its part
     together = learning.agreement_weights([local, good, weak], unlabelled)
     assert together[1] + together[2] >= together[0] and together[2] > 0
