@@ -371,7 +371,7 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
         "  harvest    share of the node's pages that belong to one of its topics' groups",
         "  accepted   share of the pages fetched for a topic that its classifier accepted",
         "  abstained  share of the topic's documents the meta-model leaves undecided at the loss",
-        "  accuracy   filtering of the pages no model trained on: local model -> meta-model",
+        "  accuracy   filtering of the pages no model trained on: the node alone -> its meta-model",
     ]
     for i, node in enumerate(summary, start=1):
         lines.append(
