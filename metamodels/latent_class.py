@@ -96,12 +96,7 @@ class LatentClass:
 
 
 def fit_latent_class(
-    F: np.ndarray,
-    views: Sequence[int],
-    reference: int,
-    min_documents: int = 30,
-    seed: int = 0,
-    max_prior: float = 1.0 - MIN_PRIOR,
+    F: np.ndarray, views: Sequence[int], reference: int, min_documents: int = 30, seed: int = 0
 ) -> LatentClass | None:
     """The two-class model of the log-odds F (documents x views, column j read from response column
     views[j]); the positive class is the component with the larger mean under the `reference` column.
@@ -110,9 +105,7 @@ def fit_latent_class(
     given the class, so a model sent twice, under a second name or retrained on the same documents, would
     count twice); the rest are fitted again. None when there are fewer than `min_documents` documents,
     when one class explains them as well (BIC), or when the fit is degenerate (no convergence, a class
-    under `MIN_PRIOR`, the reference itself not separating them), or when its positive class claims more
-    of the documents than `max_prior` (a caller that knows how many cannot be on topic says so: two classes
-    are the wrong model where the documents hold a third, and the fit then merges it with the topic)."""
+    under `MIN_PRIOR`, the reference itself not separating them)."""
     F = np.asarray(F, dtype=float)
     columns = list(range(F.shape[1])) if F.ndim == 2 else []
     if not columns or len(views) != len(columns) or F.shape[0] < min_documents:
@@ -121,7 +114,7 @@ def fit_latent_class(
         raise MetaInputError("log-odds must be finite and the reference one of the columns")
     while columns:
         fitted = _fit(F[:, columns], columns.index(reference), seed)
-        if fitted is None or fitted[0].weights_[fitted[1]] > max_prior:
+        if fitted is None:
             return None
         two, positive = fitted
         order = [1 - positive, positive]

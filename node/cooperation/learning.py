@@ -167,24 +167,6 @@ def own_documents(repo: Repository, featurizer: Featurizer, limit: int = 1000) -
     return sp.csr_matrix(featurizer.transform([f"{title}\n{text}" for title, text in rows]))
 
 
-def filed_elsewhere(repo: Repository, topic: str, limit: int = 1000) -> float:
-    """Share of the node's newest own documents (those `own_documents` reads) that its crawler filed under
-    another of its topics (neither in the topic's subtree nor above it): documents the node itself holds
-    to be off this topic, so a latent class model claiming more than the rest for it has merged the topic
-    with another (`fit_latent_class`'s max_prior)."""
-    rows = repo.db.execute(
-        "SELECT accepted, topic FROM documents WHERE origin IS NULL AND duplicate_of IS NULL "
-        "AND text IS NOT NULL AND text != '' ORDER BY id DESC LIMIT ?",
-        [limit],
-    ).fetchall()
-    elsewhere = sum(
-        1
-        for accepted, filed in rows
-        if accepted == 1 and filed and not in_subtree(filed, topic) and not in_subtree(topic, filed)
-    )
-    return elsewhere / len(rows) if rows else 0.0
-
-
 def pruned(
     model: LinearModel,
     data: LabelledData,
@@ -494,27 +476,23 @@ def member_log_odds(members: Sequence[Member], indices: Sequence[int], X: sp.spm
     return np.column_stack([members[i].scaler.log_odds(members[i].model.confidence(X)) for i in indices])
 
 
-def latent_meta_classifier(
-    members: Sequence[Member], X: sp.spmatrix, max_share: float = 1.0
-) -> MetaClassifier | None:
+def latent_meta_classifier(members: Sequence[Member], X: sp.spmatrix) -> MetaClassifier | None:
     """The restrictive meta-classifier of two latent class models (`metamodels.latent_class`) of the
     members' log-odds on the node's own documents X, deciding where they agree (`unanimous_confidence`):
     the local model's alone, which moves its threshold to where its own view of the crawl splits, and
     the community's, of the local model and every member estimated better than chance there
     (`anchored_accuracies`, copies of an earlier one left out by the fit), when there are `MIN_VIEWS`.
     A member's weight is how far its view separates the classes (0: no say). Without peers it is the
-    local model's alone; None when neither fits (no two-class structure, too few documents, or a topic
-    claiming more than `max_share` of the documents: see `filed_elsewhere`)."""
+    local model's alone; None when neither fits (no two-class structure, too few documents)."""
     accuracies = anchored_accuracies(members, X)
     if accuracies is None:
         return None
     local = next(i for i, m in enumerate(members) if m.local)
     candidates = [local] + [i for i, a in sorted(accuracies.items()) if i != local and a > ROBUST.chance]
     log_odds = member_log_odds(members, candidates, X)
-    limits = {"min_documents": MIN_AGREEMENT_DOCUMENTS, "max_prior": max_share}
-    voters = [fit_latent_class(log_odds[:, :1], [local], 0, **limits)]
+    voters = [fit_latent_class(log_odds[:, :1], [local], 0, MIN_AGREEMENT_DOCUMENTS)]
     if len(candidates) >= MIN_VIEWS:
-        community = fit_latent_class(log_odds, candidates, 0, **limits)
+        community = fit_latent_class(log_odds, candidates, 0, MIN_AGREEMENT_DOCUMENTS)
         voters.append(community if community is not None and len(community.views) >= MIN_VIEWS else None)
     fitted = tuple(v for v in voters if v is not None)
     if not fitted:
@@ -530,16 +508,14 @@ def latent_meta_classifier(
     )
 
 
-def meta_classifier(
-    members: Sequence[Member], unlabelled: sp.spmatrix | None = None, max_share: float = 1.0
-) -> MetaClassifier:
+def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = None) -> MetaClassifier:
     """Eq. 3.13/3.14 over the members. With the node's own unlabelled documents (`own_documents`), the
     latent class models of the members' views of them (`latent_meta_classifier`); failing that, weighed by
     `agreement_weights` and combined by the mean of log-odds; else (or when that cannot be estimated) by
     their measured weights and the trimmed mean. When nothing could be measured the local model decides
     alone (weight 1), as a node without peers would."""
     if unlabelled is not None:
-        latent = latent_meta_classifier(members, unlabelled, max_share)
+        latent = latent_meta_classifier(members, unlabelled)
         if latent is not None:
             return latent
     scalers = tuple(m.scaler for m in members)

@@ -621,9 +621,8 @@ class Cooperation:
         members = self._members(topic, origins, data)
         if not members:
             return None
-        repo = self._thread_repo()
-        unlabelled = learning.own_documents(repo, self.featurizer)
-        meta = learning.meta_classifier(members, unlabelled, 1.0 - learning.filed_elsewhere(repo, topic))
+        unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
+        meta = learning.meta_classifier(members, unlabelled)
         scores = learning.meta_scores(meta, data.X)
         previous = store.load_meta(self.repo, topic)
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss

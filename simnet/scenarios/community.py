@@ -282,12 +282,7 @@ def filter_figures(
         right = {}
         data = learning.labelled_data(rows, topic, featurizer)
         member = learning.local_member("local", 0, meta.models[i], data)
-        share = 1.0 - learning.filed_elsewhere(repo, topic)
-        scored = [
-            ("local", learning.meta_classifier([member], own, share)),
-            ("meta", meta),
-            ("local_platt", alone),
-        ]
+        scored = [("local", learning.meta_classifier([member], own)), ("meta", meta), ("local_platt", alone)]
         for name, classifier in scored:
             decisions = loss_targeted_decisions(learning.meta_scores(classifier, X), loss)
             decided = decisions != ABSTAIN

@@ -47,13 +47,6 @@ def test_no_model_without_two_classes_or_with_too_few_documents():
     assert fit_latent_class(views_of(few, 3, 1), [0, 1, 2], 0, min_documents=30) is None
 
 
-def test_a_positive_class_claiming_more_documents_than_the_caller_allows_is_no_fit():
-    truth = np.random.default_rng(3).random(400) < 0.35
-    F = views_of(truth, 2, 3)
-    assert fit_latent_class(F, [0, 1], 0, max_prior=0.5) is not None
-    assert fit_latent_class(F, [0, 1], 0, max_prior=0.2) is None
-
-
 def test_an_inverted_view_is_dropped_not_repaired_and_a_copy_counts_once():
     truth = np.random.default_rng(5).random(400) < 0.4
     F = views_of(truth, 3, 5)

@@ -289,14 +289,3 @@ def test_a_meta_build_asks_unmeasured_peers_after_measured_ones_and_never_vetoed
     accuracies = {"good": 0.9, "better": 0.95, "chance": 0.5, "flipped": 0.0}
     community = ["unmeasured", "chance", "good", "flipped", "better"]
     assert learning.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
-
-
-def test_documents_filed_under_another_topic_bound_what_a_topic_may_claim(tmp_path):
-    path = tmp_path / "crawl.sqlite"
-    make_repository(path, 0, crawled=20)  # 20 per topic and 20 others, filed alternately in the two topics
-    with Repository(path) as repo:
-        assert learning.filed_elsewhere(repo, "Databases") == pytest.approx(30 / 60)
-        assert learning.filed_elsewhere(repo, "Mathematics") == pytest.approx(30 / 60)
-        # a subtopic's parent is not another topic: pages filed under Databases may belong to it
-        assert learning.filed_elsewhere(repo, "Databases/SQL") == pytest.approx(30 / 60)
-        assert learning.filed_elsewhere(repo, "Cooking") == pytest.approx(60 / 60)
