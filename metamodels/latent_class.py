@@ -14,7 +14,10 @@ stored devweb runs the local model's one view lifted filtering from 0.90 to 0.94
 nodes); with the community's views as well, to 0.96-0.97. The caller leaves out views not better than
 chance; a view the fit finds inverted (on topic where the reference says off topic) is dropped, never
 repaired, and a view that is a copy of another (within-class correlation above `MAX_CORRELATION`) counts
-once.
+once. Where a crawl holds a third group between the topic and the rest (another of the node's topics, as
+a small one on the fixture web), two classes are the wrong model and the fit can merge that group with
+the topic (a Sysadmin filter at 0.20 where the Platt scaler alone had 1.00); neither more components
+chosen by BIC (devweb 0.955 -> 0.896) nor bounding the topic's share by the crawler's own filing fixed it.
 """
 
 from __future__ import annotations

@@ -179,12 +179,17 @@ def test_with_two_peers_the_meta_is_unanimous_latent_class_models_and_a_flipped_
     assert np.allclose(np.abs(scores[agree]), np.tanh(0.5 * np.abs(votes[agree]).min(axis=1)))
 
 
-def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
+def local_and_two_peers(tmp_path):
+    """A node's local member, two honest peers' members measured on its labels, and its own documents."""
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peer = learning.received_member("p1", 1, learning.train_local(other), own)
     another = learning.received_member("p2", 1, learning.train_local(third), own)
-    unlabelled = crawled_documents(tmp_path)
+    return local, peer, another, crawled_documents(tmp_path)
+
+
+def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
+    local, peer, another, unlabelled = local_and_two_peers(tmp_path)
     copy = replace(peer, origin="p1-copy")
     meta = learning.meta_classifier([local, peer, copy, another], unlabelled)
     assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 3)] and meta.weights[2] == 0.0
@@ -228,11 +233,7 @@ def test_without_own_documents_or_a_local_model_measured_above_chance_the_measur
 
 
 def test_a_received_model_sent_twice_has_no_more_say_than_once(tmp_path):
-    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    another = learning.received_member("p2", 1, learning.train_local(third), own)
-    unlabelled = crawled_documents(tmp_path)
+    local, peer, another, unlabelled = local_and_two_peers(tmp_path)
     once = learning.agreement_weights([local, peer, another], unlabelled)
     twice = learning.agreement_weights([local, peer, replace(peer, origin="p1-copy"), another], unlabelled)
     assert once[0] == twice[0] and once[1] > 0
