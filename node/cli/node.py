@@ -405,7 +405,19 @@ def run_meta_show(args: argparse.Namespace) -> int:
             f"  {_fmt(point['loss']):<6} {_fmt(held_by_loss.get(point['loss'])):<9} {_fmt(point['accuracy'])}"
         )
     print("\n".join(member_lines(answer.get("models") or [])))
+    if answer.get("combination"):  # absent from nodes older than the latent class meta-classifier
+        print(combination_line(answer["combination"]))
     return 0
+
+
+def combination_line(combination: dict[str, Any]) -> str:
+    """How the meta-classifier combines its models, each latent class model with its on-topic share."""
+    voters = []
+    for voter in combination.get("voters") or []:
+        models = "own model" if voter["models"] == ["local"] else f"{len(voter['models'])} models"
+        voters.append(f"{models} ({_fmt(voter['on_topic_share'])} of the pages on topic)")
+    rule = combination.get("rule") or "unknown"
+    return f"  combined by: {rule}" + (f": {'; '.join(voters)}" if voters else "")
 
 
 def member_lines(members: list[dict[str, Any]]) -> list[str]:

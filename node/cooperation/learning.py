@@ -54,6 +54,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -537,6 +538,24 @@ def meta_classifier(members: Sequence[Member], unlabelled: sp.spmatrix | None = 
         weights=tuple(weights),
         scalers=tuple(m.scaler for m in members),
     )
+
+
+def combination(model: Mapping[str, Any] | None, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How a stored meta-classifier (its dict) combines its members, for people: {"rule", "voters"}, each
+    voter the origins of the models it reads and the share of the node's documents it holds on topic."""
+    model = model or {}
+    voters = [
+        {
+            "models": [str(members[v].get("origin")) for v in voter["views"] if v < len(members)],
+            "on_topic_share": float(voter["prior"]),
+        }
+        for voter in model.get("latent") or []
+    ]
+    if voters:
+        rule = "unanimous latent class models" if len(voters) > 1 else "latent class model"
+    else:
+        rule = str(model.get("aggregation") or ROBUST.aggregation)
+    return {"rule": rule, "voters": voters}
 
 
 def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:

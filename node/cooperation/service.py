@@ -931,6 +931,7 @@ class Cooperation:
             "kept": row["kept"],
             "abstained": row["abstained"],
             "models": row["members"],
+            "combination": learning.combination(row["model"], row["members"] or []),
             "build": row["build"],
         }
 

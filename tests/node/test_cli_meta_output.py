@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import node.cli.node as cli_node
+from node.cooperation import learning
 
 BUILD = {
     "topic": "Databases",
@@ -95,3 +96,34 @@ def test_build_with_no_peer_model_prints_no_estimate_from_peers_reports():
     assert first.endswith("its own model alone (no peer model of this topic could be used yet)")
     assert "estimate from peers' reports" not in text
     assert "estimate from peers' reports: accuracy 0.800" in cli_node.build_text(BUILD, META)
+
+
+def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
+    members = [{"origin": "local", "weight": 2.5}, {"origin": "12D3KooWpeer", "weight": 3.1}]
+    model = {
+        "latent": [
+            {"views": [0], "prior": 0.31, "means": [[-2.0], [1.0]], "variances": [[1.0], [1.0]]},
+            {"views": [0, 1], "prior": 0.28, "means": [[-2.0, -1], [1.0, 1]], "variances": [[1, 1], [1, 1]]},
+        ]
+    }
+    combined = learning.combination(model, members)
+    assert combined == {
+        "rule": "unanimous latent class models",
+        "voters": [
+            {"models": ["local"], "on_topic_share": 0.31},
+            {"models": ["local", "12D3KooWpeer"], "on_topic_share": 0.28},
+        ],
+    }
+    assert learning.combination({"aggregation": "log_odds_mean"}, members)["rule"] == "log_odds_mean"
+
+    class Client:
+        def meta(self, topic):
+            return dict(META, models=members, combination=combined)
+
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
+    assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (
+        "  combined by: unanimous latent class models: own model (0.310 of the pages on topic); "
+        "2 models (0.280 of the pages on topic)"
+    )
