@@ -146,14 +146,9 @@ def log_odds_mean(
     total = w.sum()
     if total <= 0:
         return np.zeros(values.shape[0])
-    return np.tanh(0.5 * (capped_log_odds(values, max_accuracy) @ w) / total)
-
-
-def capped_log_odds(confidences: np.ndarray, max_accuracy: float = 0.99) -> np.ndarray:
-    """Log-odds of calibrated confidences (2P - 1), capped at those of `max_accuracy`."""
     cap = math.log(max_accuracy / (1.0 - max_accuracy))
-    values = np.clip(np.asarray(confidences, dtype=float), -1.0 + 1e-15, 1.0 - 1e-15)
-    return np.clip(2.0 * np.arctanh(values), -cap, cap)
+    log_odds = np.clip(2.0 * np.arctanh(np.clip(values, -1.0 + 1e-15, 1.0 - 1e-15)), -cap, cap)
+    return np.tanh(0.5 * (log_odds @ w) / total)
 
 
 def anchored_balanced_accuracies(
