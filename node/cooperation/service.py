@@ -164,7 +164,7 @@ class Cooperation:
         self._db_limiter = trio.CapacityLimiter(1)
         self._metas: dict[str, MetaClassifier] = {}
         # topic -> (meta-classifier, loss, |score| cut-off) of the last full restrictive filtering
-        self._cutoffs: dict[str, tuple[MetaClassifier, float, float]] = {}
+        self._cutoffs: dict[str, tuple[dict[str, MetaClassifier], float, float]] = {}
         # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
         # cross-validation reports (3.15), the newest per reporter; and the model versions they were for
         self._reports: dict[str, dict[tuple[str, int], dict[str, tuple[int, int]]]] = {}
@@ -648,7 +648,8 @@ class Cooperation:
             built_at=time.time(),
         )
         self._metas[topic] = meta
-        kept, abstained = self._apply(topic, meta, loss)
+        kept, abstained = self._apply(topic, loss)
+        self._reapply_siblings(topic)
         return {
             "meta": meta,
             "members": members,
@@ -657,28 +658,43 @@ class Cooperation:
             "abstained": abstained,
         }
 
-    def _apply(self, topic: str, meta: MetaClassifier, loss: float) -> tuple[int, int]:
+    def _apply(self, topic: str, loss: float) -> tuple[int, int]:
+        """Verdicts for the topic's documents by `learning.filtering_scores` at the loss."""
         docs = learning.topic_documents(self.repo, topic)
         if docs.doc_ids.size == 0:
             store.save_meta(self.repo, topic, kept=0, abstained=0)
             return 0, 0
-        scores = learning.meta_scores(meta, self.featurizer.transform(list(docs.texts)))
+        rivals = self._filtering_metas(topic)
+        scores = learning.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
         decisions = loss_targeted_decisions(scores, loss)
-        self._cutoffs[topic] = (meta, loss, learning.abstain_cutoff(scores, decisions))
+        self._cutoffs[topic] = (rivals, loss, learning.abstain_cutoff(scores, decisions))
         kept, abstained = learning.write_verdicts(self.repo, docs.doc_ids, decisions)
         store.save_meta(self.repo, topic, loss=loss, kept=kept, abstained=abstained)
         return kept, abstained
 
-    def _judge_new(self, topic: str, meta: MetaClassifier, loss: float) -> None:
+    def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:
+        """The meta-classifiers filtering the topic reads: its own and its sibling topics'."""
+        siblings = learning.sibling_topics(topic, self._metas)
+        return {t: self._metas[t] for t in [topic, *siblings]}
+
+    def _reapply_siblings(self, topic: str) -> None:
+        """Filter again the sibling topics a new meta-classifier of `topic` competes with."""
+        for sibling in learning.sibling_topics(topic, self._metas):
+            row = store.load_meta(self.repo, sibling)
+            self._apply(sibling, row["loss"] if row else self.settings.default_loss)
+
+    def _judge_new(self, topic: str, loss: float) -> None:
         """Verdicts for the topic's documents without one, against the cut-off of the last full
-        filtering with this meta-classifier and loss (a full filtering when there is none)."""
+        filtering with these meta-classifiers and loss (a full filtering when there is none)."""
         known = self._cutoffs.get(topic)
-        if known is None or known[0] is not meta or known[1] != loss:
-            self._apply(topic, meta, loss)
+        rivals = self._filtering_metas(topic)
+        same = known is not None and known[0].keys() == rivals.keys()
+        if not same or any(known[0][t] is not rivals[t] for t in rivals) or known[1] != loss:
+            self._apply(topic, loss)
             return
         docs = learning.topic_documents(self.repo, topic, unjudged=True)
         if docs.doc_ids.size:
-            scores = learning.meta_scores(meta, self.featurizer.transform(list(docs.texts)))
+            scores = learning.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
             learning.write_verdicts(self.repo, docs.doc_ids, learning.cutoff_decisions(scores, known[2]))
 
     async def judge_new_documents(self) -> list[str]:
@@ -686,11 +702,11 @@ class Cooperation:
         verdicts (kept current each round: peers are offered only the results the filter keeps);
         returns the topics judged again."""
         judged = []
-        for topic, meta in list(self._metas.items()):
+        for topic in list(self._metas):
             if await self._db(store.unjudged, topic):
                 row = await self._db(store.load_meta, topic)
                 loss = row["loss"] if row else self.settings.default_loss
-                await self._work(self._judge_new, topic, meta, loss)
+                await self._work(self._judge_new, topic, loss)
                 judged.append(topic)
         return judged
 
@@ -939,13 +955,11 @@ class Cooperation:
         """Restrictive filtering of the topic's documents at the user's loss; verdicts stored per document."""
         if not 0.0 <= loss < 1.0:
             raise ValueError("loss must lie in [0, 1)")
-        meta = self._metas.get(topic)
-        if meta is None:
+        if topic not in self._metas:
             await self.rebuild_meta(topic)
-            meta = self._metas.get(topic)
-        if meta is None:
+        if topic not in self._metas:
             raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
-        kept, abstained = await self._work(self._apply, topic, meta, loss)
+        kept, abstained = await self._work(self._apply, topic, loss)
         answer = {"topic": topic, "loss": loss, "kept": kept, "abstained": abstained}
         self._publish("meta", answer)
         return answer

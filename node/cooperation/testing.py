@@ -90,24 +90,35 @@ def add_crawled(repo: Repository, node: int, per_topic: int = 20, seed: int = 0)
         for topic in ("Databases", "Mathematics", ""):
             for i in range(per_topic):
                 url = f"http://127.0.0.1/crawl/{node}/{topic or 'others'}/{i}"
-                text = synthetic_text(topic, rng, noise=0.6)
                 filed = topic or ("Databases" if i % 2 else "Mathematics")
-                cursor = db.conn.execute(
-                    "INSERT INTO documents (url, final_url, host, status, title, text, fingerprint, "
-                    "fetched_at, topic, confidence, accepted) "
-                    "VALUES (?, ?, '127.0.0.1', 200, ?, ?, ?, ?, ?, 0.5, 1)",
-                    [
-                        url,
-                        url,
-                        f"{topic} page {i}",
-                        text,
-                        hashlib.blake2b(url.encode()).hexdigest()[:32],
-                        time.time(),
-                        filed,
-                    ],
-                )
-                truth[int(cursor.lastrowid)] = topic
+                text = synthetic_text(topic, rng, noise=0.6)
+                truth[add_document(db, url, f"{topic} page {i}", text, filed)] = topic
     return truth
+
+
+def add_mixed(repo: Repository, filed: str, count: int = 10, seed: int = 0) -> list[int]:
+    """Crawled documents on both topics, from mostly Databases to mostly Mathematics words, all filed in
+    `filed`: pages two sibling topics both accept."""
+    rng = np.random.default_rng(seed)
+    ids = []
+    with repo.transaction() as db:
+        for i in range(count):
+            share = 0.3 + 0.4 * i / max(count - 1, 1)  # of Mathematics words
+            topics = ["Mathematics" if rng.random() < share else "Databases" for _ in range(60)]
+            text = " ".join(str(rng.choice(VOCABULARY[t])) for t in topics)
+            ids.append(add_document(db, f"http://127.0.0.1/mixed/{i}", f"mixed page {i}", text, filed))
+    return ids
+
+
+def add_document(db: Any, url: str, title: str, text: str, filed: str) -> int:
+    """One fetched document filed (accepted) in a topic, inside the caller's transaction; its id."""
+    cursor = db.conn.execute(
+        "INSERT INTO documents (url, final_url, host, status, title, text, fingerprint, "
+        "fetched_at, topic, confidence, accepted) "
+        "VALUES (?, ?, '127.0.0.1', 200, ?, ?, ?, ?, ?, 0.5, 1)",
+        [url, url, title, text, hashlib.blake2b(url.encode()).hexdigest()[:32], time.time(), filed],
+    )
+    return int(cursor.lastrowid)
 
 
 def make_repository(path: Path, node: int, crawled: int = 20) -> dict[int, str]:

@@ -21,16 +21,18 @@ with page labels):
 - Target group of a topic: the majority group of its bookmarks' pages (over the whole file).
 - Filter accuracy: restrictive filtering at loss 0.2 (thesis 3.2.1) of the node's own crawled documents (not
   pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
-  is in the topic's target group), the 20% least confident documents are dismissed, the rest decided by the
-  sign; accuracy = correct / decided, micro-averaged over the topics (filter_documents: the labelled
-  documents per topic, filter_decided: decisions over all topics; meta_wins/meta_losses: documents the
-  meta-classifier decided right and the local model did not, abstaining or wrong / the reverse; both
-  abstain on the same number, so they mostly differ in which documents they dismiss). "meta" is the node's
-  meta-classifier as stored after the build; "local" is what the same build makes of the node's local model
-  alone (`learning.meta_classifier` with no peer models: its Platt scaler from cross-validation on the
-  node's labels, then its own latent class model of the node's documents), i.e. what the node decides
-  without peers. filter_accuracy_local_platt: the local model with its Platt scaler only (the threshold
-  its labels set), as nodes filtered before the latent class step. All score the same documents.
+  is in the topic's target group), ranked as the node filters (`learning.filtering_scores`: the topic's
+  confidence less the strongest claim of a sibling topic's classifier of the same kind), the 20% least
+  confident documents are dismissed, the rest decided by the sign; accuracy = correct / decided,
+  micro-averaged over the topics (filter_documents: the labelled documents per topic, filter_decided:
+  decisions over all topics; meta_wins/meta_losses: documents the meta-classifier decided right and the local
+  model did not, abstaining or wrong / the reverse; both abstain on the same number, so they mostly differ in
+  which documents they dismiss). "meta" is the node's meta-classifier as stored after the build; "local" is
+  what the same build makes of the node's local model alone (`learning.meta_classifier` with no peer models:
+  its Platt scaler from cross-validation on the node's labels, then its own latent class model of the node's
+  documents), i.e. what the node decides without peers. filter_accuracy_local_platt: the local model with its
+  Platt scaler only (the threshold its labels set), as nodes filtered before the latent class step. All score
+  the same documents.
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
   counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
   classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
@@ -260,10 +262,9 @@ def filter_figures(
     X = featurizer.transform([text for _, text in docs]) if docs else None
     own = learning.own_documents(repo, featurizer)
     labels = np.array([label for label, _ in docs])
-    totals = {"local": [0, 0], "meta": [0, 0], "local_platt": [0, 0]}
-    changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
-    per_topic: dict[str, Any] = {}
-    for topic, target in targets.items():
+    classifiers: dict[str, dict[str, MetaClassifier]] = {"local": {}, "meta": {}, "local_platt": {}}
+    members: dict[str, list[dict[str, Any]]] = {}
+    for topic in targets:
         row = store.load_meta(repo, topic) if repo.db["coop_meta"].exists() else None
         if X is None or row is None or not row["model"]:
             continue
@@ -272,19 +273,23 @@ def filter_figures(
         if "local" not in origins:
             continue
         i = origins.index("local")
-        alone = MetaClassifier(
-            models=[meta.models[i]],
-            weights=[1.0],
-            scalers=[meta.scalers[i]] if meta.scalers else None,
-        )
-        truth = np.where(labels == target, ACCEPT, -1)
-        figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == target))}
-        right = {}
         data = learning.labelled_data(rows, topic, featurizer)
         member = learning.local_member("local", 0, meta.models[i], data)
-        scored = [("local", learning.meta_classifier([member], own)), ("meta", meta), ("local_platt", alone)]
-        for name, classifier in scored:
-            decisions = loss_targeted_decisions(learning.meta_scores(classifier, X), loss)
+        classifiers["local"][topic] = learning.meta_classifier([member], own)
+        classifiers["meta"][topic] = meta
+        members[topic] = row["members"]
+        classifiers["local_platt"][topic] = MetaClassifier(
+            models=[meta.models[i]], weights=[1.0], scalers=[meta.scalers[i]] if meta.scalers else None
+        )
+    totals = {name: [0, 0] for name in classifiers}
+    changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
+    per_topic: dict[str, Any] = {}
+    for topic in classifiers["meta"]:
+        truth = np.where(labels == targets[topic], ACCEPT, -1)
+        figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == targets[topic]))}
+        right = {}
+        for name, metas in classifiers.items():
+            decisions = loss_targeted_decisions(learning.filtering_scores(metas, topic, X), loss)
             decided = decisions != ABSTAIN
             correct = int(np.sum(decisions[decided] == truth[decided]))
             totals[name][0] += correct
@@ -296,7 +301,7 @@ def filter_figures(
         changed[0] += figures["meta_wins"]
         changed[1] += figures["meta_losses"]
         figures["meta_members"] = [
-            {"origin": m["origin"], "weight": round(float(m["weight"]), 4)} for m in row["members"]
+            {"origin": m["origin"], "weight": round(float(m["weight"]), 4)} for m in members[topic]
         ]
         per_topic[topic] = figures
     return {

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from metamodels.errors import MetaInputError
@@ -15,6 +16,7 @@ from metamodels.restrictive import (
     filter_topic_tree,
     loss,
     loss_targeted_decisions,
+    sibling_margins,
     threshold_accepts,
 )
 
@@ -91,3 +93,17 @@ def test_tree_filtering_refuses_documents_in_unknown_topics():
 def test_tree_filtering_refuses_cycles():
     with pytest.raises(MetaInputError, match="cycle"):
         filter_topic_tree({"d1": "A"}, {"A": "B", "B": "A"}, lambda topic, docs: [True] * len(docs))
+
+
+def test_a_siblings_stronger_claim_rejects_a_weaker_one_lowers_confidence_and_a_rejection_is_no_claim():
+    own = [0.8, 0.8, 0.8, -0.5]
+    siblings = [np.array([0.9, 0.3, -0.9, 0.2]), np.array([0.1, -0.4, -0.2, 0.6])]
+    assert sibling_margins(own, siblings).tolist() == pytest.approx([-0.1, 0.5, 0.8, -1.1])
+    assert sibling_margins(own, []).tolist() == own
+
+
+def test_sibling_margins_refuse_scores_that_do_not_line_up_or_are_not_finite():
+    with pytest.raises(MetaInputError, match="2 sibling scores for 3 documents"):
+        sibling_margins([0.1, 0.2, 0.3], [np.array([0.1, 0.2])])
+    with pytest.raises(MetaInputError, match="NaN"):
+        sibling_margins([0.1, 0.2], [np.array([0.1, np.nan])])

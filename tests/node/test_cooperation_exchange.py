@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
+import numpy as np
 import pytest
 import trio
 
 from crawler.repository import Repository
 from node.cooperation import store
 from node.cooperation.service import Backoff, Cooperation
-from node.cooperation.testing import make_repository, running_nodes
+from node.cooperation.testing import add_mixed, make_repository, running_nodes
 from p2p.schemas import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
@@ -279,3 +282,47 @@ async def test_a_round_after_a_meta_build_does_not_ask_the_community_about_the_s
         for _ in range(2):  # the first round notes the models held, the second finds them settled
             await Cooperation.gather_reports(a)
         assert sessions.count("Databases") == 1
+
+
+def databases_filtering(coop, path):
+    """(accepted, claimed) per document filed in Databases: whether its verdict is "accepted", and whether
+    the Mathematics meta-classifier claims it more strongly than the Databases one, which accepts it."""
+    with Repository(path) as repo:
+        rows = repo.db.execute(
+            "SELECT title, text, verdict FROM documents WHERE topic = 'Databases' AND origin IS NULL"
+        ).fetchall()
+    texts = [f"{title}\n{text}" for title, text, _ in rows]
+    own, rival = coop.meta_confidence("Databases", texts), coop.meta_confidence("Mathematics", texts)
+    accepted = np.array([verdict == "accepted" for *_, verdict in rows])
+    return accepted, (own > 0) & (rival > own), own > 0
+
+
+@asynccontextmanager
+async def filtered_node_with_mixed_pages(tmp_path):
+    """A node without peers whose Databases folder holds pages on both topics, after a meta build;
+    yields the node and its repository's path."""
+    path = tmp_path / "node0" / "repository.sqlite"
+    async with running_nodes(tmp_path, 1, start=False) as (node,):
+        with Repository(path) as repo:
+            add_mixed(repo, "Databases")
+        await node.build_meta("Databases", loss=0.2)
+        yield node, path
+
+
+@pytest.mark.trio
+async def test_filtering_accepts_a_document_only_where_no_sibling_topic_claims_it_more_strongly(tmp_path):
+    async with filtered_node_with_mixed_pages(tmp_path) as (a, path):
+        accepted, claimed, own_accepts = databases_filtering(a, path)
+        assert claimed.any()  # the fixture holds documents both topics accept
+        assert not (accepted & claimed).any()
+        assert accepted.any() and (accepted <= own_accepts).all()
+
+
+@pytest.mark.trio
+async def test_a_sibling_topics_new_meta_classifier_filters_the_topic_again(tmp_path):
+    async with filtered_node_with_mixed_pages(tmp_path) as (a, path):
+        with Repository(path) as repo:
+            repo.db.execute("UPDATE documents SET verdict = 'accepted' WHERE topic = 'Databases'")
+        await a.rebuild_meta("Mathematics")
+        accepted, claimed, _ = databases_filtering(a, path)
+        assert claimed.any() and not (accepted & claimed).any()

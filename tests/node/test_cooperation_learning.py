@@ -290,3 +290,11 @@ def test_a_meta_build_asks_unmeasured_peers_after_measured_ones_and_never_vetoed
     accuracies = {"good": 0.9, "better": 0.95, "chance": 0.5, "flipped": 0.0}
     community = ["unmeasured", "chance", "good", "flipped", "better"]
     assert learning.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
+
+
+def test_sibling_topics_share_the_parent_and_exclude_ancestors_and_descendants():
+    topics = ["Databases", "Databases/SQL", "Databases/NoSQL", "Databases/SQL/Joins", "Mathematics"]
+    topics.append("Other/SQL")
+    assert learning.sibling_topics("Databases/SQL", topics) == ["Databases/NoSQL"]
+    assert learning.sibling_topics("Databases", topics) == ["Mathematics"]
+    assert learning.sibling_topics("Databases/SQL/Joins", topics) == []
