@@ -64,16 +64,28 @@ class LatentClass:
             raise MetaInputError("variances must be positive")
 
     def log_odds(self, F: np.ndarray) -> np.ndarray:
-        """Posterior log-odds of the positive class for each row of F (documents x views)."""
+        """Posterior log-odds of the positive class for each row of F (documents x views), monotone in
+        every view: between a view's two class means it is the mixture's, beyond them it goes on
+        linearly with the slope it has at the nearer mean. (With unequal variances the Gaussian posterior
+        is quadratic and turns back in the tails: on a devweb node the wider positive class of
+        Mathematics took database pages its model scored lowest of all for Mathematics.)"""
         F = np.asarray(F, dtype=float)
         if F.ndim != 2 or F.shape[1] != len(self.views):
             raise MetaInputError(f"need a (documents x {len(self.views)}) matrix, got shape {F.shape}")
         mean, var = np.asarray(self.means), np.asarray(self.variances)
+        low, high = np.minimum(mean[0], mean[1]), np.maximum(mean[0], mean[1])
+        inside = np.clip(F, low, high)
 
         def log_likelihood(c: int) -> np.ndarray:
-            return -0.5 * np.sum(np.log(2 * np.pi * var[c]) + (F - mean[c]) ** 2 / var[c], axis=1)
+            return -0.5 * np.sum(np.log(2 * np.pi * var[c]) + (inside - mean[c]) ** 2 / var[c], axis=1)
 
-        return math.log(self.prior / (1.0 - self.prior)) + log_likelihood(1) - log_likelihood(0)
+        at_negative, at_positive = (mean[1] - mean[0]) / var[1], (mean[1] - mean[0]) / var[0]  # slopes
+        ordered = mean[0] <= mean[1]
+        slope_below = np.where(ordered, at_negative, at_positive)
+        slope_above = np.where(ordered, at_positive, at_negative)
+        tails = np.minimum(F - low, 0) * slope_below + np.maximum(F - high, 0) * slope_above
+        prior = math.log(self.prior / (1.0 - self.prior))
+        return prior + log_likelihood(1) - log_likelihood(0) + tails.sum(axis=1)
 
     def separations(self) -> np.ndarray:
         """Per view: (positive mean - negative mean) / the classes' pooled standard deviation, how far the

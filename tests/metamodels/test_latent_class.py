@@ -40,6 +40,19 @@ def test_three_miscalibrated_views_filter_better_together_than_any_alone(seed):
     assert all(together > filtering_accuracy(F[:, j], truth) + 0.05 for j in range(3))
 
 
+@pytest.mark.parametrize("means", [((-3.0,), (0.0,)), ((0.0,), (-3.0,))], ids=["ordered", "inverted"])
+def test_log_odds_are_monotone_in_a_view_and_the_mixtures_own_between_the_class_means(means):
+    # the positive class is the wider one: a Gaussian posterior would call the lowest scores positive
+    model = LatentClass(views=(0,), prior=0.4, means=means, variances=((0.2,), (2.0,)))
+    grid = np.linspace(-12.0, 12.0, 481).reshape(-1, 1)
+    steps = np.diff(model.log_odds(grid))
+    assert np.all(steps >= 0) if means[1][0] > means[0][0] else np.all(steps <= 0)
+    x = np.linspace(min(means)[0], max(means)[0], 7).reshape(-1, 1)
+    (m0,), (m1,) = means
+    gaussian = np.log(0.4 / 0.6) - 0.5 * (np.log(2.0 / 0.2) + (x - m1) ** 2 / 2.0 - (x - m0) ** 2 / 0.2)
+    assert np.allclose(model.log_odds(x), gaussian[:, 0])
+
+
 def test_no_model_without_two_classes_or_with_too_few_documents():
     truth = np.zeros(300, dtype=bool)
     assert fit_latent_class(views_of(truth, 3, 0), [0, 1, 2], 0) is None  # one class: BIC prefers one
