@@ -484,12 +484,14 @@ def latent_meta_classifier(members: Sequence[Member], X: sp.spmatrix) -> MetaCla
     the local model's alone, which moves its threshold to where its own view of the crawl splits, and
     the community's, of the local model and every member estimated better than chance there
     (`anchored_accuracies`, copies of an earlier one left out by the fit), when there are `MIN_VIEWS`.
-    A member's weight is how far its view separates the classes (0: no say). Without peers it is the
-    local model's alone; None when neither fits (no two-class structure, too few documents)."""
-    accuracies = anchored_accuracies(members, X)
-    if accuracies is None:
+    A member's weight is how far its view separates the classes (0: no say). Without peers, or when the
+    node's labels are too few to measure its own model (two bookmarks and no archetypes yet), it is the
+    local model's alone (the demo's third node had filtered Databases with its Platt scaler at 0.42-0.47
+    there); None when neither fits (no two-class structure, too few documents)."""
+    local = next((i for i, m in enumerate(members) if m.local), None)
+    if local is None or members[local].scaler is None:
         return None
-    local = next(i for i, m in enumerate(members) if m.local)
+    accuracies = anchored_accuracies(members, X) or {}
     candidates = [local] + [i for i, a in sorted(accuracies.items()) if i != local and a > ROBUST.chance]
     log_odds = member_log_odds(members, candidates, X)
     voters = [fit_latent_class(log_odds[:, :1], [local], 0, MIN_AGREEMENT_DOCUMENTS)]

@@ -209,6 +209,16 @@ def test_without_peers_the_local_model_moves_its_threshold_to_where_its_view_of_
     assert learning.meta_classifier([local]).latent == ()  # without the node's documents: Platt alone
 
 
+def test_a_node_with_too_few_labels_to_measure_its_model_still_moves_its_threshold_by_its_crawl(tmp_path):
+    own = labelled(tmp_path, 0)
+    keep = np.flatnonzero(own.labels == 0).tolist() + np.flatnonzero(own.labels == 1)[:1].tolist()
+    one_bookmark = learning.LabelledData(tuple(own.ids[i] for i in keep), own.X[keep], own.labels[keep])
+    local = learning.local_member("me", 1, learning.train_local(one_bookmark), one_bookmark)
+    assert local.balanced_accuracy is None and local.scaler is not None
+    meta = learning.meta_classifier([local], crawled_documents(tmp_path))
+    assert [voter.views for voter in meta.latent] == [(0,)]
+
+
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     local = learning.local_member("me", 1, learning.train_local(own), own)
@@ -220,16 +230,23 @@ def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
     assert local.balanced_accuracy is not None and local.balanced_accuracy > 0.5
 
 
-def test_without_own_documents_or_a_local_model_measured_above_chance_the_measured_weights_stay(tmp_path):
+def test_without_own_documents_or_a_local_model_the_measured_weights_stay(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    unlabelled = crawled_documents(tmp_path)
-    unmeasured = replace(local, balanced_accuracy=None)
-    for members, documents in (([local, peer], None), ([unmeasured, peer], unlabelled), ([peer], unlabelled)):
+    for members, documents in (([local, peer], None), ([peer], crawled_documents(tmp_path))):
         meta = learning.meta_classifier(members, documents)
         assert meta.latent == () and meta.aggregation is None
         assert meta.weights == tuple(m.weight for m in members)
+
+
+def test_peers_get_no_view_beside_a_local_model_its_labels_cannot_measure(tmp_path):
+    own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    unmeasured = replace(local, balanced_accuracy=None)
+    meta = learning.meta_classifier([unmeasured, peer], crawled_documents(tmp_path))
+    assert [voter.views for voter in meta.latent] == [(0,)] and meta.weights[1] == 0.0
 
 
 def test_a_received_model_sent_twice_has_no_more_say_than_once(tmp_path):
