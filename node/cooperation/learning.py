@@ -585,8 +585,8 @@ def filtering_scores(metas: Mapping[str, MetaClassifier], topic: str, X: sp.spma
     strongest claim of a sibling topic's meta-classifier (`sibling_margins`). One-vs-rest, a topic's
     latent class model of a crawl holding another of the node's topics can take that topic for its own:
     on three stored fixture demos the worst topic filter rose from 0.19 to 0.83 (the node alone's from
-    0.14 to 0.83); on 14 stored devweb runs (56 nodes) the meta-classifier's mean rose by 0.3-0.4 points
-    and the node alone's by 0.7-0.9."""
+    0.14 to 0.83); on 26 stored devweb runs (104 nodes) the node alone's mean rose by 0.4-0.8 points and
+    the meta-classifier's by 0.2-0.6."""
     rivals = [meta_scores(metas[s], X) for s in sibling_topics(topic, metas)]
     return sibling_margins(meta_scores(metas[topic], X), rivals)
 
