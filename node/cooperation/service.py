@@ -948,6 +948,7 @@ class Cooperation:
             "abstained": row["abstained"],
             "models": row["members"],
             "combination": learning.combination(row["model"], row["members"] or []),
+            "sibling_topics": learning.sibling_topics(topic, self._metas),
             "build": row["build"],
         }
 

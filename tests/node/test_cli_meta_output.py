@@ -118,12 +118,14 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
 
     class Client:
         def meta(self, topic):
-            return dict(META, models=members, combination=combined)
+            siblings = ["Mathematics", "Sysadmin"]
+            return dict(META, models=members, combination=combined, sibling_topics=siblings)
 
     monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
     assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
-    last = capsys.readouterr().out.splitlines()[-1]
-    assert last == (
+    combined_line, siblings_line = capsys.readouterr().out.splitlines()[-2:]
+    assert combined_line == (
         "  combined by: unanimous latent class models: own model (0.310 of the pages on topic); "
         "2 models (0.280 of the pages on topic)"
     )
+    assert siblings_line == "  filtered against the claims of its sibling topics: Mathematics, Sysadmin"

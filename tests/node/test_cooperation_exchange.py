@@ -316,6 +316,7 @@ async def test_filtering_accepts_a_document_only_where_no_sibling_topic_claims_i
         assert claimed.any()  # the fixture holds documents both topics accept
         assert not (accepted & claimed).any()
         assert accepted.any() and (accepted <= own_accepts).all()
+        assert (await a.meta("Databases"))["sibling_topics"] == ["Mathematics"]
 
 
 @pytest.mark.trio
