@@ -40,7 +40,7 @@ import math
 import secrets
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,7 +163,8 @@ class Cooperation:
         self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
         self._db_limiter = trio.CapacityLimiter(1)
         self._metas: dict[str, MetaClassifier] = {}
-        # topic -> (meta-classifier, loss, |score| cut-off) of the last full restrictive filtering
+        # topic -> (the meta-classifiers it read: its own and its siblings', loss, |score| cut-off) of the
+        # last full restrictive filtering
         self._cutoffs: dict[str, tuple[dict[str, MetaClassifier], float, float]] = {}
         # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
         # cross-validation reports (3.15), the newest per reporter; and the model versions they were for
@@ -688,8 +689,7 @@ class Cooperation:
         filtering with these meta-classifiers and loss (a full filtering when there is none)."""
         known = self._cutoffs.get(topic)
         rivals = self._filtering_metas(topic)
-        same = known is not None and known[0].keys() == rivals.keys()
-        if not same or any(known[0][t] is not rivals[t] for t in rivals) or known[1] != loss:
+        if known is None or known[1] != loss or not _same_models(known[0], rivals):
             self._apply(topic, loss)
             return
         docs = learning.topic_documents(self.repo, topic, unjudged=True)
@@ -1302,3 +1302,8 @@ def _public_proposal(row: dict[str, Any]) -> dict[str, Any]:
         k: row[k]
         for k in ("id", "topic", "label", "top_terms", "sample_titles", "size", "abstained", "status")
     }
+
+
+def _same_models(a: Mapping[str, MetaClassifier], b: Mapping[str, MetaClassifier]) -> bool:
+    """The same topics with the very same meta-classifier objects (a rebuild makes a new one)."""
+    return a.keys() == b.keys() and all(a[t] is b[t] for t in a)
