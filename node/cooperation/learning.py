@@ -42,6 +42,8 @@ every peer model estimated above chance); the meta-classifier decides where the 
 first where they do not (the thesis's unanimous rule): better than the local model's own on 47 of 68
 stored nodes, equal on 11, worse on 10 (worst -0.005). Where the local model's view shows no two classes
 the community's model decides alone. The agreement weights remain for when no latent class model fits.
+Filtering ranks a topic's documents by `filtering_scores`: the meta confidence less the strongest claim of
+a sibling topic's meta-classifier, as a document is one topic's.
 Functions here read the repository and are meant to run in a worker thread.
 """
 
