@@ -4,8 +4,12 @@ The cooperation layer's own loss/accuracy curve scores the meta-classifier on th
 (bookmarks and archetypes), which its local member was trained on: on those it is right almost always. Here
 the same curve is measured by k-fold cross-validation: for each fold the local member is retrained on the
 other folds, keeps its weight and Platt scaler in the stored meta-classifier, and scores the fold's
-documents; peers' members were trained on their own documents and stay as they are. The curve over all
-folds says how the meta-classifier does on documents none of its local training saw.
+documents; peers' members were trained on their own documents and stay as they are. Documents are scored
+as the node filters them, less the claims of the sibling topics' meta-classifiers (each with its local
+member retrained on the same folds): one-vs-rest, a topic's latent class model, whose threshold suits the
+crawl, accepted other topics' bookmarks and the curve read 0.40 where the node's filtering decides them
+right. The curve over all folds says how the meta-classifier does on documents none of its local
+training saw.
 """
 
 from __future__ import annotations
@@ -23,37 +27,61 @@ MIN_PER_CLASS = 2  # labelled documents of each class needed, so every fold trai
 
 def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = FOLDS) -> dict[str, Any]:
     """{"curve": [{"loss", "accuracy"}], "documents", "folds", "why"}: the stored meta-classifier's
-    accuracy by loss on the node's labelled documents, each scored by a meta-classifier whose local member
-    did not train on it; an empty curve with `why` when it cannot be measured."""
-    from metamodels.meta_classifier import MetaClassifier
+    accuracy by loss on the node's labelled documents, each scored as the node filters
+    (`learning.filtering_scores`, against its sibling topics' meta-classifiers) by meta-classifiers whose
+    local members did not train on it; an empty curve with `why` when it cannot be measured."""
     from node.cooperation import learning, store
 
     row = store.load_meta(repo, topic)
     if row is None or not row.get("model"):
         return _unmeasured(0, folds, "no meta-classifier built yet")
-    meta = MetaClassifier.from_dict(row["model"])
-    data = learning.labelled_data(learning.training_rows(repo), topic, featurizer)
+    rows = learning.training_rows(repo)
+    data = learning.labelled_data(rows, topic, featurizer)
     n = int(data.labels.size)
     if data.positives < MIN_PER_CLASS or data.negatives < MIN_PER_CLASS:
         counts = f"{data.positives} in the topic, {data.negatives} outside"
         return _unmeasured(n, folds, f"too few labelled documents ({counts})")
-    local = next((i for i, m in enumerate(row.get("members") or []) if m.get("origin") == "local"), None)
+    stored = {topic: row}
+    for sibling in learning.sibling_topics(topic, store.meta_topics(repo)):
+        if (sibling_row := store.load_meta(repo, sibling)) is not None and sibling_row.get("model"):
+            stored[sibling] = sibling_row
+    topics = list(stored)
+    labels = {t: learning.topic_labels(rows, t) for t in topics}
     scores = np.zeros(n)
     for train, test in learning.fold_splits(n, folds):
-        fold_meta = meta
-        if local is not None and local < len(meta.models):
-            part = learning.LabelledData(tuple(data.ids[i] for i in train), data.X[train], data.labels[train])
-            model = learning.train_local(part) if _both_classes(part.labels) else None
-            if model is None:
+        metas = {}
+        for t in topics:
+            fold_meta = _without_test_fold(stored[t], data, labels[t], train, t == topic)
+            if fold_meta is None:
                 return _unmeasured(n, folds, "a fold lacks documents of one class")
-            fold_meta = replace(meta, models=(*meta.models[:local], model, *meta.models[local + 1 :]))
-        scores[test] = learning.meta_scores(fold_meta, data.X[test])
+            metas[t] = fold_meta
+        scores[test] = learning.filtering_scores(metas, topic, data.X[test])
     return {
         "curve": learning.loss_curve(scores, data.labels),
         "documents": n,
         "folds": folds,
         "why": "",
     }
+
+
+def _without_test_fold(
+    row: dict[str, Any], data: Any, labels: np.ndarray, train: np.ndarray, required: bool
+) -> Any:
+    """The stored meta-classifier with its local member retrained on the training folds (peers' members
+    trained on their own documents and stay). None when the folds lack a class and the topic is the one
+    measured; a sibling's then keeps its stored local member."""
+    from metamodels.meta_classifier import MetaClassifier
+    from node.cooperation import learning
+
+    meta = MetaClassifier.from_dict(row["model"])
+    local = next((i for i, m in enumerate(row.get("members") or []) if m.get("origin") == "local"), None)
+    if local is None or local >= len(meta.models):
+        return meta
+    part = learning.LabelledData(tuple(data.ids[i] for i in train), data.X[train], labels[train])
+    if not _both_classes(part.labels):
+        return None if required else meta
+    model = learning.train_local(part)
+    return replace(meta, models=(*meta.models[:local], model, *meta.models[local + 1 :]))
 
 
 def _both_classes(labels: np.ndarray) -> bool:

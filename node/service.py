@@ -573,9 +573,11 @@ class NodeService:
 
     async def _held_out(self, topic: str, meta: dict[str, Any]) -> dict[str, Any]:
         """`node.heldout.held_out_curve`, computed again only when the meta-classifier changed."""
+        from node.cooperation import store
         from node.heldout import held_out_curve
 
-        key = json.dumps([meta.get("models"), meta.get("build"), meta.get("curve")], sort_keys=True)
+        built = await self.db(store.meta_topics)  # a sibling's new meta-classifier changes the curve too
+        key = json.dumps([meta.get("models"), meta.get("build"), meta.get("curve"), built], sort_keys=True)
         cached = self._held_out_cache.get(topic)
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -137,12 +137,16 @@ def training_fingerprint(repo: Repository) -> str:
     return f"{count}:{last}"
 
 
+def topic_labels(rows: Sequence[tuple[str, str, int, str]], topic: str) -> np.ndarray:
+    """1 for the training documents of the topic's subtree, 0 for every other one."""
+    inside = [polarity == 1 and in_subtree(t, topic) for _, t, polarity, _ in rows]
+    return np.array(inside, dtype=np.int8)
+
+
 def labelled_data(
     rows: Sequence[tuple[str, str, int, str]], topic: str, featurizer: Featurizer
 ) -> LabelledData:
-    labels = np.array(
-        [int(polarity == 1 and in_subtree(t, topic)) for _, t, polarity, _ in rows], dtype=np.int8
-    )
+    labels = topic_labels(rows, topic)
     X = (
         featurizer.transform([text for *_, text in rows])
         if rows

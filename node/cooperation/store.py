@@ -248,6 +248,14 @@ def load_meta(repo: Repository, topic: str) -> dict[str, Any] | None:
     return row
 
 
+def meta_topics(repo: Repository) -> dict[str, float]:
+    """topic -> when its meta-classifier was built, for every topic that has one."""
+    if not repo.db["coop_meta"].exists():
+        return {}
+    rows = repo.db.execute("SELECT topic, built_at FROM coop_meta WHERE model IS NOT NULL").fetchall()
+    return {topic: float(built_at or 0.0) for topic, built_at in rows}
+
+
 def meta_weights(repo: Repository, topic: str | None = None) -> dict[str, dict[str, float]]:
     """topic -> origin -> the weight the topic's last meta build gave that origin's model (origin "local"
     for the node's own model), for the topics built so far."""
