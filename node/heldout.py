@@ -41,17 +41,16 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
     if data.positives < MIN_PER_CLASS or data.negatives < MIN_PER_CLASS:
         counts = f"{data.positives} in the topic, {data.negatives} outside"
         return _unmeasured(n, folds, f"too few labelled documents ({counts})")
-    stored = {topic: row}
+    stored = {topic: _parsed(row)}
     for sibling in learning.sibling_topics(topic, store.meta_topics(repo)):
         if (sibling_row := store.load_meta(repo, sibling)) is not None and sibling_row.get("model"):
-            stored[sibling] = sibling_row
-    topics = list(stored)
-    labels = {t: learning.topic_labels(rows, t) for t in topics}
+            stored[sibling] = _parsed(sibling_row)
+    labels = {t: learning.topic_labels(rows, t) for t in stored}
     scores = np.zeros(n)
     for train, test in learning.fold_splits(n, folds):
         metas = {}
-        for t in topics:
-            fold_meta = _without_test_fold(stored[t], data, labels[t], train, t == topic)
+        for t, (meta, local) in stored.items():
+            fold_meta = _without_test_fold(meta, local, data, labels[t], train, t == topic)
             if fold_meta is None:
                 return _unmeasured(n, folds, "a fold lacks documents of one class")
             metas[t] = fold_meta
@@ -64,18 +63,24 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
     }
 
 
-def _without_test_fold(
-    row: dict[str, Any], data: Any, labels: np.ndarray, train: np.ndarray, required: bool
-) -> Any:
-    """The stored meta-classifier with its local member retrained on the training folds (peers' members
-    trained on their own documents and stay). None when the folds lack a class and the topic is the one
-    measured; a sibling's then keeps its stored local member."""
+def _parsed(row: dict[str, Any]) -> tuple[Any, int | None]:
+    """A stored meta-classifier and the index of its local member (None without one)."""
     from metamodels.meta_classifier import MetaClassifier
-    from node.cooperation import learning
 
     meta = MetaClassifier.from_dict(row["model"])
     local = next((i for i, m in enumerate(row.get("members") or []) if m.get("origin") == "local"), None)
-    if local is None or local >= len(meta.models):
+    return meta, local if local is not None and local < len(meta.models) else None
+
+
+def _without_test_fold(
+    meta: Any, local: int | None, data: Any, labels: np.ndarray, train: np.ndarray, required: bool
+) -> Any:
+    """The meta-classifier with its local member retrained on the training folds (peers' members trained
+    on their own documents and stay). None when the folds lack a class and the topic is the one measured;
+    a sibling's then keeps its stored local member."""
+    from node.cooperation import learning
+
+    if local is None:
         return meta
     part = learning.LabelledData(tuple(data.ids[i] for i in train), data.X[train], labels[train])
     if not _both_classes(part.labels):

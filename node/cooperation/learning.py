@@ -587,14 +587,20 @@ def sibling_topics(topic: str, topics: Iterable[str]) -> list[str]:
 
 
 def filtering_scores(metas: Mapping[str, MetaClassifier], topic: str, X: sp.spmatrix) -> np.ndarray:
-    """What restrictive filtering ranks the documents X by for a topic: its meta confidence less the
-    strongest claim of a sibling topic's meta-classifier (`sibling_margins`). One-vs-rest, a topic's
-    latent class model of a crawl holding another of the node's topics can take that topic for its own:
-    on three stored fixture demos the worst topic filter rose from 0.19 to 0.83 (the node alone's from
-    0.14 to 0.83); on 26 stored devweb runs (104 nodes) the node alone's mean rose by 0.4-0.8 points and
-    the meta-classifier's by 0.2-0.6."""
-    rivals = [meta_scores(metas[s], X) for s in sibling_topics(topic, metas)]
-    return sibling_margins(meta_scores(metas[topic], X), rivals)
+    """What restrictive filtering ranks the documents X by for a topic (`filtering_margins` of the
+    meta-classifiers' scores)."""
+    scores = {t: meta_scores(metas[t], X) for t in [topic, *sibling_topics(topic, metas)]}
+    return filtering_margins(scores, topic)
+
+
+def filtering_margins(scores: Mapping[str, np.ndarray], topic: str) -> np.ndarray:
+    """A topic's meta confidences (scores: topic -> `meta_scores` of the same documents) less the
+    strongest claim of a sibling topic (`sibling_margins`). One-vs-rest, a topic's latent class model of
+    a crawl holding another of the node's topics can take that topic for its own: on three stored fixture
+    demos the worst topic filter rose from 0.19 to 0.83 (the node alone's from 0.14 to 0.83); on 26 stored
+    devweb runs (104 nodes) the node alone's mean rose by 0.4-0.8 points and the meta-classifier's by
+    0.2-0.6."""
+    return sibling_margins(scores[topic], [scores[s] for s in sibling_topics(topic, scores)])
 
 
 def decision_accuracy(scores: np.ndarray, labels: np.ndarray, loss: float) -> float | None:

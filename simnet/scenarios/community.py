@@ -281,6 +281,10 @@ def filter_figures(
         classifiers["local_platt"][topic] = MetaClassifier(
             models=[meta.models[i]], weights=[1.0], scalers=[meta.scalers[i]] if meta.scalers else None
         )
+    scores = {
+        name: {topic: learning.meta_scores(meta, X) for topic, meta in metas.items()}
+        for name, metas in classifiers.items()
+    }
     totals = {name: [0, 0] for name in classifiers}
     changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
     per_topic: dict[str, Any] = {}
@@ -288,8 +292,8 @@ def filter_figures(
         truth = np.where(labels == targets[topic], ACCEPT, -1)
         figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == targets[topic]))}
         right = {}
-        for name, metas in classifiers.items():
-            decisions = loss_targeted_decisions(learning.filtering_scores(metas, topic, X), loss)
+        for name, scored in scores.items():
+            decisions = loss_targeted_decisions(learning.filtering_margins(scored, topic), loss)
             decided = decisions != ABSTAIN
             correct = int(np.sum(decisions[decided] == truth[decided]))
             totals[name][0] += correct
