@@ -623,7 +623,7 @@ class Cooperation:
         if not members:
             return None
         unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
-        meta = learning.meta_classifier(members, unlabelled)
+        meta = learning.meta_classifier(members, unlabelled, data)
         scores = learning.meta_scores(meta, data.X)
         previous = store.load_meta(self.repo, topic)
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss

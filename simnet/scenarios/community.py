@@ -275,7 +275,7 @@ def filter_figures(
         i = origins.index("local")
         data = learning.labelled_data(rows, topic, featurizer)
         member = learning.local_member("local", 0, meta.models[i], data)
-        classifiers["local"][topic] = learning.meta_classifier([member], own)
+        classifiers["local"][topic] = learning.meta_classifier([member], own, data)
         classifiers["meta"][topic] = meta
         members[topic] = row["members"]
         classifiers["local_platt"][topic] = MetaClassifier(

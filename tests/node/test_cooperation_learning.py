@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from crawler.engine import PageVerdict
 from crawler.repository import Repository
@@ -217,6 +218,30 @@ def test_a_node_with_too_few_labels_to_measure_its_model_still_moves_its_thresho
     assert local.balanced_accuracy is None and local.scaler is not None
     meta = learning.meta_classifier([local], crawled_documents(tmp_path))
     assert [voter.views for voter in meta.latent] == [(0,)]
+
+
+def test_a_crawl_split_that_accepts_most_of_the_labelled_negatives_is_not_taken_for_the_topic(tmp_path):
+    # a crawl of the node's negative kind of page, a few on-topic pages and a group scored far below
+    # both: its two classes are that group and everything else, not the topic and the rest
+    own = labelled(tmp_path, 0)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    negatives, positives = own.X[own.labels == 0], own.X[own.labels == 1]
+    most_negative = local.model.indices[np.argsort(local.model.weights)[:5]]
+    rows = np.repeat(np.arange(40), most_negative.size)
+    values = 3.0 + 0.05 * rows  # each page made of the terms the model holds most against the topic
+    far_below = sp.csr_matrix((values, (rows, np.tile(most_negative, 40))), shape=(40, own.X.shape[1]))
+    crawl = sp.vstack([negatives] * 4 + [positives, far_below]).tocsr()
+    unchecked = learning.meta_classifier([local], crawl)
+    assert [voter.views for voter in unchecked.latent] == [(0,)]
+    accepted = learning.meta_scores(unchecked, negatives) > 0
+    assert accepted.mean() > 0.5 and learning.splits_off_the_topic(unchecked.latent[0], [local], own)
+    checked = learning.meta_classifier([local], crawl, own)
+    assert checked.latent == ()
+    assert np.all(learning.meta_scores(checked, negatives) < 0)
+    assert np.all(learning.meta_scores(checked, positives) > 0)
+    # a split that is the topic's passes the check
+    usual = learning.meta_classifier([local], crawled_documents(tmp_path), own)
+    assert [voter.views for voter in usual.latent] == [(0,)]
 
 
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
