@@ -48,6 +48,7 @@ class LatentClass:
     prior: float
     means: tuple[tuple[float, ...], tuple[float, ...]]
     variances: tuple[tuple[float, ...], tuple[float, ...]]
+    of_labels: bool = False  # not fitted to a crawl: a view's calibrated log-odds as they are (`labels_view`)
 
     def __post_init__(self) -> None:
         k = len(self.views)
@@ -94,12 +95,13 @@ class LatentClass:
         return (mean[1] - mean[0]) / np.sqrt(var.mean(axis=0))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "views": list(self.views),
             "prior": float(self.prior),
             "means": [list(map(float, row)) for row in self.means],
             "variances": [list(map(float, row)) for row in self.variances],
         }
+        return {**data, "of_labels": True} if self.of_labels else data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LatentClass:
@@ -107,9 +109,19 @@ class LatentClass:
             views = tuple(int(v) for v in data["views"])
             means = tuple(tuple(float(x) for x in row) for row in data["means"])
             variances = tuple(tuple(float(x) for x in row) for row in data["variances"])
-            return cls(views, float(data["prior"]), means, variances)  # type: ignore[arg-type]
+            of_labels = data.get("of_labels", False)
+            if not isinstance(of_labels, bool):
+                raise TypeError(f"of_labels must be true or false, got {of_labels!r}")
+            return cls(views, float(data["prior"]), means, variances, of_labels)  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError, MetaInputError) as exc:
             raise ModelFormatError(f"malformed latent class model: {exc}") from exc
+
+
+def labels_view(view: int) -> LatentClass:
+    """A voter that reads one view's calibrated log-odds as they are: two classes of equal share and
+    variance 2 with means -1 and +1 have posterior log-odds x at x. It stands for the threshold a node's
+    labels set where the crawl shows no two classes of its own model's view (`of_labels`)."""
+    return LatentClass((view,), 0.5, ((-1.0,), (1.0,)), ((2.0,), (2.0,)), of_labels=True)
 
 
 def fit_latent_class(

@@ -417,7 +417,12 @@ def combination_line(combination: dict[str, Any]) -> str:
     voters = []
     for voter in combination.get("voters") or []:
         models = "own model" if voter["models"] == ["local"] else f"{len(voter['models'])} models"
-        voters.append(f"{models} ({_fmt(voter['on_topic_share'])} of the pages on topic)")
+        share = voter.get("on_topic_share")
+        voters.append(
+            f"{models} ({_fmt(share)} of the pages on topic)"
+            if share is not None
+            else f"{models} (its labels' threshold)"
+        )
     rule = combination.get("rule") or "unknown"
     return f"  combined by: {rule}" + (f": {'; '.join(voters)}" if voters else "")
 

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from metamodels.calibration import PlattScaler
 from metamodels.errors import ModelFormatError
-from metamodels.latent_class import LatentClass, fit_latent_class
+from metamodels.latent_class import LatentClass, fit_latent_class, labels_view
 from metamodels.linear import train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_functions import unanimous_confidence
@@ -102,6 +102,7 @@ def good_dict() -> dict:
         {"views": [0, 0]},
         {"views": [0, -1]},
         {"views": None},
+        {"of_labels": "yes"},
     ],
 )
 def test_a_malformed_latent_class_model_is_refused_with_a_clear_error(change):
@@ -131,6 +132,15 @@ def test_a_meta_classifier_round_trips_its_latent_model_and_refuses_one_reading_
             MetaClassifier.from_dict(meta.to_dict() | {"latent": malformed})
     older = {k: v for k, v in meta.to_dict().items() if k != "latent"}  # written before it existed
     assert MetaClassifier.from_dict(older).latent == ()
+
+
+def test_the_labels_view_reads_a_views_calibrated_log_odds_as_they_are_and_round_trips():
+    voter = labels_view(2)
+    x = np.linspace(-6.0, 6.0, 25).reshape(-1, 1)
+    assert np.allclose(voter.log_odds(x), x.ravel())
+    assert voter.views == (2,) and voter.of_labels
+    assert LatentClass.from_dict(voter.to_dict()) == voter
+    assert "of_labels" not in LatentClass.from_dict(good_dict()).to_dict()  # fitted ones stay as they were
 
 
 def test_unanimous_confidence_is_the_weaker_common_vote_and_zero_on_disagreement():

@@ -123,6 +123,11 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
 
     monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
     assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
+    labels_voter = {
+        "rule": "unanimous latent class models",
+        "voters": [{"models": ["local"], "on_topic_share": None}],
+    }
+    assert cli_node.combination_line(labels_voter).endswith("own model (its labels' threshold)")
     combined_line, siblings_line = capsys.readouterr().out.splitlines()[-2:]
     assert combined_line == (
         "  combined by: unanimous latent class models: own model (0.310 of the pages on topic); "

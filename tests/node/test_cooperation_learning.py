@@ -244,6 +244,30 @@ def test_a_crawl_split_that_accepts_most_of_the_labelled_negatives_is_not_taken_
     assert [voter.views for voter in usual.latent] == [(0,)]
 
 
+def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes_beside_the_community(
+    tmp_path, monkeypatch
+):
+    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    another = learning.received_member("p2", 1, learning.train_local(third), own)
+    unlabelled = crawled_documents(tmp_path)
+    dropped_single_views = lambda voter, members, labelled: len(voter.views) == 1  # noqa: E731
+    monkeypatch.setattr(learning, "splits_off_the_topic", dropped_single_views)
+    meta = learning.meta_classifier([local, peer, another], unlabelled, own)
+    assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 2)]
+    assert meta.latent[0].of_labels and not meta.latent[1].of_labels
+    # a peer's model can make the node abstain, never decide otherwise: every decision has the sign the
+    # local model's labels give it
+    platt = local.scaler.log_odds(local.model.confidence(unlabelled))
+    scores = learning.meta_scores(meta, unlabelled)
+    decided = scores != 0
+    assert decided.any() and np.all(np.sign(scores[decided]) == np.sign(platt[decided]))
+    assert (
+        learning.combination(meta.to_dict(), [{"origin": "local"}] * 3)["voters"][0]["on_topic_share"] is None
+    )
+
+
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     local = learning.local_member("me", 1, learning.train_local(own), own)
