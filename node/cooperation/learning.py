@@ -500,9 +500,12 @@ def splits_off_the_topic(
     its labelled negatives, and no figure changed."""
     if labelled is None or labelled.negatives < MIN_CHECKED_NEGATIVES:
         return False
-    negatives = labelled.X[labelled.labels == 0]
-    posterior = voter.log_odds(member_log_odds(members, voter.views, negatives))
-    return bool(np.mean(posterior > 0) > 0.5)
+    return accepts_most(voter, member_log_odds(members, voter.views, labelled.X[labelled.labels == 0]))
+
+
+def accepts_most(voter: LatentClass, log_odds: np.ndarray) -> bool:
+    """Whether the latent class model's posterior is positive for most rows of its views' log-odds."""
+    return bool(np.mean(voter.log_odds(log_odds) > 0) > 0.5)
 
 
 def latent_meta_classifier(

@@ -220,17 +220,24 @@ def test_a_node_with_too_few_labels_to_measure_its_model_still_moves_its_thresho
     assert [voter.views for voter in meta.latent] == [(0,)]
 
 
+def crawl_split_below_the_negatives(model, data: learning.LabelledData) -> sp.csr_matrix:
+    """A crawl of the labelled negatives' kind of page, the labelled positives and a group of pages made of
+    the terms the model holds most against the topic: its two classes are that group and everything else."""
+    most_negative = model.indices[np.argsort(model.weights)[:5]]
+    rows = np.repeat(np.arange(40), most_negative.size)
+    values = 3.0 + 0.05 * rows
+    far_below = sp.csr_matrix((values, (rows, np.tile(most_negative, 40))), shape=(40, data.X.shape[1]))
+    negatives, positives = data.X[data.labels == 0], data.X[data.labels == 1]
+    return sp.vstack([negatives] * 4 + [positives, far_below]).tocsr()
+
+
 def test_a_crawl_split_that_accepts_most_of_the_labelled_negatives_is_not_taken_for_the_topic(tmp_path):
     # a crawl of the node's negative kind of page, a few on-topic pages and a group scored far below
     # both: its two classes are that group and everything else, not the topic and the rest
     own = labelled(tmp_path, 0)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     negatives, positives = own.X[own.labels == 0], own.X[own.labels == 1]
-    most_negative = local.model.indices[np.argsort(local.model.weights)[:5]]
-    rows = np.repeat(np.arange(40), most_negative.size)
-    values = 3.0 + 0.05 * rows  # each page made of the terms the model holds most against the topic
-    far_below = sp.csr_matrix((values, (rows, np.tile(most_negative, 40))), shape=(40, own.X.shape[1]))
-    crawl = sp.vstack([negatives] * 4 + [positives, far_below]).tocsr()
+    crawl = crawl_split_below_the_negatives(local.model, own)
     unchecked = learning.meta_classifier([local], crawl)
     assert [voter.views for voter in unchecked.latent] == [(0,)]
     accepted = learning.meta_scores(unchecked, negatives) > 0
@@ -266,6 +273,29 @@ def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes
     assert (
         learning.combination(meta.to_dict(), [{"origin": "local"}] * 3)["voters"][0]["on_topic_share"] is None
     )
+
+
+def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_local_model(tmp_path):
+    from metamodels.latent_class import fit_latent_class, labels_view
+    from node.heldout import refitted_latent
+
+    own = labelled(tmp_path, 0)
+    crawl = crawled_documents(tmp_path)
+    meta = learning.meta_classifier(
+        [learning.local_member("me", 1, learning.train_local(own), own)], crawl, own
+    )
+    train = np.arange(own.labels.size)[::2]
+    part = learning.LabelledData(tuple(own.ids[i] for i in train), own.X[train], own.labels[train])
+    fold = replace(meta, models=(learning.train_local(part),))
+    (voter,) = refitted_latent(fold, 0, crawl, part)
+    assert voter != meta.latent[0]
+    assert voter == fit_latent_class(
+        fold.view_log_odds(crawl, voter), (0,), 0, learning.MIN_AGREEMENT_DOCUMENTS
+    )
+    # a fold whose split of the crawl takes in most of its labelled negatives votes with its labels' threshold
+    split_off = crawl_split_below_the_negatives(fold.models[0], part)
+    assert refitted_latent(fold, 0, split_off, part) == (labels_view(0),)
+    assert refitted_latent(replace(fold, latent=(labels_view(0),)), 0, crawl, part) == (labels_view(0),)
 
 
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
