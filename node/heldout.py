@@ -123,11 +123,8 @@ def refitted_latent(meta: Any, local: int, own: Any, part: Any) -> tuple[Any, ..
             voter.views.index(local),
             learning.MIN_AGREEMENT_DOCUMENTS,
         )
-        checked = negatives.shape[0] >= learning.MIN_CHECKED_NEGATIVES
-        if (
-            fitted is not None
-            and checked
-            and learning.accepts_most(fitted, meta.view_log_odds(negatives, fitted))
+        if fitted is not None and learning.accepts_most_negatives(
+            fitted, meta.view_log_odds(negatives, fitted)
         ):
             fitted = None
         if fitted is not None:

@@ -41,7 +41,8 @@ documents, `meta_classifier` fits latent class models of the members' log-odds t
 every peer model estimated above chance); the meta-classifier decides where the two agree and abstains
 first where they do not (the thesis's unanimous rule): better than the local model's own on 47 of 68
 stored nodes, equal on 11, worse on 10 (worst -0.005). Where the local model's view shows no two classes
-the community's model decides alone. The agreement weights remain for when no latent class model fits.
+the threshold its labels set votes in its place, so a peer's model can make the node abstain, never decide
+otherwise. The agreement weights remain for when no latent class model fits.
 Filtering ranks a topic's documents by `filtering_scores`: the meta confidence less the strongest claim of
 a sibling topic's meta-classifier, as a document is one topic's.
 Functions here read the repository and are meant to run in a worker thread.
@@ -498,13 +499,17 @@ def splits_off_the_topic(
     community nodes filtered faculty at 0.22 and 0.39 (all 12 and 14 labelled negatives accepted), 0.86
     and 0.80 with this check. On 6 devweb runs no local latent class model accepted more than 2 of 15 of
     its labelled negatives, and no figure changed."""
-    if labelled is None or labelled.negatives < MIN_CHECKED_NEGATIVES:
+    if labelled is None:
         return False
-    return accepts_most(voter, member_log_odds(members, voter.views, labelled.X[labelled.labels == 0]))
+    negatives = labelled.X[labelled.labels == 0]
+    return accepts_most_negatives(voter, member_log_odds(members, voter.views, negatives))
 
 
-def accepts_most(voter: LatentClass, log_odds: np.ndarray) -> bool:
-    """Whether the latent class model's posterior is positive for most rows of its views' log-odds."""
+def accepts_most_negatives(voter: LatentClass, log_odds: np.ndarray) -> bool:
+    """Whether the latent class model's posterior is positive for most of the labelled negatives, given
+    as its views' log-odds on them (documents x views); False with fewer than `MIN_CHECKED_NEGATIVES`."""
+    if log_odds.shape[0] < MIN_CHECKED_NEGATIVES:
+        return False
     return bool(np.mean(voter.log_odds(log_odds) > 0) > 0.5)
 
 
