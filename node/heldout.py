@@ -106,8 +106,9 @@ def _without_test_fold(
 def refitted_latent(meta: Any, local: int, own: Any, part: Any) -> tuple[Any, ...]:
     """The meta-classifier's latent class models fitted again on the node's documents as the build fits
     them (`learning.latent_meta_classifier`): each on the views it reads, the local model's the reference;
-    one that no longer fits, or whose positive class takes in most of the fold's labelled negatives, is
-    left out, and the local model's own then votes with its labels' threshold (`labels_view`)."""
+    one that no longer fits, whose classes overlap, or whose positive class takes in most of the fold's
+    labelled negatives, is left out, and the local model's own then votes with its labels' threshold
+    (`labels_view`)."""
     from metamodels.latent_class import fit_latent_class, labels_view
     from node.cooperation import learning
 
@@ -123,8 +124,9 @@ def refitted_latent(meta: Any, local: int, own: Any, part: Any) -> tuple[Any, ..
             voter.views.index(local),
             learning.MIN_AGREEMENT_DOCUMENTS,
         )
-        if fitted is not None and learning.accepts_most_negatives(
-            fitted, meta.view_log_odds(negatives, fitted)
+        if fitted is not None and (
+            learning.overlapping(fitted, local)
+            or learning.accepts_most_negatives(fitted, meta.view_log_odds(negatives, fitted))
         ):
             fitted = None
         if fitted is not None:

@@ -251,6 +251,25 @@ def test_a_crawl_split_that_accepts_most_of_the_labelled_negatives_is_not_taken_
     assert [voter.views for voter in usual.latent] == [(0,)]
 
 
+def test_a_latent_class_model_whose_classes_overlap_on_the_local_view_does_not_decide(tmp_path, monkeypatch):
+    from metamodels.latent_class import LatentClass
+
+    close = LatentClass((0, 1), 0.5, ((0.0, 0.0), (0.4, 3.0)), ((1.0, 1.0), (1.0, 1.0)))
+    apart = LatentClass((0, 1), 0.5, ((0.0, 0.0), (0.6, 0.1)), ((1.0, 1.0), (1.0, 1.0)))
+    assert learning.overlapping(close, 0) and not learning.overlapping(close, 1)  # the local view's counts
+    assert not learning.overlapping(apart, 0)
+    own = labelled(tmp_path, 0)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    crawl = crawled_documents(tmp_path)
+    (voter,) = learning.meta_classifier([local], crawl, own).latent
+    separation = float(voter.separations()[0])
+    monkeypatch.setattr(learning, "MIN_SEPARATION", separation + 0.01)
+    assert not learning.stands_for_the_topic(voter, [local], own)
+    assert learning.meta_classifier([local], crawl, own).latent == ()  # its labels' threshold decides
+    monkeypatch.setattr(learning, "MIN_SEPARATION", separation - 0.01)
+    assert learning.meta_classifier([local], crawl, own).latent == (voter,)
+
+
 def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes_beside_the_community(
     tmp_path, monkeypatch
 ):
