@@ -35,7 +35,7 @@ from crawler.focus_settings import STRATEGIES as STRATEGIES  # re-exported: call
 from crawler.focus_settings import FocusSettings as FocusSettings
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.language import LanguageCheck
-from crawler.linkanalysis import LinkGraph, hits, select_archetypes
+from crawler.linkanalysis import LinkGraph, hits, select_archetypes, top_by
 from crawler.parse import Link
 from crawler.preview import preview, topic_term_weights
 from crawler.repository import Repository
@@ -308,7 +308,7 @@ class TopicFocus:
                 )
                 picked = list(chosen.chosen)
                 if learning_done and len(seeds_by_topic.get(topic, [])) <= self.settings.sparse_seeds:
-                    picked = members[np.argsort(-confidence[members], kind="stable")].tolist()
+                    picked = top_by(members, confidence, self.settings.n_conf).tolist()
                 kept = self.archetypes.setdefault(topic, {})
                 for i in picked:
                     doc = docs[graph.ids[i]]

@@ -153,16 +153,16 @@ def select_archetypes(
     candidates = np.asarray(candidates, dtype=np.int64)
     if candidates.size == 0:
         return Archetypes((), (), ())
-    top_auth = _top(candidates, authority, n_auth)
-    top_conf = _top(candidates, confidence, n_conf)
+    top_auth = top_by(candidates, authority, n_auth)
+    top_conf = top_by(candidates, confidence, n_conf)
     by_auth = tuple(int(i) for i in top_auth if confidence[i] > mean_training_confidence)
     by_conf = tuple(int(i) for i in top_conf if authority[i] > mean_training_authority)
     pool = candidates if hub_candidates is None else np.asarray(hub_candidates, dtype=np.int64)
-    hubs = tuple(int(i) for i in _top(pool, hub, n_hub) if hub[i] > 0)
+    hubs = tuple(int(i) for i in top_by(pool, hub, n_hub) if hub[i] > 0)
     return Archetypes(by_auth, by_conf, hubs)
 
 
-def _top(candidates: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
+def top_by(candidates: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
     """The k candidates with the highest scores, best first (ties: lower index first)."""
     if k <= 0:
         return candidates[:0]

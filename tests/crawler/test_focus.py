@@ -249,16 +249,23 @@ def test_in_subtree():
     assert not in_subtree("AB", "A") and not in_subtree(None, "A")
 
 
-@pytest.mark.parametrize(("sparse_seeds", "expected"), [(3, 4), (0, None)])
-def test_sparse_bookmarks_take_every_learning_page_as_archetype(tmp_path, sparse_seeds, expected):
-    f = focus(n_auth=1, n_conf=1, sparse_seeds=sparse_seeds)
+@pytest.mark.parametrize(("n_conf", "expected"), [(10, 4), (2, 2)])
+def test_sparse_bookmarks_take_their_most_confident_learning_pages_as_archetypes(tmp_path, n_conf, expected):
+    f = focus(n_auth=1, n_conf=n_conf, sparse_seeds=3)
     with Repository(tmp_path / "repo.db") as repo:
         store_small_crawl(f, repo)
         added = f.reorganise(learning_done=True)
-    if expected is None:
-        assert added.get("Databases", 0) <= 2  # the relaxed rule: at most n_auth + n_conf
-    else:
-        assert added["Databases"] == expected
+    assert added["Databases"] == expected
+    most_confident_first = ["http://a.test/1", "http://a.test/2", "http://db0.test/", "http://b.test/1"]
+    assert list(f.archetypes["Databases"]) == most_confident_first[:expected]
+
+
+def test_without_the_sparse_rule_archetypes_follow_the_relaxed_rule(tmp_path):
+    f = focus(n_auth=1, n_conf=1, sparse_seeds=0)
+    with Repository(tmp_path / "repo.db") as repo:
+        store_small_crawl(f, repo)
+        added = f.reorganise(learning_done=True)
+    assert added.get("Databases", 0) <= 2  # at most n_auth + n_conf
 
 
 def test_reconsidered_links_join_the_frontier_only_where_the_crawler_allows():
