@@ -294,7 +294,9 @@ def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes
     )
 
 
-def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_local_model(tmp_path):
+def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_local_model(
+    tmp_path, monkeypatch
+):
     from metamodels.latent_class import fit_latent_class, labels_view
     from node.heldout import refitted_latent
 
@@ -315,6 +317,9 @@ def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_lo
     split_off = crawl_split_below_the_negatives(fold.models[0], part)
     assert refitted_latent(fold, 0, split_off, part) == (labels_view(0),)
     assert refitted_latent(replace(fold, latent=(labels_view(0),)), 0, crawl, part) == (labels_view(0),)
+    # and so does a fold whose two classes overlap on its local model's view
+    monkeypatch.setattr(learning, "MIN_SEPARATION", float(voter.separations()[0]) + 0.01)
+    assert refitted_latent(fold, 0, crawl, part) == (labels_view(0),)
 
 
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
