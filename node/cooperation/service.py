@@ -622,11 +622,11 @@ class Cooperation:
         members = self._members(topic, origins, data)
         if not members:
             return None
-        unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
-        meta = learning.meta_classifier(members, unlabelled, data)
-        scores = learning.meta_scores(meta, data.X)
         previous = store.load_meta(self.repo, topic)
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss
+        unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
+        meta = learning.meta_classifier(members, unlabelled, data, loss)
+        scores = learning.meta_scores(meta, data.X)
         rows = [
             {
                 "origin": "local" if m.local else m.origin,
@@ -953,17 +953,29 @@ class Cooperation:
         }
 
     async def set_loss(self, topic: str, loss: float) -> dict[str, Any]:
-        """Restrictive filtering of the topic's documents at the user's loss; verdicts stored per document."""
+        """Restrictive filtering of the topic's documents at the user's loss; verdicts stored per document.
+        The meta-classifier is built again for that loss: which of the community's models may vote depends
+        on it (`learning.accepts_beyond_the_loss`)."""
         if not 0.0 <= loss < 1.0:
             raise ValueError("loss must lie in [0, 1)")
-        if topic not in self._metas:
-            await self.rebuild_meta(topic)
-        if topic not in self._metas:
-            raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
-        kept, abstained = await self._work(self._apply, topic, loss)
+        row = await self._db(store.load_meta, topic)
+        if topic not in self._metas or row is None or row["loss"] != loss:
+            built = await self._work(self._build, topic, self._built_from(row), loss)
+            if built is None:
+                raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
+            kept, abstained = built["kept"], built["abstained"]
+        else:
+            kept, abstained = await self._work(self._apply, topic, loss)
         answer = {"topic": topic, "loss": loss, "kept": kept, "abstained": abstained}
         self._publish("meta", answer)
         return answer
+
+    @staticmethod
+    def _built_from(row: dict[str, Any] | None) -> list[str] | None:
+        """The peers whose models the stored meta-classifier was built from (None: every model held)."""
+        if row is None or not row["members"]:
+            return None
+        return [m["origin"] for m in row["members"] if m["origin"] != "local"]
 
     async def topic_quality(self, topic: str) -> dict[str, Any]:
         row = await self._db(store.load_meta, topic)

@@ -103,6 +103,30 @@ async def test_meta_build_filters_the_repository_at_the_chosen_loss(tmp_path):
 
 
 @pytest.mark.trio
+async def test_a_new_loss_builds_the_meta_classifier_again_for_it(tmp_path, monkeypatch):
+    from node.cooperation import learning
+
+    # the community's model accepts 30% of the node's documents that the local model rejects: it votes at a
+    # loss of 0.3 or more, and is left out below
+    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.3)
+    async with running_nodes(tmp_path, 3) as (a, _b, _c):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Mathematics") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        await a.build_meta("Mathematics", loss=0.3)
+        voters = lambda meta: [len(v["models"]) for v in meta["combination"]["voters"]]  # noqa: E731
+        assert voters(await a.meta("Mathematics")) == [1, 3]
+        answer = await a.set_loss("Mathematics", 0.2)
+        meta = await a.meta("Mathematics")
+        assert meta["loss"] == 0.2 and voters(meta) == [1]
+        assert answer["kept"] + answer["abstained"] == meta["kept"] + meta["abstained"] > 0
+        await a.set_loss("Mathematics", 0.4)
+        assert voters(await a.meta("Mathematics")) == [1, 3]
+
+
+@pytest.mark.trio
 async def test_results_of_community_peers_are_pooled_with_their_origin(tmp_path):
     async with running_nodes(tmp_path, 2) as (a, b):
 

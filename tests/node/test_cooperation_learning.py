@@ -189,6 +189,41 @@ def local_and_two_peers(tmp_path):
     return local, peer, another, crawled_documents(tmp_path)
 
 
+def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_model_rejects(tmp_path):
+    from metamodels.latent_class import labels_view
+
+    local, peer, _, unlabelled = local_and_two_peers(tmp_path)
+    turned = replace(peer, model=flipped(peer.model))
+    members = [local, peer, turned]
+    own_view, peer_view, turned_view = (labels_view(i) for i in range(3))
+    assert learning.looser_share(own_view, own_view, members, unlabelled) == 0.0
+    peer_accepts, turned_accepts = (
+        m.scaler.log_odds(m.model.confidence(unlabelled)) > 0 for m in (peer, turned)
+    )
+    looser = np.mean(turned_accepts & ~peer_accepts)
+    stricter = np.mean(peer_accepts & ~turned_accepts)
+    assert looser > 0.3 and stricter > 0.1 and looser != stricter
+    assert learning.looser_share(peer_view, turned_view, members, unlabelled) == pytest.approx(looser)
+    assert learning.looser_share(turned_view, peer_view, members, unlabelled) == pytest.approx(stricter)
+
+
+def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the_loss_has_no_vote(
+    tmp_path, monkeypatch
+):
+    local, peer, another, unlabelled = local_and_two_peers(tmp_path)
+    members = [local, peer, another]
+    both = learning.meta_classifier(members, unlabelled)
+    assert [voter.views for voter in both.latent] == [(0,), (0, 1, 2)]
+    share = learning.looser_share(both.latent[0], both.latent[1], members, unlabelled)
+    # a community that accepts no more than the node does keeps its vote at any loss
+    assert learning.meta_classifier(members, unlabelled, loss=share).latent == both.latent
+    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.25)
+    assert learning.meta_classifier(members, unlabelled, loss=0.25).latent == both.latent
+    left_out = learning.meta_classifier(members, unlabelled, loss=0.2)
+    assert left_out.latent == both.latent[:1] and left_out.weights[1:] == (0.0, 0.0)
+    assert learning.meta_classifier(members, unlabelled).latent == both.latent  # no loss, no check
+
+
 def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
     local, peer, another, unlabelled = local_and_two_peers(tmp_path)
     copy = replace(peer, origin="p1-copy")
