@@ -80,7 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _client_args(show)
     show.add_argument("--topic", required=True)
     show.set_defaults(func=run_meta_show)
-    loss = meta_commands.add_parser("loss", help="filter the repository at another loss")
+    loss = meta_commands.add_parser(
+        "loss", help="filter the repository at another loss (the meta-classifier is built again for it)"
+    )
     _client_args(loss)
     loss.add_argument("--topic", required=True)
     loss.add_argument("--loss", type=float, required=True)
