@@ -49,12 +49,12 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
         if (sibling_row := store.load_meta(repo, sibling)) is not None and sibling_row.get("model"):
             stored[sibling] = _parsed(sibling_row)
     labels = {t: learning.topic_labels(rows, t) for t in stored}
-    own = learning.own_documents(repo, featurizer) if any(m.latent for m, _ in stored.values()) else None
+    own = learning.own_documents(repo, featurizer) if any(m.latent for m, _, _ in stored.values()) else None
     scores = np.zeros(n)
     for train, test in learning.fold_splits(n, folds):
         metas = {}
-        for t, (meta, local) in stored.items():
-            fold_meta = _without_test_fold(meta, local, data, labels[t], train, t == topic, own)
+        for t, (meta, local, loss) in stored.items():
+            fold_meta = _without_test_fold(meta, local, data, labels[t], train, t == topic, own, loss)
             if fold_meta is None:
                 return _unmeasured(n, folds, "a fold lacks documents of one class")
             metas[t] = fold_meta
@@ -67,13 +67,14 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
     }
 
 
-def _parsed(row: dict[str, Any]) -> tuple[Any, int | None]:
-    """A stored meta-classifier and the index of its local member (None without one)."""
+def _parsed(row: dict[str, Any]) -> tuple[Any, int | None, float | None]:
+    """A stored meta-classifier, the index of its local member (None without one) and the loss it was
+    built for."""
     from metamodels.meta_classifier import MetaClassifier
 
     meta = MetaClassifier.from_dict(row["model"])
     local = next((i for i, m in enumerate(row.get("members") or []) if m.get("origin") == "local"), None)
-    return meta, local if local is not None and local < len(meta.models) else None
+    return meta, local if local is not None and local < len(meta.models) else None, row.get("loss")
 
 
 def _without_test_fold(
@@ -84,11 +85,12 @@ def _without_test_fold(
     train: np.ndarray,
     required: bool,
     own: Any = None,
+    loss: float | None = None,
 ) -> Any:
     """The meta-classifier with its local member retrained on the training folds (peers' members trained
     on their own documents and stay) and its latent class models fitted again on the node's documents
-    `own`. None when the folds lack a class and the topic is the one measured; a sibling's then keeps its
-    stored local member."""
+    `own`, for the `loss` it was built for. None when the folds lack a class and the topic is the one
+    measured; a sibling's then keeps its stored local member."""
     from node.cooperation import learning
 
     if local is None:
@@ -100,15 +102,16 @@ def _without_test_fold(
     retrained = replace(meta, models=(*meta.models[:local], model, *meta.models[local + 1 :]))
     if not meta.latent or own is None:
         return retrained
-    return replace(retrained, latent=refitted_latent(retrained, local, own, part))
+    return replace(retrained, latent=refitted_latent(retrained, local, own, part, loss))
 
 
-def refitted_latent(meta: Any, local: int, own: Any, part: Any) -> tuple[Any, ...]:
+def refitted_latent(meta: Any, local: int, own: Any, part: Any, loss: float | None = None) -> tuple[Any, ...]:
     """The meta-classifier's latent class models fitted again on the node's documents as the build fits
     them (`learning.latent_meta_classifier`): each on the views it reads, the local model's the reference;
     one that no longer fits, whose classes overlap, or whose positive class takes in most of the fold's
     labelled negatives, is left out, and the local model's own then votes with its labels' threshold
-    (`labels_view`)."""
+    (`labels_view`). Built for a `loss`, the community's is left out where it accepts more of the node's
+    documents the local model's rejects than that share (`learning.accepts_beyond_the_loss`)."""
     from metamodels.latent_class import fit_latent_class, labels_view
     from node.cooperation import learning
 
@@ -133,6 +136,10 @@ def refitted_latent(meta: Any, local: int, own: Any, part: Any) -> tuple[Any, ..
             refitted.append(fitted)
         elif voter.views == (local,):
             refitted.append(labels_view(local))
+    if loss is not None and len(refitted) > 1 and refitted[0].views == (local,):
+        local_view, community = (v.log_odds(meta.view_log_odds(own, v)) for v in refitted[:2])
+        if learning.accepts_beyond_the_loss(local_view, community, loss):
+            refitted = refitted[:1]
     return tuple(refitted) or (labels_view(local),)
 
 

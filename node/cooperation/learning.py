@@ -533,26 +533,26 @@ def accepts_most_negatives(voter: LatentClass, log_odds: np.ndarray) -> bool:
     return bool(np.mean(voter.log_odds(log_odds) > 0) > 0.5)
 
 
-def looser_share(
-    local: LatentClass, community: LatentClass, members: Sequence[Member], X: sp.spmatrix
-) -> float:
-    """The share of the documents X that the community's latent class model accepts and the local
-    model's rejects."""
-    if X.shape[0] == 0:
+def looser_share(local: np.ndarray, community: np.ndarray) -> float:
+    """The share of documents the community's latent class model accepts and the local model's rejects,
+    from each one's posterior log-odds on the same documents."""
+    if local.size == 0:
         return 0.0
-    accept = [voter.log_odds(member_log_odds(members, voter.views, X)) > 0 for voter in (local, community)]
-    return float(np.mean(accept[1] & ~accept[0]))
+    return float(np.mean((community > 0) & ~(local > 0)))
 
 
-def accepts_beyond_the_loss(
-    local: LatentClass, community: LatentClass, members: Sequence[Member], X: sp.spmatrix, loss: float
-) -> bool:
-    """Whether the community's latent class model accepts more of the node's documents X that the local
-    model's rejects than the share `loss` filtering dismisses. The unanimous rule dismisses disagreements
-    first, so such a model spends the whole loss on pages the node's own model rejects, and every page
-    both accept is decided, the ones the node doubts included: a looser model of the topic that takes the
-    node's abstentions instead of making it abstain where it is unsure."""
-    return looser_share(local, community, members, X) > loss
+def accepts_beyond_the_loss(local: np.ndarray, community: np.ndarray, loss: float) -> bool:
+    """Whether the community's latent class model accepts more of the node's documents that the local
+    model's rejects (posterior log-odds of each on them) than the share `loss` filtering dismisses. The
+    unanimous rule dismisses disagreements first, so such a model spends the whole loss on pages the node's
+    own model rejects, and every page both accept is decided, the ones the node doubts included: a looser
+    model of the topic that takes the node's abstentions instead of making it abstain where it is unsure."""
+    return looser_share(local, community) > loss
+
+
+def posterior_log_odds(voter: LatentClass, members: Sequence[Member], X: sp.spmatrix) -> np.ndarray:
+    """A latent class model's posterior log-odds on X, from the views of the members it reads."""
+    return voter.log_odds(member_log_odds(members, voter.views, X))
 
 
 def latent_meta_classifier(
@@ -598,9 +598,10 @@ def latent_meta_classifier(
     checked = [v if v is not None and stands_for_the_topic(v, members, labelled) else None for v in voters]
     if checked[0] is None and any(v is not None for v in checked[1:]):
         checked[0] = labels_view(local)
-    stricter_only = loss is not None and len(checked) > 1 and None not in checked[:2]
-    if stricter_only and accepts_beyond_the_loss(checked[0], checked[1], members, X, loss):
-        checked[1] = None
+    if loss is not None and len(checked) > 1 and checked[0] is not None and checked[1] is not None:
+        local_view, community = (posterior_log_odds(v, members, X) for v in checked[:2])
+        if accepts_beyond_the_loss(local_view, community, loss):
+            checked[1] = None
     fitted = tuple(v for v in checked if v is not None)
     if not fitted:
         return None

@@ -189,22 +189,15 @@ def local_and_two_peers(tmp_path):
     return local, peer, another, crawled_documents(tmp_path)
 
 
-def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_model_rejects(tmp_path):
-    from metamodels.latent_class import labels_view
-
-    local, peer, _, unlabelled = local_and_two_peers(tmp_path)
-    turned = replace(peer, model=flipped(peer.model))
-    members = [local, peer, turned]
-    own_view, peer_view, turned_view = (labels_view(i) for i in range(3))
-    assert learning.looser_share(own_view, own_view, members, unlabelled) == 0.0
-    peer_accepts, turned_accepts = (
-        m.scaler.log_odds(m.model.confidence(unlabelled)) > 0 for m in (peer, turned)
-    )
-    looser = np.mean(turned_accepts & ~peer_accepts)
-    stricter = np.mean(peer_accepts & ~turned_accepts)
-    assert looser > 0.3 and stricter > 0.1 and looser != stricter
-    assert learning.looser_share(peer_view, turned_view, members, unlabelled) == pytest.approx(looser)
-    assert learning.looser_share(turned_view, peer_view, members, unlabelled) == pytest.approx(stricter)
+def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_model_rejects():
+    local = np.array([2.0, 1.0, -1.0, -3.0, -0.5, 0.0])
+    community = np.array([1.5, -2.0, 0.5, -1.0, 4.0, 1.0])
+    # accepted by the community only: documents 2, 4 and 5 (0 is no acceptance); the reverse only document 1
+    assert learning.looser_share(local, community) == pytest.approx(3 / 6)
+    assert learning.looser_share(community, local) == pytest.approx(1 / 6)
+    assert learning.looser_share(local, local) == 0.0 and learning.looser_share(local[:0], local[:0]) == 0.0
+    assert learning.accepts_beyond_the_loss(local, community, 0.4)
+    assert not learning.accepts_beyond_the_loss(local, community, 0.5)
 
 
 def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the_loss_has_no_vote(
@@ -214,7 +207,7 @@ def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the
     members = [local, peer, another]
     both = learning.meta_classifier(members, unlabelled)
     assert [voter.views for voter in both.latent] == [(0,), (0, 1, 2)]
-    share = learning.looser_share(both.latent[0], both.latent[1], members, unlabelled)
+    share = learning.looser_share(*(learning.posterior_log_odds(v, members, unlabelled) for v in both.latent))
     # a community that accepts no more than the node does keeps its vote at any loss
     assert learning.meta_classifier(members, unlabelled, loss=share).latent == both.latent
     monkeypatch.setattr(learning, "looser_share", lambda *args: 0.25)
@@ -355,6 +348,26 @@ def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_lo
     # and so does a fold whose two classes overlap on its local model's view
     monkeypatch.setattr(learning, "MIN_SEPARATION", float(voter.separations()[0]) + 0.01)
     assert refitted_latent(fold, 0, crawl, part) == (labels_view(0),)
+
+
+def test_a_held_out_fold_leaves_out_a_community_model_looser_than_the_loss_its_meta_was_built_for(
+    tmp_path, monkeypatch
+):
+    from node.heldout import refitted_latent
+
+    local, peer, another, crawl = local_and_two_peers(tmp_path)
+    (tmp_path / "again").mkdir()
+    own = labelled(tmp_path / "again", 0)  # the local member's labels
+    meta = learning.meta_classifier([local, peer, another], crawl, own, loss=0.2)
+    assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 2)]
+    train = np.arange(own.labels.size)[::2]
+    part = learning.LabelledData(tuple(own.ids[i] for i in train), own.X[train], own.labels[train])
+    fold = replace(meta, models=(learning.train_local(part), *meta.models[1:]))
+    assert [v.views for v in refitted_latent(fold, 0, crawl, part, 0.2)] == [(0,), (0, 1, 2)]
+    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.25)
+    assert [v.views for v in refitted_latent(fold, 0, crawl, part, 0.2)] == [(0,)]
+    assert [v.views for v in refitted_latent(fold, 0, crawl, part, 0.3)] == [(0,), (0, 1, 2)]
+    assert [v.views for v in refitted_latent(fold, 0, crawl, part)] == [(0,), (0, 1, 2)]
 
 
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
