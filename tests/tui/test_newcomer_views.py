@@ -16,8 +16,11 @@ from tui.app import TopicSwarmApp
 from tui.link import NodeLink
 from tui.records import (
     CrawlFigures,
+    CurvePoint,
     Document,
     Hit,
+    LossSetting,
+    MetaState,
     MetricSample,
     ReceivedModel,
     SearchResults,
@@ -184,6 +187,36 @@ async def test_meta_screen_without_a_meta_classifier_yet_offers_a_build_and_repo
         await settle(pilot, lambda: isinstance(app.screen, MetaScreen) and app.screen.meta_missing)
         assert app.screen.query_one(CurvePlot).empty_text == NO_META
         assert app.problem == ""
+
+
+class RebuildingLink(StandInLink):
+    """A node whose meta-classifier is built again for every new loss: its curve follows the loss."""
+
+    def __init__(self) -> None:
+        super().__init__(NodeError("unavailable", OFFLINE, 503))
+        self.loss = 0.2
+
+    async def meta(self, topic: str) -> MetaState:
+        curve = tuple(CurvePoint(x / 10, 0.5 + self.loss) for x in range(10))
+        return MetaState(topic, self.loss, curve, 40, 10, curve, 50, 5, "")
+
+    async def set_loss(self, topic: str, loss: float) -> LossSetting:
+        self.loss = loss
+        return LossSetting(loss, 30, 20)
+
+
+@pytest.mark.anyio
+async def test_a_new_loss_shows_the_meta_classifier_the_node_built_again_for_it():
+    app = TopicSwarmApp(Path("/nonexistent"), link=RebuildingLink())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await settle(pilot, lambda: isinstance(app.screen, MetaScreen) and app.screen.meta is not None)
+        screen = app.screen
+        assert screen.meta.curve[0].accuracy == pytest.approx(0.7)
+        await pilot.press("l", "ctrl+a", "ctrl+k", "0", ".", "4", "enter")
+        await settle(pilot, lambda: screen.meta.curve[0].accuracy == pytest.approx(0.9))
+        assert (screen.meta.loss, screen.meta.kept) == (0.4, 40)  # the rebuilt one's counts, not the stale
+        assert screen.query_one("#loss").value == "0.40"
 
 
 @pytest.mark.anyio

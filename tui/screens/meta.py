@@ -119,7 +119,9 @@ class MetaScreen(TopicScreen):
 
     def on_meta_fetched(self, message: MetaFetched) -> None:
         self.meta, self.meta_missing = message.meta, False
-        self.query_one("#loss", Input).value = f"{message.meta.loss:.2f}"
+        loss_input = self.query_one("#loss", Input)
+        if not loss_input.has_focus:  # a fetch landing while the user types a loss leaves the typing alone
+            loss_input.value = f"{message.meta.loss:.2f}"
         self._draw()
 
     def _draw(self) -> None:
@@ -160,12 +162,13 @@ class MetaScreen(TopicScreen):
             self.post_message(LossChanged(topic, setting.loss, setting.kept, setting.abstained))
 
     def on_loss_changed(self, message: LossChanged) -> None:
+        """Show the new counts at once, then the meta-classifier the node built again for the loss (which
+        peers' models vote can depend on it, and so do its curves)."""
         if self.meta is not None and self.meta.topic == message.topic:
             self.meta = replace(self.meta, loss=message.loss, kept=message.kept, abstained=message.abstained)
             self.query_one("#loss", Input).value = f"{message.loss:.2f}"
             self._draw()
-        else:
-            self.fetch_meta(message.topic)
+        self.fetch_meta(message.topic)
 
     def action_build(self) -> None:
         topic = self.topic()
