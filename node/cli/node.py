@@ -453,6 +453,8 @@ def run_meta_loss(args: argparse.Namespace) -> int:
         print_json(answer)
         return 0
     print(f"loss {_fmt(answer.get('loss'))}: kept {answer.get('kept')}, abstained {answer.get('abstained')}")
+    if answer.get("combination"):  # absent from nodes older than the rebuild at a new loss
+        print(combination_line(answer["combination"]))
     return 0
 
 

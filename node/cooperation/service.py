@@ -966,7 +966,14 @@ class Cooperation:
             kept, abstained = built["kept"], built["abstained"]
         else:
             kept, abstained = await self._work(self._apply, topic, loss)
-        answer = {"topic": topic, "loss": loss, "kept": kept, "abstained": abstained}
+        row = await self._db(store.load_meta, topic)
+        answer = {
+            "topic": topic,
+            "loss": loss,
+            "kept": kept,
+            "abstained": abstained,
+            "combination": learning.combination(row["model"], row["members"] or []),
+        }
         self._publish("meta", answer)
         return answer
 

@@ -134,3 +134,21 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
         "2 models (0.280 of the pages on topic)"
     )
     assert siblings_line == "  filtered against the claims of its sibling topics: Mathematics, Sysadmin"
+
+
+def test_a_new_loss_prints_how_the_meta_classifier_built_again_for_it_combines_its_models(
+    monkeypatch, capsys
+):
+    combination = {"rule": "latent class model", "voters": [{"models": ["local"], "on_topic_share": 0.25}]}
+
+    class Client:
+        def set_loss(self, topic, loss):
+            return {"topic": topic, "loss": loss, "kept": 7, "abstained": 2, "combination": combination}
+
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
+    args = argparse.Namespace(topic="Databases", loss=0.3, json=False, data=None)
+    assert cli_node.run_meta_loss(args) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "loss 0.300: kept 7, abstained 2",
+        "  combined by: latent class model: own model (0.250 of the pages on topic)",
+    ]
