@@ -964,9 +964,9 @@ class Cooperation:
             if built is None:
                 raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
             kept, abstained = built["kept"], built["abstained"]
+            row = await self._db(store.load_meta, topic)  # the one built for the loss
         else:
             kept, abstained = await self._work(self._apply, topic, loss)
-        row = await self._db(store.load_meta, topic)
         answer = {
             "topic": topic,
             "loss": loss,
