@@ -99,6 +99,8 @@ async def test_meta_build_filters_the_repository_at_the_chosen_loss(tmp_path):
             verdicts = {
                 row[0] for row in repo.db.execute("SELECT verdict FROM documents WHERE topic = 'Mathematics'")
             }
+        # a peer's results pooled after the filtering have no verdict until the next round judges them
+        verdicts.discard(None)
         assert verdicts <= {"accepted", "abstained", "rejected"} and "abstained" in verdicts
 
 
