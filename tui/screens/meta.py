@@ -118,6 +118,8 @@ class MetaScreen(TopicScreen):
         self.swarm.report_problem(refusal)
 
     def on_meta_fetched(self, message: MetaFetched) -> None:
+        if self.app.current_screen() is None:  # the answer came after the app shut down: nothing to show
+            return
         self.meta, self.meta_missing = message.meta, False
         loss_input = self.query_one("#loss", Input)
         if not loss_input.has_focus:  # a fetch landing while the user types a loss leaves the typing alone
