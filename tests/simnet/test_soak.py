@@ -1,0 +1,83 @@
+"""The soak scenario: growth is measured on the settled samples, and a short soak runs real nodes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from node.cli.demo import BOOKMARKS
+from simnet.scenarios.soak import growth_per_hour, node_figures
+
+
+def sample(t: float, rss: float, crawling: bool = False) -> dict:
+    return {
+        "t": t,
+        "pages": 10,
+        "crawling": crawling,
+        "pooled": 1,
+        "rss_mb": rss,
+        "fds": 30,
+        "threads": 5,
+        "db_mb": 1.0,
+        "api_ms": 3.0,
+    }
+
+
+def test_growth_is_the_hourly_slope_and_needs_three_samples():
+    assert growth_per_hour([0.0, 60.0, 120.0], [100.0, 101.0, 102.0]) == pytest.approx(60.0)
+    assert growth_per_hour([0.0, 60.0, 120.0], [100.0, 100.0, 100.0]) == pytest.approx(0.0, abs=1e-6)
+    assert growth_per_hour([0.0, 60.0], [100.0, 200.0]) is None
+
+
+def test_growth_leaves_out_the_crawl_and_the_first_half_after_it():
+    crawl = [sample(t, 100.0 + t, crawling=True) for t in (0.0, 30.0)]
+    settling = [sample(t, 300.0 + t) for t in (60.0, 90.0, 120.0)]  # climbs while models arrive
+    settled = [sample(t, 400.0) for t in (150.0, 180.0, 210.0)]
+    figures = node_figures(crawl + settling + settled, steady_from=60.0)
+    assert figures["steady_samples"] == 3
+    assert figures["rss_growth_mb_per_h"] == pytest.approx(0.0, abs=1e-6)
+    assert figures["rss_mb"] == {"first": 100.0, "last": 400.0, "max": 420.0}
+    assert node_figures(crawl, steady_from=None)["rss_growth_mb_per_h"] is None  # the crawl never ended
+
+
+@pytest.mark.slow
+def test_a_short_soak_samples_every_node_and_stops_them_cleanly(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simnet.scenarios.soak",
+            "--web",
+            "fixture",
+            "--bookmarks",
+            str(BOOKMARKS),
+            "--nodes",
+            "2",
+            "--pages",
+            "40",
+            "--minutes",
+            "0.5",
+            "--every",
+            "5",
+            "--use-every",
+            "2",
+            "--keep",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["samples"] >= 3
+    for node in result["nodes"]:
+        assert node["pages"] >= 40
+        assert node["exit_code"] == 0  # SIGTERM after the soak: a clean shutdown
+        assert node["rss_mb"]["max"] >= node["rss_mb"]["first"] > 0
+        assert node["fds"]["last"] > 0 and node["api_ms"]["max"] > 0
+    assert not list(tmp_path.glob("node*/api.json"))  # every node stopped
