@@ -9,7 +9,9 @@ The BINGO! pipeline (thesis 2.3.3) as three stages:
 3. back on the loop it deduplicates, turns links into frontier entries with the policy's priorities, and
    commits documents, links, host states and frontier changes in one transaction, so a URL is marked done
    exactly when its document is stored: after kill -9 the crawl resumes with nothing lost and nothing
-   completed fetched again.
+   completed fetched again. When the disk has no room for a batch, its transaction rolls back and the run
+   stops (reason "disk_full"); the crawler reloads its frontier and duplicate index from the repository, so
+   the batch's pages, still queued there, are fetched again when the crawl resumes.
 
 The focus loop plugs in through a `FocusPolicy` (or the `score_page` / `link_priority` callables): the
 default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7 strategy 1).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import math
 import time
 from collections import Counter
@@ -32,10 +35,11 @@ import trio
 from crawler.dedup import DedupIndex, fingerprint, simhash
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import Link, ParsedPage, parse_html
-from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
+from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
 from crawler.settings import CrawlSettings
 from crawler.urls import host_of, looks_like_trap, normalize_url
 
+log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
 META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
 RATE_WINDOW = 5.0  # seconds over which the current pages/s is measured
@@ -248,15 +252,7 @@ class Crawler:
             max_per_host_in_flight=s.concurrent_requests_per_domain,
         )
         self.frontier.load(repo)
-        self.dedup = DedupIndex(max_size=s.dedup_index_size, max_distance=s.near_duplicate_distance)
-        for doc_id, fp, sh in repo.fingerprints(s.dedup_index_size):
-            self.dedup.add(doc_id, fp, sh)
-        # max_pages limits the node's own crawl: peers' pooled results (origin set) share the table
-        row = repo.db.execute(
-            "SELECT coalesce(max(id), 0), count(*) FILTER (WHERE origin IS NULL) FROM documents"
-        ).fetchone()
-        self._next_id = int(row[0]) + 1
-        self._total_at_start = int(row[1])
+        self._total_at_start = self._load_documents_state()
         self._counters = _Counters()  # since the crawler was built: a node runs it many times
         self._before_run = (0, 0)  # the counters' (pages, fetches) when this run began
         self._listeners: list[Callable[[CrawlStats], None]] = []
@@ -269,7 +265,29 @@ class Crawler:
         self._last_stats_row = -math.inf
         self._rate_marks: list[tuple[float, int]] = []
         self._reason = ""
+        self._disk_full = ""  # why this run's last batch could not be stored (RepositoryFull)
         self.stats = CrawlStats(total_pages=self._total_at_start, frontier_size=len(self.frontier))
+
+    def _load_documents_state(self) -> int:
+        """The duplicate index and the next document id as the repository holds them; returns how many
+        documents the node's own crawl stored (max_pages counts those: peers' pooled results share the
+        table)."""
+        s = self.settings
+        self.dedup = DedupIndex(max_size=s.dedup_index_size, max_distance=s.near_duplicate_distance)
+        for doc_id, fp, sh in self.repo.fingerprints(s.dedup_index_size):
+            self.dedup.add(doc_id, fp, sh)
+        row = self.repo.db.execute(
+            "SELECT coalesce(max(id), 0), count(*) FILTER (WHERE origin IS NULL) FROM documents"
+        ).fetchone()
+        self._next_id = int(row[0]) + 1
+        return int(row[1])
+
+    def _reload_after_full_disk(self) -> None:
+        """Back to what the repository holds: a batch it had no room for left its pages' fingerprints and
+        links in memory only. Those pages are still queued in the repository and are fetched again."""
+        self.frontier.reload(self.repo)
+        self._load_documents_state()
+        self._deferred.clear()
 
     # -- public -------------------------------------------------------------------------------------------
     def add_listener(self, callback: Callable[[CrawlStats], None]) -> None:
@@ -314,6 +332,7 @@ class Crawler:
         self._before_run = (self._counters.pages, self._counters.fetches)
         self._stopping = False
         self._reason = ""
+        self._disk_full = ""
         send, receive = trio.open_memory_channel[tuple[FrontierEntry, Any]](
             max(1, self.settings.write_batch_size)
         )
@@ -326,8 +345,14 @@ class Crawler:
                     await self._dispatch_loop(send, max_pages)
             finally:
                 stats_scope.cancel()
-        with self.repo.transaction():
-            self.frontier.persist(self.repo)
+        if not self._disk_full:
+            try:
+                with self.repo.transaction():
+                    self.frontier.persist(self.repo)
+            except RepositoryFull as exc:
+                self._note_full_disk(exc)
+        if self._disk_full:
+            self._reload_after_full_disk()
         self.stats = self._snapshot(finished=True)
         self._emit(self.stats)
         return self.stats
@@ -427,6 +452,10 @@ class Crawler:
                 await self._process_batch(batch)
 
     async def _process_batch(self, batch: list[tuple[FrontierEntry, Any]]) -> None:
+        if self._disk_full:  # fetched before the run could stop: queued in the repository still
+            self._pending -= len(batch)
+            self._wake.set()
+            return
         fetched = [(entry, result) for entry, result in batch if result.error is None]
         if self.settings.parse_in_thread and fetched:
             analysed = await trio.to_thread.run_sync(self._analyse, fetched)
@@ -452,11 +481,23 @@ class Crawler:
         host_rows = [(h, str(self.politeness.state(h)), err) for h, err in hosts.items()]
         changes = self.frontier.take_changes()
         stats_row = self._stats_row_if_due()
-        await trio.to_thread.run_sync(self._write, pages, changes, host_rows, stats_row)
-        self._counters.pages += len(pages)
+        try:
+            await trio.to_thread.run_sync(self._write, pages, changes, host_rows, stats_row)
+        except RepositoryFull as exc:
+            self._note_full_disk(exc)
+        else:
+            self._counters.pages += len(pages)
         self._pending -= len(batch)
         now = self._clock()
         self._rate_marks.append((now, self._counters.pages))
+        self._wake.set()
+
+    def _note_full_disk(self, exc: RepositoryFull) -> None:
+        """Stop the run: the repository has no room (its last transaction was rolled back)."""
+        log.warning("%s; the crawl stops, nothing stored is lost", exc)
+        self._disk_full = str(exc)
+        self._reason = "disk_full"
+        self._stopping = True
         self._wake.set()
 
     def _analyse(self, fetched: list[tuple[FrontierEntry, Any]]) -> list[tuple[CrawledPage, PageVerdict]]:

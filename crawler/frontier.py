@@ -113,6 +113,11 @@ class Frontier:
         self.depth_limit = depth_limit
         self.host_page_budget = host_page_budget
         self.max_per_host_in_flight = max_per_host_in_flight
+        self._paused: frozenset[str | None] = frozenset()
+        self._forget()
+
+    def _forget(self) -> None:
+        """Empty the queues, the seen set and the unwritten changes (paused topics and limits stay)."""
         self._queues: dict[str | None, _TopicQueue] = {}
         self._topics: list[str | None] = []
         self._turn = 0
@@ -122,7 +127,6 @@ class Frontier:
         self._host_pages: dict[str, int] = {}  # queued + in flight + completed, for the budget
         self._in_flight: dict[str, int] = {}
         self._changes: dict[str, tuple[str, Any]] = {}
-        self._paused: frozenset[str | None] = frozenset()
         self.evicted = 0
         self.rejected = {"seen": 0, "depth": 0, "budget": 0}
 
@@ -378,6 +382,12 @@ class Frontier:
         if evicted:
             conn.executemany(f"DELETE FROM frontier WHERE url = ? AND state = {QUEUED}", evicted)
         return len(changes)
+
+    def reload(self, repo: Repository) -> int:
+        """Forget what only memory held (unwritten changes, popped entries) and load the repository's
+        frontier again, after a write the disk had no room for: what was popped is queued there still."""
+        self._forget()
+        return self.load(repo)
 
     def load(self, repo: Repository) -> int:
         """Restore the queued entries and the seen set of a previous run; returns the queued count."""

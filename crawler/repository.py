@@ -11,6 +11,7 @@ version them with `Repository.migrate(component, migrations)`, the same mechanis
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import sqlite3
@@ -40,6 +41,23 @@ class RepositoryError(CrawlerError):
 
 class RepositoryBusy(RepositoryError):
     """Another connection held the write lock for longer than `busy_patience` (its log names it)."""
+
+
+class RepositoryFull(RepositoryError):
+    """The disk holding the repository is full: the transaction was rolled back, nothing of it is stored,
+    and everything committed before is intact (SQLite's journal guarantees it)."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """SQLITE_FULL from the sqlite3 module (extended codes too), or ENOSPC from the operating system."""
+    if isinstance(exc, RepositoryFull):
+        return True
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None:
+            return code & 0xFF == sqlite3.SQLITE_FULL
+        return "disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
 
 
 @dataclass(frozen=True)
@@ -311,7 +329,8 @@ class Repository:
 
         It takes the write lock at BEGIN (IMMEDIATE): a deferred transaction that reads before it writes
         fails at once with "database is locked", without waiting, when another connection (a node's side
-        connection) committed in between. Nested batches are savepoints."""
+        connection) committed in between. Nested batches are savepoints. A full disk raises
+        `RepositoryFull` after the rollback."""
         conn = self.db.conn
         if conn.in_transaction:
             with self.db.atomic():
@@ -321,15 +340,12 @@ class Repository:
         try:
             try:
                 yield self.db
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                if is_disk_full(exc) and not isinstance(exc, RepositoryFull):
+                    raise RepositoryFull(f"the disk holding {self.path} is full ({exc})") from exc
                 raise
         finally:
             _WRITE_LOCKS.released(self.path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from crawler.repository import RepositoryFull, is_disk_full
 from node.service import NodeServiceError
 
 if TYPE_CHECKING:
@@ -311,6 +313,15 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             kinds.get(exc.status_code, "http"), detail.get(exc.status_code, str(exc.detail)), exc.status_code
         )
 
+    async def storage_error(request: Request, exc: Exception) -> Response:
+        """A full disk is the user's to fix (the request's transaction rolled back): 507, no traceback."""
+        if not is_disk_full(exc):
+            return await server_error(request, exc)
+        log.warning("control API: %s %s: %s", request.method, request.url.path, exc)
+        return error(
+            "disk_full", f"{exc}: nothing of this request was stored; free some space and retry", 507
+        )
+
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("control API: %s %s failed", request.method, request.url.path)
         return error(
@@ -319,7 +330,12 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
 
     app = Starlette(
         routes=_merge_methods(routes),
-        exception_handlers={HTTPException: http_error, Exception: server_error},
+        exception_handlers={
+            HTTPException: http_error,
+            RepositoryFull: storage_error,
+            sqlite3.OperationalError: storage_error,
+            Exception: server_error,
+        },
     )
     return BearerAuth(app, token)
 

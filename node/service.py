@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ import trio
 
 from crawler.engine import Crawler, CrawlStats
 from crawler.focus import SEED_PRIORITY
-from crawler.repository import Repository, RepositoryError
+from crawler.repository import Repository, RepositoryError, RepositoryFull
 from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir
@@ -62,7 +63,10 @@ IDLE_ACTIVITY = {
     "blocked": "waiting",
     "shutting_down": "stopping",
     "starting": "waiting",
+    "disk_full": "waiting",
 }
+DISK_CHECK_S = 30.0  # after a full disk, how often the crawl checks whether space was freed
+DISK_ROOM_BYTES = 16 * 2**20  # free space gained since the disk filled that resumes the crawl
 
 
 class NodeServiceError(Exception):
@@ -145,7 +149,7 @@ class NodeService:
         except RepositoryError as exc:
             raise NodeServiceError("repository", str(exc)) from exc
         try:
-            ensure_schema(self._side)
+            ensure_schemas(self._side)
             self._states = load_crawl_states(self._side)
             self._states.setdefault(ALL_TOPICS, RUNNING)
             self.crawler = self._build_crawler()
@@ -311,7 +315,8 @@ class NodeService:
                     stats = await self.crawler.run(self.max_pages)
                     # before the engine counts as idle: a hold waiting for idle edits the frontier on the
                     # engine's connection, which must not be inside this worker thread's transaction
-                    await self._record_focus_stats()
+                    if stats.reason != "disk_full":
+                        await self._record_focus_stats()
                 finally:
                     self._crawl_running = False
                     self._crawl_idle.set()
@@ -319,7 +324,10 @@ class NodeService:
                 self._runs_seconds += stats.elapsed
                 self._last_reason = stats.reason
                 self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
-                if stats.reason in ("exhausted", "blocked", "max_pages", "paused"):
+                if stats.reason == "disk_full":
+                    self._publish("log", {"message": self._idle_detail("disk_full", stats.total_pages)})
+                    await self._wait_for_room()
+                elif stats.reason in ("exhausted", "blocked", "max_pages", "paused"):
                     await self._wait_for_change(timeout=30.0 if stats.reason == "blocked" else math.inf)
                 continue
             await self._wait_for_change(timeout=math.inf)
@@ -331,6 +339,18 @@ class NodeService:
     async def _wait_for_change(self, timeout: float) -> None:
         with trio.move_on_after(timeout):
             await self._changed.wait()
+        self._changed = trio.Event()
+
+    async def _wait_for_room(self) -> None:
+        """After a full disk: until the user acts on the crawl (`crawl start`) or the data directory's file
+        system has `DISK_ROOM_BYTES` more free than when it filled (looked at every `DISK_CHECK_S`)."""
+        full_at = free_bytes(self.data.root)
+        while True:
+            with trio.move_on_after(DISK_CHECK_S):
+                await self._changed.wait()
+                break
+            if free_bytes(self.data.root) >= full_at + DISK_ROOM_BYTES:
+                break
         self._changed = trio.Event()
 
     async def hold_crawl(self) -> _CrawlHold:
@@ -404,7 +424,10 @@ class NodeService:
 
     async def _metrics_loop(self) -> None:
         while True:
-            await self._sample_metrics()
+            try:
+                await self._sample_metrics()
+            except RepositoryFull as exc:  # the crawl's stop says so to the user; a sample is not worth more
+                log.debug("metrics sample not stored: %s", exc)
             await trio.sleep(self.settings.metrics_interval)
 
     async def _sample_metrics(self) -> None:
@@ -476,12 +499,19 @@ class NodeService:
             return "exhausted" if self.crawler.stats.total_pages else "no_seeds"
         if self.crawler.frontier.servable_size() == 0:
             return "topics_held"
-        if self._last_reason == "blocked":
-            return "blocked"
+        if self._last_reason in ("blocked", "disk_full"):
+            return self._last_reason
         return "starting"
 
     def _idle_detail(self, reason: str, pages: int) -> str:
         """What an idle reason means for the user, and what to do about it."""
+        if reason == "disk_full":
+            free = free_bytes(self.data.root) / 2**20
+            return (
+                f"the disk holding {self.data.root} is full ({free:.0f} MB free): the crawl stopped, nothing "
+                "stored was lost and the pages it could not store are queued again; free some space and it "
+                "resumes (or at once: `topicswarm crawl start`)"
+            )
         details = {
             "max_pages": f"reached max_pages ({pages} of {self.max_pages} documents); raise it with "
             "`topicswarm node run --max-pages N` or [node] max_pages in config.toml",
@@ -807,6 +837,21 @@ class _CrawlHold:
 
 
 # -- repository queries (run in the side connection's worker thread) -------------------------------------
+def ensure_schemas(repo: Repository) -> None:
+    """Every component's tables, created at start: reading (a search, the feedback it weighs, the topics)
+    then never has to create one, which a full disk would refuse."""
+    from crawler import feedback, ranking, taxonomy
+
+    ensure_schema(repo)
+    for component in (ranking, feedback, taxonomy):
+        component.ensure_schema(repo)
+
+
+def free_bytes(path: Path) -> int:
+    """Free space for this user on the file system holding `path`."""
+    return shutil.disk_usage(path).free
+
+
 def _table_exists(repo: Repository, name: str) -> bool:
     return repo.db[name].exists()
 

@@ -50,7 +50,7 @@ import scipy.sparse as sp
 import trio
 
 from crawler.focus import HARVESTING
-from crawler.repository import Repository
+from crawler.repository import Repository, RepositoryError
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
     correctness_covariance,
@@ -220,8 +220,9 @@ class Cooperation:
             while True:
                 try:
                     await self.round()
-                except (MetamodelError, P2PError, OSError, sqlite3.Error) as exc:
-                    # a busy repository (the crawler writes constantly) costs one round, not the layer
+                except (MetamodelError, P2PError, OSError, sqlite3.Error, RepositoryError) as exc:
+                    # a busy repository (the crawler writes constantly) or a full disk costs one round, not
+                    # the layer
                     log.warning("cooperation round failed: %s", exc)
                 with trio.move_on_after(self.settings.sync_interval):
                     await self._poke.wait()

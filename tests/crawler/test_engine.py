@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from crawler.engine import Crawler, CrawlStats, PageVerdict
-from crawler.repository import DONE, FAILED, Repository, StoredPage
+from crawler.repository import DONE, FAILED, QUEUED, Repository, StoredPage
 from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
 
@@ -358,4 +358,39 @@ async def test_fetched_pages_wait_for_processing_instead_of_piling_up(tmp_path):
     assert repo.document_count() == 301
     # requests in flight + results queued for processing + the batch being processed
     assert peak <= 4 + 2 + 2, peak
+    repo.close()
+
+
+def stored_without_done(repo: Repository) -> int:
+    """Documents whose URL the frontier does not mark done: what a crash between the two would leave."""
+    return repo.db.execute(
+        f"SELECT count(*) FROM documents d WHERE NOT EXISTS "
+        f"(SELECT 1 FROM frontier f WHERE f.url = d.url AND f.state = {DONE})"
+    ).fetchone()[0]
+
+
+@pytest.mark.trio
+async def test_a_full_disk_stops_the_crawl_with_nothing_lost_and_the_next_run_stores_every_page(tmp_path):
+    fetcher = FakeFetcher(site(60))
+    crawler, repo = make(tmp_path, fetcher, write_batch_size=4)
+    crawler.add_seeds(["http://a.test/"])
+    size = repo.db.execute("PRAGMA page_count").fetchone()[0]
+    repo.db.execute(f"PRAGMA max_page_count = {size + 12}")  # SQLite's own "database or disk is full"
+    stats = await crawler.run()
+    assert stats.reason == "disk_full"
+    stored = repo.document_count()
+    assert 0 < stored < 61 and stats.total_pages == stored
+    assert stored_without_done(repo) == 0
+    queued = repo.db.execute(f"SELECT count(*) FROM frontier WHERE state = {QUEUED}").fetchone()[0]
+    assert queued > 0  # the pages the full batch held wait there to be fetched again
+
+    repo.db.execute("PRAGMA max_page_count = 1073741823")  # space freed
+    stats = await crawler.run()
+    assert stats.reason == "exhausted" and repo.document_count() == 61
+    assert stored_without_done(repo) == 0
+    twice = repo.db.execute(
+        "SELECT count(*) FROM (SELECT url FROM documents GROUP BY url HAVING count(*) > 1)"
+    )
+    assert twice.fetchone()[0] == 0
+    assert set(fetcher.fetched) >= set(site(60))
     repo.close()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import httpx
 import pytest
 import trio
 
+from crawler.repository import RepositoryFull
 from node.client import AsyncNodeClient, NodeError, NodeUnreachable, Unauthorised
 from node.config import Config
 from node.datadir import DataDir
@@ -142,6 +144,34 @@ async def test_errors_are_json_with_what_to_do(node):
     async with httpx.AsyncClient(base_url=service.api_url, headers=client._http.headers) as raw:
         broken = await raw.post("/api/topics/import", content=b"{not json")
     assert broken.status_code == 400 and broken.json()["error"] == "bad_request"
+
+
+@pytest.mark.trio
+async def test_a_full_disk_is_a_507_saying_to_free_space_and_the_node_serves_on(node, monkeypatch):
+    service, client = node
+    failures = [
+        RepositoryFull("the disk holding /d/repository.db is full (database or disk is full)"),
+        sqlite3.OperationalError("database or disk is full"),  # a write outside `transaction`
+    ]
+    for failure in failures:
+
+        async def search(*args, failure=failure, **kwargs):
+            raise failure
+
+        monkeypatch.setattr(service, "search", search)
+        with pytest.raises(NodeError) as caught:
+            await client.search("sqlite")
+        assert caught.value.status == 507 and caught.value.kind == "disk_full"
+        assert "free some space" in caught.value.detail
+    assert (await client.status())["crawl"]["state"] == "running"
+
+    async def broken(*args, **kwargs):
+        raise sqlite3.OperationalError("no such table: documents")
+
+    monkeypatch.setattr(service, "search", broken)
+    with pytest.raises(NodeError) as caught:
+        await client.search("sqlite")
+    assert caught.value.status == 500 and caught.value.kind == "internal"
 
 
 @pytest.mark.trio
