@@ -150,6 +150,11 @@ async def crawl(
             nursery.start_soon(_stop_on_signals, crawler, nursery.cancel_scope)
             stats = await crawler.run(max_pages)
             nursery.cancel_scope.cancel()
+        if stats.reason == "disk_full":
+            raise CliError(
+                f"the disk holding {repo.path} is full: the crawl stopped with {stats.total_pages} pages "
+                "stored and none lost; free some space and run the same command again to resume"
+            )
         if policy is not None:
             policy.record_stats()  # the crawl's writes are over: store the last harvest rates
         return stats

@@ -77,3 +77,16 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     assert len(lines) == 2 and "timeout 2" in lines[0] and lines[1].startswith("pages 3")
     text = summary(CrawlStats(pages=3, errors=2, errors_by_kind={"timeout": 2}, reason="exhausted"))
     assert "frontier exhausted" in text and "timeout" in text
+
+
+def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path, capsys, monkeypatch):
+    async def fills_the_disk(self, max_pages=None):
+        return CrawlStats(total_pages=7, finished=True, reason="disk_full")
+
+    monkeypatch.setattr("node.cli.crawl.Crawler.run", fills_the_disk)
+    data = tmp_path / "node"
+    data.mkdir()
+    (data / "config.toml").write_text(CONFIG)
+    assert main(["crawl", "--data", str(data), "--seed", web.hub_url, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "is full" in err and "7 pages stored and none lost" in err and "same command again" in err
