@@ -65,6 +65,18 @@ def quiet_libp2p_logging() -> None:
     lib.propagate = True
     if not any(isinstance(h, logging.NullHandler) for h in lib.handlers):
         lib.addHandler(logging.NullHandler())
+    dht = logging.getLogger("libp2p.kad_dht.kad_dht")
+    if not any(isinstance(f, _ClosedDhtStream) for f in dht.filters):
+        dht.addFilter(_ClosedDhtStream())
+
+
+class _ClosedDhtStream(logging.Filter):
+    """Drops libp2p's warning for a DHT stream the other side closed or reset (the exception has no text):
+    a peer ending its query does that, and a one-hour soak logged it 108 times per node, burying what
+    matters in node.log. A read failing with a reason still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Failed to read DHT message from stream: "
 
 
 @dataclass

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 import stat
 
@@ -11,7 +12,7 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 
-from p2p.host import NetworkError, connection_config
+from p2p.host import NetworkError, connection_config, quiet_libp2p_logging
 from p2p.identity import IdentityError, load_or_create_identity, peer_id_of
 from p2p.settings import P2PSettings
 
@@ -88,3 +89,14 @@ async def test_unreachable_peer_raises_network_error_naming_it(start_hosts):
             other = peer_id_of(create_new_key_pair())
             with pytest.raises(NetworkError, match=str(other)):
                 await a.connect(other, ["/ip4/127.0.0.1/tcp/1"])
+
+
+def test_libp2p_warnings_reach_the_node_log_but_not_a_closed_dht_stream(caplog):
+    quiet_libp2p_logging()
+    dht = logging.getLogger("libp2p.kad_dht.kad_dht")
+    with caplog.at_level(logging.WARNING):
+        dht.warning("Failed to read DHT message from stream: %s", "")  # the peer closed it: noise
+        dht.warning("Failed to read DHT message from stream: %s", "invalid varint")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Failed to read DHT message from stream: invalid varint"
+    ]
