@@ -11,13 +11,15 @@ would use them (a search and a meta-classifier build per node every `--use-every
 process every `--every` seconds, stops them with SIGTERM and prints one JSON line:
 
     {"minutes", "samples", "nodes": [{"pages", "rss_mb", "fds", "threads", "db_mb", "api_ms",
-      "steady_samples", "rss_growth_mb_per_h", "fds_growth_per_h", "exit_code"}]}
+      "settled_samples", "rss_drift_mb_per_h", "fds_drift_per_h", "exit_code"}]}
 
-Each of rss_mb, fds, threads, db_mb, api_ms is {"first", "last", "max"} over the samples. The growth
-figures are least-squares slopes over the steady samples: the later half of those taken once every node's
-crawl had ended, when the first models, pooled results and meta-classifiers have settled (null with fewer
-than 3). exit_code is the node's on SIGTERM (0: it shut down cleanly). Nothing
-here knows a particular web or bookmarks file.
+Each of rss_mb, fds, threads, db_mb, api_ms is {"first", "last", "max"} over the samples. The drift figures
+compare the two halves of the settled samples (those taken once every node's crawl had ended): the median of
+the later half less the median of the earlier half, per hour between the halves' middles (null with fewer
+than 4 samples). Medians, because a node's RSS swings by tens of MB between samples (meta-classifier builds,
+sync rounds): a least-squares slope over half an hour of such samples read +/-50 MB/h on flat series.
+exit_code is the node's on SIGTERM (0: it shut down cleanly). Nothing here knows a particular web or
+bookmarks file.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from node.client import NodeError
 from simnet.scenarios.community import Member, community, seed_subset, topic_targets
 
 SEARCHES = ("configuration", "install", "function", "server", "matrix")
-MIN_STEADY = 3
+MIN_SETTLED = 4
 
 
 def sample(member: Member) -> dict[str, float]:
@@ -77,28 +79,31 @@ def use(member: Member, round_: int) -> None:
             say(f"node {member.index + 1}: meta build: {exc.detail}")
 
 
-def growth_per_hour(times: Sequence[float], values: Sequence[float]) -> float | None:
-    """Least-squares slope of values over times (seconds), per hour; None below `MIN_STEADY` samples."""
-    if len(times) < MIN_STEADY:
+def drift_per_hour(times: Sequence[float], values: Sequence[float]) -> float | None:
+    """Median of the later half of values less that of the earlier half, per hour between the halves'
+    middle times (seconds); None below `MIN_SETTLED` samples."""
+    if len(times) < MIN_SETTLED:
         return None
-    return float(np.polyfit(np.asarray(times) - times[0], np.asarray(values, dtype=float), 1)[0] * 3600)
+    half = len(times) // 2
+    early, late = (slice(0, half), slice(half, None))
+    hours = (float(np.median(times[late])) - float(np.median(times[early]))) / 3600
+    return float(np.median(values[late]) - np.median(values[early])) / hours
 
 
 def spread(values: Sequence[float]) -> dict[str, float]:
     return {"first": round(values[0], 1), "last": round(values[-1], 1), "max": round(max(values), 1)}
 
 
-def node_figures(samples: list[dict[str, Any]], steady_from: float | None) -> dict[str, Any]:
-    ended = [s for s in samples if steady_from is not None and s["t"] >= steady_from]
-    steady = ended[len(ended) // 2 :]
-    times = [s["t"] for s in steady]
+def node_figures(samples: list[dict[str, Any]], settled_from: float | None) -> dict[str, Any]:
+    settled = [s for s in samples if settled_from is not None and s["t"] >= settled_from]
+    times = [s["t"] for s in settled]
     return {
         "pages": samples[-1]["pages"],
         "pooled": samples[-1]["pooled"],
         **{key: spread([s[key] for s in samples]) for key in ("rss_mb", "fds", "threads", "db_mb", "api_ms")},
-        "steady_samples": len(steady),
-        "rss_growth_mb_per_h": growth_per_hour(times, [s["rss_mb"] for s in steady]),
-        "fds_growth_per_h": growth_per_hour(times, [s["fds"] for s in steady]),
+        "settled_samples": len(settled),
+        "rss_drift_mb_per_h": drift_per_hour(times, [s["rss_mb"] for s in settled]),
+        "fds_drift_per_h": drift_per_hour(times, [s["fds"] for s in settled]),
     }
 
 
@@ -125,7 +130,7 @@ def run_soak(
         if not topic_targets(parse_bookmarks(mapped), web.label_of):
             raise ValueError("no bookmark of the file lies on this web: give the web's own bookmarks")
         samples: list[list[dict[str, Any]]] = [[] for _ in range(nodes)]
-        steady_from: float | None = None
+        settled_from: float | None = None
         with community(root, nodes, pages, 0) as members:
             for member in members:
                 member.client.import_topics(bookmarks_html=seed_subset(mapped, member.index, nodes))
@@ -135,9 +140,9 @@ def run_soak(
                 for member, taken in zip(members, samples, strict=True):
                     taken.append(sample(member))
                 latest = [taken[-1] for taken in samples]
-                if steady_from is None and not any(s["crawling"] for s in latest) and round_ > 0:
-                    steady_from = latest[0]["t"]
-                    say("every crawl has ended: from here on the samples are steady state")
+                if settled_from is None and not any(s["crawling"] for s in latest) and round_ > 0:
+                    settled_from = latest[0]["t"]
+                    say("every crawl has ended: the samples from here on measure drift")
                 say(
                     f"sample {round_ + 1}: "
                     + "  ".join(
@@ -159,7 +164,7 @@ def run_soak(
         "minutes": minutes,
         "samples": len(samples[0]),
         "nodes": [
-            {**node_figures(taken, steady_from), "exit_code": code}
+            {**node_figures(taken, settled_from), "exit_code": code}
             for taken, code in zip(samples, exit_codes, strict=True)
         ],
     }

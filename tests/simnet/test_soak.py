@@ -1,4 +1,4 @@
-"""The soak scenario: growth is measured on the settled samples, and a short soak runs real nodes."""
+"""The soak scenario: drift is measured once the crawls ended, and a short soak runs real nodes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from node.cli.demo import BOOKMARKS
-from simnet.scenarios.soak import growth_per_hour, node_figures
+from simnet.scenarios.soak import drift_per_hour, node_figures
 
 
 def sample(t: float, rss: float, crawling: bool = False) -> dict:
@@ -26,21 +26,21 @@ def sample(t: float, rss: float, crawling: bool = False) -> dict:
     }
 
 
-def test_growth_is_the_hourly_slope_and_needs_three_samples():
-    assert growth_per_hour([0.0, 60.0, 120.0], [100.0, 101.0, 102.0]) == pytest.approx(60.0)
-    assert growth_per_hour([0.0, 60.0, 120.0], [100.0, 100.0, 100.0]) == pytest.approx(0.0, abs=1e-6)
-    assert growth_per_hour([0.0, 60.0], [100.0, 200.0]) is None
+def test_drift_compares_the_medians_of_the_two_halves_per_hour():
+    times = [0.0, 600.0, 1200.0, 1800.0]
+    assert drift_per_hour(times, [100.0, 100.0, 110.0, 110.0]) == pytest.approx(10.0 / (1500 - 300) * 3600)
+    assert drift_per_hour(times, [100.0, 140.0, 100.0, 140.0]) == pytest.approx(0.0)  # swings, no drift
+    assert drift_per_hour(times[:3], [100.0, 200.0, 300.0]) is None
 
 
-def test_growth_leaves_out_the_crawl_and_the_first_half_after_it():
+def test_drift_leaves_out_the_samples_taken_while_crawling():
     crawl = [sample(t, 100.0 + t, crawling=True) for t in (0.0, 30.0)]
-    settling = [sample(t, 300.0 + t) for t in (60.0, 90.0, 120.0)]  # climbs while models arrive
-    settled = [sample(t, 400.0) for t in (150.0, 180.0, 210.0)]
-    figures = node_figures(crawl + settling + settled, steady_from=60.0)
-    assert figures["steady_samples"] == 3
-    assert figures["rss_growth_mb_per_h"] == pytest.approx(0.0, abs=1e-6)
-    assert figures["rss_mb"] == {"first": 100.0, "last": 400.0, "max": 420.0}
-    assert node_figures(crawl, steady_from=None)["rss_growth_mb_per_h"] is None  # the crawl never ended
+    settled = [sample(t, rss) for t, rss in ((60.0, 400.0), (90.0, 430.0), (120.0, 400.0), (150.0, 430.0))]
+    figures = node_figures(crawl + settled, settled_from=60.0)
+    assert figures["settled_samples"] == 4
+    assert figures["rss_drift_mb_per_h"] == pytest.approx(0.0, abs=1e-6)
+    assert figures["rss_mb"] == {"first": 100.0, "last": 430.0, "max": 430.0}
+    assert node_figures(crawl, settled_from=None)["rss_drift_mb_per_h"] is None  # the crawl never ended
 
 
 @pytest.mark.slow
