@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 import time
@@ -273,7 +274,7 @@ class Repository:
             self.db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise RepositoryError(f"{self.path} is not a topicswarm repository (SQLite said: {exc})") from exc
+            raise RepositoryError(_open_failure(self.path, exc)) from exc
         self.db.execute("PRAGMA synchronous=NORMAL")
         # Search reads index pages all over the file: map it and keep more pages than SQLite's 2 MB default.
         self.db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
@@ -483,6 +484,19 @@ class Repository:
 
     def hosts(self) -> list[dict[str, Any]]:
         return list(self.db.query("SELECT * FROM hosts ORDER BY host"))
+
+
+def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """Why a repository file would not open: a file that is no database, or a folder SQLite cannot write
+    its journal to (a full disk gives "disk I/O error" there, not SQLITE_FULL)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if is_disk_full(exc) or code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
+        free = shutil.disk_usage(path.parent).free / 2**20
+        return (
+            f"cannot open the repository at {path}: SQLite could not write beside it ({exc}; {free:.0f} MB "
+            "free on that disk): free some space, or make the folder writable"
+        )
+    return f"{path} is not a topicswarm repository (SQLite said: {exc})"
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -42,15 +42,33 @@ class DataDir:
         return self
 
     def read_or_create_token(self) -> str:
-        """The control API's bearer token, created once with mode 0600 so only the owner can read it."""
+        """The control API's bearer token, created once with mode 0600 so only the owner can read it (an
+        empty file, left by a disk that filled before this write was atomic, counts as none)."""
         if self.api_token.exists():
-            return self.api_token.read_text().strip()
+            token = self.api_token.read_text().strip()
+            if token:
+                return token
         self.ensure()
         token = secrets.token_urlsafe(32)
-        fd = os.open(self.api_token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(token + "\n")
+        write_atomically(self.api_token, token + "\n", mode=0o600)
         return token
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write `text` to `path` whole or not at all: a full disk or a kill mid-write leaves the old file (or
+    none), never a truncated one. An OSError names the path (a failed write() alone does not)."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.unlink(missing_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 def default_data_dir() -> Path:

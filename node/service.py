@@ -34,7 +34,7 @@ from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull
 from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config
-from node.datadir import DataDir
+from node.datadir import DataDir, write_atomically
 from node.events import EventBus
 from node.metrics import (
     ALL_TOPICS,
@@ -210,10 +210,7 @@ class NodeService:
             await self._crawl_idle.wait()
 
     def _write_api_file(self) -> None:
-        payload = json.dumps({"url": self.api_url, "pid": os.getpid()})
-        partial = self.data.api_address.with_suffix(".partial")
-        partial.write_text(payload + "\n")
-        os.replace(partial, self.data.api_address)
+        write_atomically(self.data.api_address, json.dumps({"url": self.api_url, "pid": os.getpid()}) + "\n")
 
     # -- components ---------------------------------------------------------------------------------------
     def _build_crawler(self) -> Crawler:

@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except OSError as exc:  # a full disk, a read-only folder: the user's to fix, so no traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"topicswarm: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

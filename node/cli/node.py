@@ -17,7 +17,7 @@ from typing import Any
 from node.cli.common import CliError, add_data_arg, data_dir
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
-from node.datadir import DataDir
+from node.datadir import DataDir, write_atomically
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,7 +127,7 @@ def run_init(args: argparse.Namespace) -> int:
     data = data_dir(args).ensure()
     created = []
     if not data.config.exists():
-        data.config.write_text(default_config_toml(), encoding="utf-8")
+        write_atomically(data.config, default_config_toml())
         created.append("config.toml")
     if not data.identity.exists():
         from p2p.identity import load_or_create_identity, peer_id_of

@@ -7,7 +7,14 @@ import threading
 
 import pytest
 
-from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryError, StoredPage
+from crawler.repository import (
+    DocumentRecord,
+    LinkRecord,
+    Repository,
+    RepositoryError,
+    StoredPage,
+    _open_failure,
+)
 
 
 def doc(url: str, text: str = "some text", **kw) -> DocumentRecord:
@@ -127,3 +134,16 @@ def test_a_batch_that_reads_before_writing_waits_for_another_writer_instead_of_f
     assert sorted(r[0] for r in first.db.execute("SELECT who FROM marks")) == ["first", "second"]
     first.close()
     second.close()
+
+
+def test_a_repository_that_cannot_write_its_journal_is_named_as_such_not_as_a_foreign_file(tmp_path):
+    io_error = sqlite3.OperationalError("disk I/O error")
+    io_error.sqlite_errorcode = sqlite3.SQLITE_IOERR_WRITE  # what a full disk gives when SQLite opens the WAL
+    message = _open_failure(tmp_path / "repository.db", io_error)
+    assert "could not write beside it" in message and "MB free" in message and "free some space" in message
+    foreign = sqlite3.DatabaseError("file is not a database")
+    foreign.sqlite_errorcode = sqlite3.SQLITE_NOTADB
+    assert "is not a topicswarm repository" in _open_failure(tmp_path / "repository.db", foreign)
+    (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(RepositoryError, match="is not a topicswarm repository"):
+        Repository(tmp_path / "other.db")
