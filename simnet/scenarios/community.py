@@ -455,28 +455,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def scenario_main(args: argparse.Namespace, run: Callable[[str], dict[str, Any]], name: str) -> int:
+    """A scenario's command line around `run(bookmarks_html)`: the bookmarks file checked, --keep made, one
+    JSON line printed; a failure is one line and exit 2."""
     if not args.bookmarks.exists():
         print(f"no bookmarks file at {args.bookmarks}", file=sys.stderr)
         return 2
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     try:
-        result = run_community(
-            args.web,
-            args.bookmarks.read_text(encoding="utf-8"),
-            args.nodes,
-            args.pages,
-            args.hostile,
-            args.timeout,
-            args.keep,
-        )
-    except (ValueError, NodeError) as exc:
-        print(f"community scenario failed: {exc}", file=sys.stderr)
+        result = run(args.bookmarks.read_text(encoding="utf-8"))
+    except (ValueError, FileNotFoundError, NodeError) as exc:
+        print(f"{name} failed: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    return scenario_main(
+        args,
+        lambda bookmarks: run_community(
+            args.web, bookmarks, args.nodes, args.pages, args.hostile, args.timeout, args.keep
+        ),
+        "community scenario",
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ bookmarks file.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -40,7 +39,7 @@ import psutil
 from crawler.taxonomy import parse_bookmarks
 from node.cli.demo import META_LOSS, map_bookmarks, say
 from node.client import NodeError
-from simnet.scenarios.community import Member, community, seed_subset, topic_targets
+from simnet.scenarios.community import Member, community, scenario_main, seed_subset, topic_targets
 
 SEARCHES = ("configuration", "install", "function", "server", "matrix")
 MIN_SETTLED = 4
@@ -191,27 +190,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.bookmarks.exists():
-        print(f"no bookmarks file at {args.bookmarks}", file=sys.stderr)
-        return 2
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=True)
-    try:
-        result = run_soak(
-            args.web,
-            args.bookmarks.read_text(encoding="utf-8"),
-            args.nodes,
-            args.pages,
-            args.minutes,
-            args.every,
-            args.use_every,
-            args.keep,
-        )
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"soak: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(result))
-    return 0
+    return scenario_main(
+        args,
+        lambda bookmarks: run_soak(
+            args.web, bookmarks, args.nodes, args.pages, args.minutes, args.every, args.use_every, args.keep
+        ),
+        "soak",
+    )
 
 
 if __name__ == "__main__":
