@@ -265,7 +265,7 @@ class Crawler:
         self._last_stats_row = -math.inf
         self._rate_marks: list[tuple[float, int]] = []
         self._reason = ""
-        self._disk_full = ""  # why this run's last batch could not be stored (RepositoryFull)
+        self._disk_full = False  # this run had a batch the repository had no room for (RepositoryFull)
         self.stats = CrawlStats(total_pages=self._total_at_start, frontier_size=len(self.frontier))
 
     def _load_documents_state(self) -> int:
@@ -332,7 +332,7 @@ class Crawler:
         self._before_run = (self._counters.pages, self._counters.fetches)
         self._stopping = False
         self._reason = ""
-        self._disk_full = ""
+        self._disk_full = False
         send, receive = trio.open_memory_channel[tuple[FrontierEntry, Any]](
             max(1, self.settings.write_batch_size)
         )
@@ -495,7 +495,7 @@ class Crawler:
     def _note_full_disk(self, exc: RepositoryFull) -> None:
         """Stop the run: the repository has no room (its last transaction was rolled back)."""
         log.warning("%s; the crawl stops, nothing stored is lost", exc)
-        self._disk_full = str(exc)
+        self._disk_full = True
         self._reason = "disk_full"
         self._stopping = True
         self._wake.set()
