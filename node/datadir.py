@@ -34,6 +34,11 @@ class DataDir:
         return self.root / "api.json"
 
     @property
+    def known_peers(self) -> Path:
+        """Written by a running node: its neighbour list, to rejoin through after a restart."""
+        return self.root / "peers.json"
+
+    @property
     def log(self) -> Path:
         return self.root / "node.log"
 

@@ -7,10 +7,15 @@ cooperation layer plugs its providers and handlers into.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
+
+from node.datadir import write_atomically
 
 if TYPE_CHECKING:
     from node.service import NodeService
@@ -35,14 +40,71 @@ def p2p_settings(service: NodeService) -> Any:
     return dataclasses.replace(settings, **changes) if changes else settings
 
 
+KNOWN_PEERS_SAVE_PERIOD = 5.0
+"""Seconds between two looks at the neighbour list, saved when its peers or addresses changed (rarely, once
+a community has settled): a node killed soon after it joined still rejoins through them."""
+
+
 async def start_network(service: NodeService, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Run the node's `P2PService` until cancelled; `task_status.started(service)` once it has joined."""
+    """Run the node's `P2PService` until cancelled; `task_status.started(service)` once it has joined
+    (through the bootstrap addresses, else through the peers it knew when it last ran, `known_peers`,
+    which it saves while it runs and when it stops)."""
     from p2p.identity import load_or_create_identity
-    from p2p.service import run_service
+    from p2p.service import start_service
 
     settings = p2p_settings(service)
     key_pair = load_or_create_identity(service.data.identity)
-    await run_service(settings, key_pair, task_status=task_status)
+    path = service.data.known_peers
+    async with start_service(settings, key_pair, recalled=read_known_peers(path)) as p2p:
+        task_status.started(p2p)
+        saved: frozenset[tuple[str, tuple[str, ...]]] = frozenset()
+        try:
+            while True:
+                await trio.sleep(KNOWN_PEERS_SAVE_PERIOD)
+                saved = save_known_peers(path, p2p.neighbours(), saved)
+        finally:
+            save_known_peers(path, p2p.neighbours(), saved)
+
+
+def read_known_peers(path: Path) -> list[Any]:
+    """The neighbours saved when the node last ran (`p2p.membership.Neighbour`s), read as strictly as a
+    peer's neighbour list; none when the file is missing, unreadable or malformed (it only lets a node
+    rejoin without --bootstrap: a warning says so, and the next save replaces it)."""
+    from p2p.errors import WireError
+    from p2p.membership import from_message
+    from p2p.schemas import NeighbourExchange
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("peers of the last run not read from %s (%s): joining through bootstrap only", path, exc)
+        return []
+    try:
+        return from_message(NeighbourExchange.from_wire(json.loads(text)))
+    except (ValueError, RecursionError, WireError) as exc:
+        log.warning("%s is not a saved neighbour list (%s): ignored, replaced at the next save", path, exc)
+        return []
+
+
+def save_known_peers(
+    path: Path, neighbours: Sequence[Any], saved: frozenset[tuple[str, tuple[str, ...]]]
+) -> frozenset[tuple[str, tuple[str, ...]]]:
+    """Write the neighbour list to `path` (atomically) when its peers or addresses differ from `saved`;
+    what the file now holds. An empty list is not written: a node that found nobody keeps the peers it
+    knew before. A failed write (a full disk) is logged and retried at the next save."""
+    from p2p.membership import to_message
+
+    view = frozenset((n.peer_id, tuple(n.addrs)) for n in neighbours)
+    if not view or view == saved:
+        return saved
+    try:
+        write_atomically(path, json.dumps(to_message(neighbours).to_wire(), indent=1) + "\n")
+    except OSError as exc:
+        log.warning("the neighbour list was not saved: %s", exc)
+        return saved
+    return view
 
 
 def check_listen_addrs(service: NodeService) -> None:

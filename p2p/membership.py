@@ -140,8 +140,13 @@ def next_exchange_pause(pause: float, settled: bool, settings: P2PSettings) -> f
     return min(pause * 2, longest) if settled else settings.exchange_period
 
 
+MAX_RECALLED = 8
+"""Most peers of an earlier run a restarting node dials (the most recently contacted): all at once, so a
+dead one costs at most `connect_timeout` before the node is up."""
+
+
 class MembershipError(P2PError):
-    """Joining failed: no bootstrap address answered."""
+    """Joining failed: no bootstrap address, and no peer of an earlier run, answered."""
 
 
 class Membership:
@@ -157,6 +162,8 @@ class Membership:
         )
         self.rng = self.neighbours.rng
         self.rounds = 0
+        self.recalled: list[Neighbour] = []
+        """Peers of an earlier run (`recall`), dialled when no bootstrap address answers."""
         self._remembered: dict[str, tuple[tuple[str, ...], float]] = {}
         """Addresses last put in the peerstore per neighbour and when (refreshed at half the TTL)."""
         protocols.serve_neighbours(self._answer)
@@ -166,8 +173,17 @@ class Membership:
     def peer_ids(self) -> list[str]:
         return [n.peer_id for n in self.neighbours.peers()]
 
+    def recall(self, entries: Iterable[Neighbour]) -> None:
+        """Peers this node knew when it last ran (its saved neighbour list): when no bootstrap address
+        answers, or none is given, `join` dials them instead. A restarted node then rejoins without
+        `--bootstrap`, and through the others when its bootstrap peer is gone for good."""
+        own = str(self.p2p.peer_id)
+        known = [e for e in entries if e.peer_id != own and e.addrs]
+        self.recalled = sorted(known, key=lambda e: e.last_contact, reverse=True)[:MAX_RECALLED]
+
     async def join(self, bootstrap: Sequence[str] | None = None) -> str:
-        """Exchange lists with the first bootstrap address that answers; the peer id it belongs to."""
+        """Exchange lists with the first bootstrap address that answers, else with the recalled peers
+        that do; the peer id joined through."""
         addrs = list(self.settings.bootstrap if bootstrap is None else bootstrap)
         failures = []
         for addr in addrs:
@@ -178,7 +194,39 @@ class Membership:
             except P2PError as exc:
                 failures.append(f"{addr}: {exc}")
                 log.warning("bootstrap %s failed: %s", addr, exc)
+        joined = await self._rejoin()
+        if joined is not None:
+            return joined
+        if self.recalled:
+            failures.append(f"none of the {len(self.recalled)} peers of the last run answered")
         raise MembershipError("no bootstrap address answered: " + "; ".join(failures or ["none given"]))
+
+    async def _rejoin(self) -> str | None:
+        """Dial every recalled peer at once and exchange lists with each that answered; the first of them."""
+        answered: list[str] = []
+
+        async def dial(entry: Neighbour) -> None:
+            try:
+                await self.p2p.connect(_peer(entry.peer_id), entry.addrs)
+            except P2PError as exc:
+                log.info("peer %s of the last run did not answer: %s", entry.peer_id, exc)
+                return
+            answered.append(entry.peer_id)
+
+        async with trio.open_nursery() as nursery:
+            for entry in self.recalled:
+                nursery.start_soon(dial, entry)
+        joined = None
+        for peer_id in answered:
+            try:
+                await self.exchange_with(peer_id)
+            except P2PError as exc:
+                log.info("neighbour exchange with %s of the last run failed: %s", peer_id, exc)
+                continue
+            joined = joined or peer_id
+        if joined is not None:
+            log.info("rejoined through %d of %d peers of the last run", len(answered), len(self.recalled))
+        return joined
 
     async def exchange_with(self, peer_id: str) -> None:
         """One push-pull exchange with `peer_id` (dialled first if not connected)."""
@@ -220,8 +268,9 @@ class Membership:
         return entry.last_contact if entry is not None else float("-inf")
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Join (when bootstrap addresses are set) and exchange every `exchange_period` until cancelled."""
-        if self.settings.bootstrap:
+        """Join (through the bootstrap addresses or the recalled peers) and exchange every `exchange_period`
+        until cancelled."""
+        if self.settings.bootstrap or self.recalled:
             try:
                 await self.join()
             except MembershipError as exc:
@@ -231,7 +280,7 @@ class Membership:
         while True:
             # jitter keeps a crowd started together from exchanging in lock step
             await trio.sleep(pause * self.rng.uniform(0.5, 1.5))
-            if not len(self.neighbours) and self.settings.bootstrap:
+            if not len(self.neighbours) and (self.settings.bootstrap or self.recalled):
                 with contextlib.suppress(MembershipError):  # alone again: the bootstrap may be back
                     await self.join()
             await self.exchange_once()

@@ -28,7 +28,7 @@ from p2p.communities import Announcement, Communities, gossip_topic
 from p2p.dissemination import SpreadStats, UploadCaps, ask_order
 from p2p.errors import P2PError, WireError
 from p2p.host import P2PHost, exception_reason, start_host
-from p2p.membership import Membership
+from p2p.membership import Membership, Neighbour
 from p2p.protocols import (
     MODEL,
     ModelProvider,
@@ -106,6 +106,10 @@ class P2PService:
 
     def addrs(self) -> list[str]:
         return self.p2p.addrs()
+
+    def neighbours(self) -> list[Neighbour]:
+        """The neighbour list as it stands: what a node saves to rejoin through after a restart."""
+        return self.membership.neighbours.peers()
 
     # -- the node's side --------------------------------------------------------------------------------
     def on_model(self, callback: ModelCallback) -> None:
@@ -394,24 +398,18 @@ async def start_service(
     key_pair: KeyPair | None = None,
     *,
     listen_addrs: Sequence[str] | None = None,
+    recalled: Sequence[Neighbour] = (),
 ) -> AsyncIterator[P2PService]:
-    """A host with its service running until the block exits (joins `settings.bootstrap` when set)."""
+    """A host with its service running until the block exits (joins through `settings.bootstrap`, else
+    through the `recalled` peers of an earlier run: `Membership.recall`)."""
     async with (
         start_host(settings, key_pair, listen_addrs=listen_addrs) as p2p,
         trio.open_nursery() as nursery,
     ):
         service = P2PService(p2p)
+        service.membership.recall(recalled)
         await nursery.start(service.run)
         try:
             yield service
         finally:
             nursery.cancel_scope.cancel()
-
-
-async def run_service(
-    settings: P2PSettings, key_pair: KeyPair, *, task_status: Any = trio.TASK_STATUS_IGNORED
-) -> None:
-    """Run until cancelled; `task_status.started(service)` once joined (the form `node.network` calls)."""
-    async with start_service(settings, key_pair) as service:
-        task_status.started(service)
-        await trio.sleep_forever()

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="MULTIADDR",
-        help="join a network through this live peer address (repeatable)",
+        help="join a network through this live peer address (repeatable; a restarted node rejoins the peers "
+        "it knew without it)",
     )
     runner.add_argument(
         "--listen",

@@ -1,7 +1,7 @@
 """End to end: three `topicswarm node run` processes on loopback, driven through the real CLI and API.
 
 One node is killed with SIGKILL mid-crawl and restarted on its data directory: it resumes with every stored
-document kept, its topics and crawl state intact, and rejoins its peers.
+document kept, its topics and crawl state intact, and rejoins its peers without --bootstrap.
 """
 
 from __future__ import annotations
@@ -56,6 +56,14 @@ def stored_urls(repository: Path, *, own: bool = False) -> set[str]:
         return {row[0] for row in db.execute(f"SELECT url FROM documents{where}")}
 
 
+def known_peers(data) -> set[str]:
+    """The peer ids in a node's saved neighbour list (none before its first save)."""
+    try:
+        return {entry["peer_id"] for entry in json.loads(data.known_peers.read_text())["entries"]}
+    except FileNotFoundError:
+        return set()
+
+
 def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path):
     with serve_web_in_subprocess("fixture") as web:
         bookmarks = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
@@ -76,6 +84,8 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
 
                 victim = nodes[2]
                 wait_for(lambda: clients[2].status()["crawl"]["pages"] >= 10, 60, "node 3 to crawl")
+                others = {c.status()["peer_id"] for c in clients[:2]}
+                wait_for(lambda: known_peers(victim.data) == others, 30, "node 3 to save its neighbours")
                 victim.process.send_signal(signal.SIGKILL)
                 victim.process.wait(timeout=10)
                 before = stored_urls(victim.data.repository)
@@ -86,7 +96,9 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
                 refused = cli("status", "--data", str(victim.data.root))
                 assert refused.returncode == 2 and "node run --data" in refused.stderr
 
-                restarted = start_node(victim.data, nodes[0].addrs[:1], offline=False)
+                # no --bootstrap, and a new port the others cannot have redialled: it rejoins through the
+                # neighbour list it saved before it was killed
+                restarted = start_node(victim.data, [], offline=False)
                 nodes.append(restarted)  # stopped with the others at exit
                 wait_until_ready(restarted)
                 with NodeClient(restarted.url, restarted.token) as again:

@@ -136,3 +136,48 @@ def test_exchange_pause_stays_under_a_quarter_of_the_ttl_so_live_peers_stay_fres
     assert next_exchange_pause(0.4, True, settings) == 0.5
     settings = P2PSettings(exchange_period=5.0, max_exchange_period=60.0, neighbour_ttl=8.0)
     assert next_exchange_pause(5.0, True, settings) == 5.0  # never shorter than exchange_period
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.trio
+async def test_a_peer_without_bootstrap_rejoins_through_the_peers_it_recalls(start_services):
+    from p2p.service import start_service
+    from p2p.wire_testing import wire_key
+
+    with trio.fail_after(40):
+        async with start_services(2) as (first, second):
+            await wait_until(lambda: second.peer_id in first.membership.peer_ids(), timeout=20)
+            known = first.neighbours()
+            gone = Neighbour(wire_key(1).peer_id, (f"/ip4/127.0.0.1/tcp/{closed_port()}",), 2e9)
+            # most recently contacted first: the dead peer is dialled too, and costs no more than a timeout
+            alone = first.p2p.settings  # the first peer's: loopback, no bootstrap
+            async with start_service(alone, recalled=[gone, *known]) as restarted:
+                assert restarted.membership.recalled[0] == gone
+                await wait_until(
+                    lambda: {first.peer_id, second.peer_id} <= set(restarted.membership.peer_ids()), 20
+                )
+                assert gone.peer_id not in restarted.membership.peer_ids()
+
+
+@pytest.mark.trio
+async def test_recalled_peers_are_only_the_most_recent_others_with_addresses(start_hosts):
+    from p2p.membership import MAX_RECALLED, Membership
+    from p2p.protocols import Protocols
+    from p2p.wire_testing import wire_key
+
+    async with start_hosts(1) as (host,):
+        membership = Membership(host, Protocols(host))
+        addr = ("/ip4/127.0.0.1/tcp/1",)
+        others = [Neighbour(wire_key(i).peer_id, addr, float(i)) for i in range(2, 2 + MAX_RECALLED + 3)]
+        own = Neighbour(str(host.peer_id), addr, 1e9)
+        silent = Neighbour(wire_key(99).peer_id, (), 1e9)
+        membership.recall([own, silent, *others])
+        assert membership.recalled == sorted(others, key=lambda n: -n.last_contact)[:MAX_RECALLED]
