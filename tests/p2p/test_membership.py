@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -148,7 +149,7 @@ def closed_port() -> int:
 
 
 @pytest.mark.trio
-async def test_a_peer_without_bootstrap_rejoins_through_the_peers_it_recalls(start_services):
+async def test_a_peer_whose_bootstrap_is_gone_rejoins_through_the_peers_it_recalls(start_services):
     from p2p.service import start_service
     from p2p.wire_testing import wire_key
 
@@ -158,8 +159,9 @@ async def test_a_peer_without_bootstrap_rejoins_through_the_peers_it_recalls(sta
             known = first.neighbours()
             gone = Neighbour(wire_key(1).peer_id, (f"/ip4/127.0.0.1/tcp/{closed_port()}",), 2e9)
             # most recently contacted first: the dead peer is dialled too, and costs no more than a timeout
-            alone = first.p2p.settings  # the first peer's: loopback, no bootstrap
-            async with start_service(alone, recalled=[gone, *known]) as restarted:
+            dead = f"/ip4/127.0.0.1/tcp/{closed_port()}/p2p/{wire_key(2).peer_id}"
+            settings = dataclasses.replace(first.p2p.settings, bootstrap=(dead,))  # loopback, as in the test
+            async with start_service(settings, recalled=[gone, *known]) as restarted:
                 assert restarted.membership.recalled[0] == gone
                 await wait_until(
                     lambda: {first.peer_id, second.peer_id} <= set(restarted.membership.peer_ids()), 20
