@@ -42,6 +42,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_PROTOCOL_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
+from p2p.addresses import advertised
 from p2p.errors import P2PError
 from p2p.settings import P2PSettings
 
@@ -96,14 +97,15 @@ class P2PHost:
         return self.host.get_id()
 
     def addrs(self) -> list[str]:
-        """Listen addresses ending in /p2p/<peer id>: what another node needs to join through this one."""
-        return [str(a) for a in self.host.get_addrs()]
+        """Addresses ending in /p2p/<peer id>: what another node needs to join through this one."""
+        return [f"{addr}/p2p/{self.peer_id}" for addr in self.transport_addrs()]
 
     def transport_addrs(self) -> list[str]:
-        """Listen addresses without the peer id (what neighbour lists carry next to the id)."""
-        return [
-            str(a.decapsulate(multiaddr.Multiaddr(f"/p2p/{self.peer_id}"))) for a in self.host.get_addrs()
-        ]
+        """The addresses others can dial, without the peer id (what neighbour lists carry next to the id):
+        the listen addresses, every-interface ones replaced by the machine's (`p2p.addresses`)."""
+        own = multiaddr.Multiaddr(f"/p2p/{self.peer_id}")
+        listen = [str(a.decapsulate(own)) for a in self.host.get_addrs()]
+        return advertised(listen)
 
     def remember(self, peer: ID, addrs: Sequence[str], ttl: float = 3600.0) -> None:
         """Keep a peer's addresses in the peerstore so a later stream to it can dial."""

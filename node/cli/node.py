@@ -224,18 +224,10 @@ def service_error_in(exc: BaseException) -> Any:
 
 
 def ready_line(service: Any) -> str:
-    """The API, the peer id and the addresses other nodes join through (`--bootstrap`)."""
-    addrs = list(service._addrs())
-    shown = " ".join(addrs) or "(offline)"
-    line = f"node ready: api {service.api_url} peer {service.peer_id or '-'} addrs {shown}"
-    wildcard = next((a for a in addrs if a.startswith("/ip4/0.0.0.0/")), None)
-    if wildcard is not None:  # not an address anyone can dial: say what to give instead
-        local = wildcard.replace("/ip4/0.0.0.0/", "/ip4/127.0.0.1/", 1)
-        line += (
-            f"\n  (0.0.0.0 is every interface: other machines join with --bootstrap "
-            f"{wildcard.replace('/ip4/0.0.0.0/', '/ip4/THIS_MACHINE_IP/', 1)}, this one with {local})"
-        )
-    return line
+    """The API, the peer id and the addresses other nodes join through (`--bootstrap`: a node listening on
+    every interface gives the machine's addresses, `p2p.addresses`)."""
+    shown = " ".join(service._addrs()) or "(offline)"
+    return f"node ready: api {service.api_url} peer {service.peer_id or '-'} addrs {shown}"
 
 
 # -- status and peers -----------------------------------------------------------------------------------
