@@ -245,14 +245,30 @@ def run_status(args: argparse.Namespace) -> int:
         *crawl_lines(crawl),
         f"errors     {errors}",
         f"documents  {status['documents']['local']} local, {status['documents']['pooled']} pooled",
-        f"peers      {status['peers_online']} online; exchanged {status['bytes_exchanged']['in']} B in, "
-        f"{status['bytes_exchanged']['out']} B out",
+        *peer_lines(status),
     ]
     if status["harvest"]:
         lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
     lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
     print("\n".join(lines))
     return 0
+
+
+def peer_lines(status: dict[str, Any]) -> list[str]:
+    """Peers online and traffic; for a networked node, the addresses others join it through, and when it
+    has no peer, how to get one (nobody finds a node whose address they were not given)."""
+    exchanged = status["bytes_exchanged"]
+    traffic = f"exchanged {exchanged['in']} B in, {exchanged['out']} B out"
+    lines = [f"peers      {status['peers_online']} online; {traffic}"]
+    if not status["peer_id"]:
+        return lines
+    if not status["peers_online"]:
+        lines.append(
+            "           none yet: join one with `topicswarm node run --bootstrap MULTIADDR`, or give "
+            "peers an address below to join this node"
+        )
+    lines += [f"{'addrs' if i == 0 else '':<11}{addr}" for i, addr in enumerate(status.get("addrs") or [])]
+    return lines
 
 
 def _seconds(seconds: float) -> str:

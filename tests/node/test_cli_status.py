@@ -223,3 +223,28 @@ def test_a_crawl_faster_than_a_tenth_of_a_second_still_reads_as_crawled():
     text = "\n".join(crawl_lines(crawl))
     assert "since the node started 8 pages in under 0.1 s of crawling (250.0 pages/s)" in text
     assert "nothing crawled" not in text
+
+
+def test_a_networked_node_shows_the_addresses_to_join_it_and_when_alone_how_to_get_peers():
+    from node.cli.node import peer_lines
+
+    addrs = ["/ip4/192.0.2.7/tcp/4001/p2p/12D3KooWX", "/ip4/10.0.0.7/tcp/4001/p2p/12D3KooWX"]
+    alone = {
+        "peer_id": "12D3KooWX",
+        "addrs": addrs,
+        "peers_online": 0,
+        "bytes_exchanged": {"in": 0, "out": 0},
+    }
+    lines = peer_lines(alone)
+    assert lines[0] == "peers      0 online; exchanged 0 B in, 0 B out"
+    assert "--bootstrap MULTIADDR" in lines[1]
+    assert lines[2:] == [f"addrs      {addrs[0]}", f"           {addrs[1]}"]
+
+    joined = dict(alone, peers_online=2, bytes_exchanged={"in": 10, "out": 20})
+    assert peer_lines(joined) == [
+        "peers      2 online; exchanged 10 B in, 20 B out",
+        f"addrs      {addrs[0]}",
+        f"           {addrs[1]}",
+    ]
+    offline = dict(alone, peer_id=None, addrs=[])
+    assert peer_lines(offline) == ["peers      0 online; exchanged 0 B in, 0 B out"]
