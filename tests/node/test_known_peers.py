@@ -17,7 +17,10 @@ from p2p.membership import Neighbour
 from p2p.settings import P2PSettings
 from p2p.wire_testing import wait_until, wire_key
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # libp2p dials
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.usefixtures("collect_leaks"),  # libp2p's dial sockets, collected under this module's filter
+]
 
 ADDR = ("/ip4/127.0.0.1/tcp/4001",)
 

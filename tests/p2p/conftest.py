@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import gc
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -26,14 +25,6 @@ def loopback_settings(**overrides: object) -> P2PSettings:
     }
     defaults.update(overrides)
     return dataclasses.replace(P2PSettings(), **defaults)
-
-
-@pytest.fixture
-def collect_leaks():
-    """py-libp2p 0.8.1 leaves some sockets of interrupted dials to the garbage collector: collect them in the
-    test that started the hosts (its module ignores the resulting warning), not in some later test."""
-    yield
-    gc.collect()
 
 
 @pytest.fixture
