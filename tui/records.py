@@ -95,6 +95,8 @@ class Status:
     pooled_documents: int
     networked: bool
     cooperation: bool
+    addrs: tuple[str, ...] = ()
+    """Where other nodes join this one (`--bootstrap`)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Status:
@@ -111,6 +113,7 @@ class Status:
             pooled_documents=_i(documents.get("pooled")),
             networked=bool(data.get("networked", False)),
             cooperation=bool(data.get("cooperation", False)),
+            addrs=_strings(data.get("addrs")),
         )
 
 

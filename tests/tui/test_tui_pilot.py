@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, Input, Select, Tree
+from textual.widgets import DataTable, Input, Select, Static, Tree
 
 from node.client import NodeClient, NodeError
 from tui.app import TopicSwarmApp
@@ -65,6 +65,20 @@ async def test_every_screen_is_reachable_by_keys(node_data):
         await pilot.press("1")
         await settle(pilot, lambda: app.telemetry.status is not None)
         assert app.telemetry.status.local_documents >= 1
+
+
+async def test_a_node_without_peers_shows_the_address_to_give_one(node_data):
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.telemetry.status is not None)
+        own = app.telemetry.status.addrs[0]
+        assert own.startswith("/ip4/127.0.0.1/tcp/") and own.endswith(f"/p2p/{app.telemetry.status.peer_id}")
+        await pilot.press("4")
+        await settle(pilot, lambda: isinstance(app.screen, PeersScreen))
+        table = app.screen.query_one("#peers", DataTable)
+        await settle(pilot, lambda: "no peers yet" in str(table.border_subtitle))
+        assert "--bootstrap" in str(table.border_subtitle)
+        assert str(app.screen.query_one("#own-address", Static).render()) == f"this node: {own}"
 
 
 async def test_search_finds_a_known_page(node_data, fixture_web):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual import work
 from textual.app import ComposeResult
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from tui.records import Peer, ReceivedModel
 from tui.screens.base import NodeScreen
@@ -24,6 +24,7 @@ class PeersScreen(NodeScreen):
     AUTO_FOCUS = "#peers"
 
     def body(self) -> ComposeResult:
+        yield Static(id="own-address")
         yield DataTable(id="peers", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="models", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="rejected", cursor_type="row", zebra_stripes=True)
@@ -79,10 +80,21 @@ class PeersScreen(NodeScreen):
             for r in peer.rejected:
                 rejected.add_row(short(peer.peer_id), r.reason, str(r.count))
         table.border_title = f"neighbours ({len(peers)})"
-        if not peers:
-            table.border_subtitle = "no peers yet (a node run with --bootstrap finds some)"
-        else:
-            table.border_subtitle = ""
+        own = self.show_own_address()
+        hint = "no peers yet: run the node with --bootstrap MULTIADDR" + (
+            ", or give a peer its address" if own else ""
+        )
+        table.border_subtitle = "" if peers else hint
+
+    def show_own_address(self) -> str | None:
+        """The address peers join this node through, whole on a line of its own (a border would cut it):
+        nobody finds a node whose address they were not given. None when the node has none (offline)."""
+        status = self.swarm.telemetry.status
+        own = status.addrs[0] if status is not None and status.addrs else None
+        line = self.query_one("#own-address", Static)
+        line.display = own is not None
+        line.update(f"this node: {own}" if own else "")
+        return own
 
     def show_models(self, models: list[ReceivedModel]) -> None:
         table = self.query_one("#models", DataTable)
