@@ -19,6 +19,7 @@ from node.datadir import write_atomically
 
 if TYPE_CHECKING:
     from node.service import NodeService
+    from p2p.membership import Neighbour
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ def p2p_settings(service: NodeService) -> Any:
     return dataclasses.replace(settings, **changes) if changes else settings
 
 
+PeersView = frozenset[tuple[str, tuple[str, ...]]]
+"""What of a neighbour list a save compares: the peer ids and their addresses (contact times move always)."""
+
 KNOWN_PEERS_SAVE_PERIOD = 5.0
 """Seconds between two looks at the neighbour list, saved when its peers or addresses changed (rarely, once
 a community has settled): a node killed soon after it joined still rejoins through them."""
@@ -57,7 +61,7 @@ async def start_network(service: NodeService, *, task_status: Any = trio.TASK_ST
     path = service.data.known_peers
     async with start_service(settings, key_pair, recalled=read_known_peers(path)) as p2p:
         task_status.started(p2p)
-        saved: frozenset[tuple[str, tuple[str, ...]]] = frozenset()
+        saved: PeersView = frozenset()
         try:
             while True:
                 await trio.sleep(KNOWN_PEERS_SAVE_PERIOD)
@@ -66,8 +70,8 @@ async def start_network(service: NodeService, *, task_status: Any = trio.TASK_ST
             save_known_peers(path, p2p.neighbours(), saved)
 
 
-def read_known_peers(path: Path) -> list[Any]:
-    """The neighbours saved when the node last ran (`p2p.membership.Neighbour`s), read as strictly as a
+def read_known_peers(path: Path) -> list[Neighbour]:
+    """The neighbours saved when the node last ran, read as strictly as a
     peer's neighbour list; none when the file is missing, unreadable or malformed (it only lets a node
     rejoin without --bootstrap: a warning says so, and the next save replaces it)."""
     from p2p.errors import WireError
@@ -88,9 +92,7 @@ def read_known_peers(path: Path) -> list[Any]:
         return []
 
 
-def save_known_peers(
-    path: Path, neighbours: Sequence[Any], saved: frozenset[tuple[str, tuple[str, ...]]]
-) -> frozenset[tuple[str, tuple[str, ...]]]:
+def save_known_peers(path: Path, neighbours: Sequence[Neighbour], saved: PeersView) -> PeersView:
     """Write the neighbour list to `path` (atomically) when its peers or addresses differ from `saved`;
     what the file now holds. An empty list is not written: a node that found nobody keeps the peers it
     knew before. A failed write (a full disk) is logged and retried at the next save."""

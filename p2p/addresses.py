@@ -15,7 +15,10 @@ from collections.abc import Callable, Sequence
 
 from p2p.schemas import MAX_ADDRS_PER_PEER
 
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
 UNSPECIFIED = {"ip4": "0.0.0.0", "ip6": "::"}
+PROTOCOLS = {socket.AF_INET: "ip4", socket.AF_INET6: "ip6"}
 
 
 def interface_addresses() -> dict[str, list[str]]:
@@ -23,22 +26,22 @@ def interface_addresses() -> dict[str, list[str]]:
     no other, IPv6 link-local left out (it needs an interface zone to be dialled)."""
     import psutil
 
-    found: dict[str, list[str]] = {"ip4": [], "ip6": []}
+    found: dict[str, list[IPAddress]] = {protocol: [] for protocol in UNSPECIFIED}
     for addresses in psutil.net_if_addrs().values():
         for address in addresses:
-            protocol = {socket.AF_INET: "ip4", socket.AF_INET6: "ip6"}.get(address.family)
-            if protocol is None:
+            protocol = PROTOCOLS.get(address.family)
+            if protocol is None:  # a hardware address
                 continue
             try:
                 ip = ipaddress.ip_address(address.address.split("%")[0])
             except ValueError:
                 continue
             if not ip.is_link_local and not ip.is_unspecified:
-                found[protocol].append(str(ip))
-    for protocol, ips in found.items():
-        others = [ip for ip in ips if not ipaddress.ip_address(ip).is_loopback]
-        found[protocol] = others or ips
-    return found
+                found[protocol].append(ip)
+    return {
+        protocol: [str(ip) for ip in ([ip for ip in ips if not ip.is_loopback] or ips)]
+        for protocol, ips in found.items()
+    }
 
 
 def advertised(
