@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -116,6 +117,7 @@ class Communities:
         self._refresh_at.pop(key, None)
         self._retry_at.pop(key, None)
         self._fresh.discard(key)
+        self._dirty.discard(key)
 
     def announce(self, key: str, model_version: int) -> None:
         """A new model version of a held key: announced soon, coalesced with other changes."""
@@ -231,11 +233,22 @@ class Communities:
         return base * random.uniform(0.75, 1.25) if jitter else base  # a crowd drifts apart
 
     def _seconds_to_next_refresh(self) -> float:
-        pending = [self._refresh_at.get(k, self.clock()) for k in self.versions]
-        pending += self._retry_at.values()
+        """Until the first held key may be sent: its retry while one is set (a new version waiting for
+        mesh peers), else its periodic refresh, and never before its rate gap. Counting a key that waits
+        for peers as due at once by its refresh, never set before a first send, kept a node without peers
+        passing through the loop without waiting, at 100% CPU."""
+        now = self.clock()
+        min_gap = 1.0 / self.settings.announce_rate_per_topic
+        pending = [
+            max(
+                self._retry_at.get(k, self._refresh_at.get(k, now)),
+                self._last_sent.get(k, -math.inf) + min_gap,
+            )
+            for k in self.versions
+        ]
         if not pending:
             return self.settings.announce_interval
-        return max(0.0, min(pending) - self.clock())
+        return max(0.0, min(pending) - now)
 
     async def _publish(self, key: str) -> None:
         message = TopicAnnouncement(self.own_id, (TopicEntry(key, self.versions[key]),))

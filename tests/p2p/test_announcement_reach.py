@@ -117,3 +117,30 @@ async def test_version_announced_before_anyone_subscribed_reaches_a_peer_that_jo
                 with trio.fail_after(20):  # the periodic re-announcement comes after 90-150 s
                     while not any(a.peer_id == first.peer_id and a.model_version == 1 for a in heard):
                         await trio.sleep(0.1)
+
+
+class CountingClock:
+    """trio's clock, counting its readings: the announce loop reads it once or more per pass, so a loop
+    that passes without waiting reads it without bound (and raises here instead of hanging the test)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.readings = 0
+        self.limit = limit
+
+    def __call__(self) -> float:
+        self.readings += 1
+        if self.readings > self.limit:
+            raise RuntimeError("the announce loop passes without waiting")
+        return trio.current_time()
+
+
+@pytest.mark.trio
+async def test_a_node_alone_waits_between_tries_of_a_new_version_instead_of_spinning(autojump_clock):
+    communities, pubsub = communities_with_mesh(set())
+    del communities._refresh_at["t"]  # a key never announced yet, as after `hold` on a node without peers
+    clock = CountingClock()
+    communities.clock = clock
+    communities.announce("t", 1)
+    await run_for(communities, 30.0)
+    assert pubsub.sent == []
+    assert clock.readings < 400  # one try a heartbeat (1 s) for 30 s, a few readings each
