@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -273,17 +274,18 @@ def _received(model: dict[str, Any]) -> bool:
 
 def cooperate(clients: list[NodeClient]) -> None:
     """With the cooperation layer: each node builds a meta-classifier per topic from its peers' models."""
+    from node.cli.node import each_topic
+
     for i, client in enumerate(clients):
-        for topic in [t["key"] for t in client.topics()["topics"]]:
-            try:
-                built = client.build_meta(topic, META_LOSS)
-            except NodeError as exc:
-                if exc.status == 503:
-                    say(f"node {i + 1}: no meta-classifier ({exc.detail})")
-                    return
-                say(f"node {i + 1}: meta-classifier for {topic} failed: {exc.detail}")
-                continue
-            say(build_line(i + 1, topic, built))
+        try:
+            built, failed = each_topic(client, None, partial(client.build_meta, loss=META_LOSS))
+        except NodeError as exc:  # the node cannot cooperate at all: no other node will either
+            say(f"node {i + 1}: no meta-classifier ({exc.detail})")
+            return
+        for topic, answer in built.items():
+            say(build_line(i + 1, topic, answer))
+        for topic, detail in failed.items():
+            say(f"node {i + 1}: meta-classifier for {topic} failed: {detail}")
 
 
 def build_line(node: int, topic: str, built: dict[str, Any]) -> str:

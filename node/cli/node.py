@@ -10,7 +10,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     meta_commands = meta.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
     build = meta_commands.add_parser("build", help="build a meta-classifier from peers' models")
     _client_args(build)
-    build.add_argument("--topic", required=True, help="the topic key, e.g. Databases")
+    build.add_argument("--topic", default=None, help="the topic key, e.g. Databases (default: every topic)")
     build.add_argument("--loss", type=float, required=True, help="fraction of documents it may abstain on")
     build.add_argument(
         "--error-goal", type=float, default=None, help="wanted error rate (peer-count estimate)"
@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "loss", help="filter the repository at another loss (the meta-classifier is built again for it)"
     )
     _client_args(loss)
-    loss.add_argument("--topic", required=True)
+    loss.add_argument("--topic", default=None, help="the topic key (default: every topic)")
     loss.add_argument("--loss", type=float, required=True)
     loss.set_defaults(func=run_meta_loss)
 
@@ -330,13 +330,45 @@ def run_peers(args: argparse.Namespace) -> int:
 # -- cooperation ----------------------------------------------------------------------------------------
 def run_meta_build(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        answer = client.build_meta(args.topic, args.loss, args.error_goal)
-        meta = client.meta(args.topic) if not args.json else None
+        built, failed = each_topic(
+            client, args.topic, lambda topic: client.build_meta(topic, args.loss, args.error_goal)
+        )
+        metas = {topic: client.meta(topic) for topic in built} if not args.json else {}
     if args.json:
-        print_json(answer)
-        return 0
-    print(build_text(answer, meta or {}))
-    return 0
+        print_json(built[args.topic] if args.topic else {"topics": built, "failed": failed})
+    else:
+        for topic, answer in built.items():
+            print(build_text(answer, metas[topic]))
+        print_failures("meta-classifier", failed)
+    return 1 if failed else 0
+
+
+def each_topic(
+    client: NodeClient, topic: str | None, call: Callable[[str], Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """`call` on the topic asked for, or on each of the node's topics in turn: the answers by topic and,
+    when every topic was asked for, the ones the node refused with its reason (one topic's lack of models
+    does not stop the others). A node that cannot cooperate at all (503) fails the command."""
+    if topic is not None:
+        return {topic: call(topic)}, {}
+    keys = [t["key"] for t in client.topics()["topics"]]
+    if not keys:
+        raise CliError("the node has no topics yet: import some with `topicswarm topics import FILE`")
+    answers: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for key in keys:
+        try:
+            answers[key] = call(key)
+        except NodeError as exc:
+            if exc.status == 503:
+                raise
+            failed[key] = exc.detail
+    return answers, failed
+
+
+def print_failures(what: str, failed: dict[str, str]) -> None:
+    for topic, detail in failed.items():
+        print(f"{what} for {topic}: not done: {detail}", file=sys.stderr)
 
 
 def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -457,14 +489,18 @@ def member_lines(members: list[dict[str, Any]]) -> list[str]:
 
 def run_meta_loss(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        answer = client.set_loss(args.topic, args.loss)
+        changed, failed = each_topic(client, args.topic, lambda topic: client.set_loss(topic, args.loss))
     if args.json:
-        print_json(answer)
-        return 0
-    print(f"loss {_fmt(answer.get('loss'))}: kept {answer.get('kept')}, abstained {answer.get('abstained')}")
-    if answer.get("combination"):  # absent from nodes older than the rebuild at a new loss
-        print(combination_line(answer["combination"]))
-    return 0
+        print_json(changed[args.topic] if args.topic else {"topics": changed, "failed": failed})
+        return 1 if failed else 0
+    for topic, answer in changed.items():
+        prefix = "" if args.topic else f"{topic}: "
+        kept, abstained = answer.get("kept"), answer.get("abstained")
+        print(f"{prefix}loss {_fmt(answer.get('loss'))}: kept {kept}, abstained {abstained}")
+        if answer.get("combination"):  # absent from nodes older than the rebuild at a new loss
+            print(combination_line(answer["combination"]))
+    print_failures("loss", failed)
+    return 1 if failed else 0
 
 
 def run_refine(args: argparse.Namespace) -> int:

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
+
+import pytest
 
 import node.cli.node as cli_node
+from node.cli.common import CliError
+from node.client import NodeError
 from node.cooperation import learning
 
 BUILD = {
@@ -152,3 +157,89 @@ def test_a_new_loss_prints_how_the_meta_classifier_built_again_for_it_combines_i
         "loss 0.300: kept 7, abstained 2",
         "  combined by: latent class model: own model (0.250 of the pages on topic)",
     ]
+
+
+class _Community:
+    """A node with three topics whose Sysadmin topic has no peer model to build from yet."""
+
+    def __init__(self, status: int = 409):
+        self.status = status
+        self.built: list[str] = []
+
+    def topics(self):
+        return {"topics": [{"key": "Databases"}, {"key": "Sysadmin"}, {"key": "Mathematics"}]}
+
+    def build_meta(self, topic, loss, error_goal=None):
+        if topic == "Sysadmin":
+            raise NodeError("conflict", "no model of Sysadmin yet: let the crawl run", self.status)
+        self.built.append(topic)
+        return dict(BUILD, topic=topic)
+
+    def meta(self, topic):
+        return dict(META, topic=topic)
+
+    def set_loss(self, topic, loss):
+        self.build_meta(topic, loss)
+        return {"topic": topic, "loss": loss, "kept": 7, "abstained": 2}
+
+
+def test_build_without_a_topic_builds_every_topic_and_names_the_ones_it_could_not(monkeypatch, capsys):
+    node = _Community()
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(node))
+    args = argparse.Namespace(topic=None, loss=0.2, error_goal=None, json=False, data=None)
+    assert cli_node.run_meta_build(args) == 1
+    assert node.built == ["Databases", "Mathematics"]
+    out, err = capsys.readouterr()
+    firsts = [line for line in out.splitlines() if line.startswith("meta-classifier for")]
+    assert [line.split(":")[0] for line in firsts] == [
+        "meta-classifier for Databases",
+        "meta-classifier for Mathematics",
+    ]
+    assert (
+        err.strip() == "meta-classifier for Sysadmin: not done: no model of Sysadmin yet: let the crawl run"
+    )
+
+    assert cli_node.run_meta_build(argparse.Namespace(**{**vars(args), "json": True})) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert sorted(answer["topics"]) == ["Databases", "Mathematics"]
+    assert answer["failed"] == {"Sysadmin": "no model of Sysadmin yet: let the crawl run"}
+
+
+def test_build_of_one_topic_answers_as_before_and_a_refusal_is_an_error(monkeypatch, capsys):
+    node = _Community()
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(node))
+    args = argparse.Namespace(topic="Databases", loss=0.2, error_goal=None, json=True, data=None)
+    assert cli_node.run_meta_build(args) == 0
+    assert json.loads(capsys.readouterr().out)["topic"] == "Databases"
+    with pytest.raises(NodeError):
+        cli_node.run_meta_build(argparse.Namespace(**{**vars(args), "topic": "Sysadmin"}))
+
+
+def test_a_node_that_cannot_cooperate_fails_the_every_topic_build_at_once(monkeypatch):
+    node = _Community(status=503)
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(node))
+    args = argparse.Namespace(topic=None, loss=0.2, error_goal=None, json=False, data=None)
+    with pytest.raises(NodeError):
+        cli_node.run_meta_build(args)
+    assert node.built == ["Databases"]
+
+
+def test_a_new_loss_for_every_topic_prefixes_each_line_with_its_topic(monkeypatch, capsys):
+    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(_Community()))
+    args = argparse.Namespace(topic=None, loss=0.3, json=False, data=None)
+    assert cli_node.run_meta_loss(args) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "Databases: loss 0.300: kept 7, abstained 2",
+        "Mathematics: loss 0.300: kept 7, abstained 2",
+    ]
+    assert err.startswith("loss for Sysadmin: not done:")
+
+
+def test_every_topic_of_a_node_without_topics_says_how_to_get_some():
+    class Empty(_Community):
+        def topics(self):
+            return {"topics": []}
+
+    with pytest.raises(CliError, match="topics import"):
+        cli_node.each_topic(Empty(), None, lambda topic: None)
