@@ -241,6 +241,15 @@ MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3]
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 
 
+def _document_values(doc: DocumentRecord) -> list[Any]:
+    """The record's column values (`_DOCUMENT_COLUMNS` order) as SQLite stores them."""
+    values = [getattr(doc, name) for name in _DOCUMENT_COLUMNS]
+    values[_DOCUMENT_COLUMNS.index("simhash")] = _to_signed64(doc.simhash)
+    values[_DOCUMENT_COLUMNS.index("accepted")] = int(doc.accepted)
+    values[_DOCUMENT_COLUMNS.index("redirects")] = json.dumps(list(doc.redirects))
+    return values
+
+
 def _to_signed64(value: int) -> int:
     """SQLite integers are signed 64-bit; SimHash values use all 64 bits."""
     return value - (1 << 64) if value >= (1 << 63) else value
@@ -385,26 +394,27 @@ class Repository:
         _WRITE_LOCKS.acquired(self.path)
 
     def insert_page(self, page: StoredPage) -> int:
-        """Store a document and its links (call inside `transaction`); returns the document id."""
+        """Store a document and its links (call inside `transaction`); returns the document id. A page a
+        peer's pooled result holds already becomes the node's own (`_claim_pooled`); one the node stored
+        itself stays as it was."""
         doc = page.document
         doc_id = page.doc_id
         taken = "SELECT 1 FROM documents WHERE id = ?"
         if doc_id is not None and self.db.conn.execute(taken, [doc_id]).fetchone():
             doc_id = None  # another writer (pooled results from peers) took the id the crawler chose
-        values = [doc_id, *(getattr(doc, name) for name in _DOCUMENT_COLUMNS)]
-        values[1 + _DOCUMENT_COLUMNS.index("simhash")] = _to_signed64(doc.simhash)
-        values[1 + _DOCUMENT_COLUMNS.index("accepted")] = int(doc.accepted)
-        values[1 + _DOCUMENT_COLUMNS.index("redirects")] = json.dumps(list(doc.redirects))
-        placeholders = ", ".join("?" for _ in values)
-        cursor = self.db.conn.execute(
-            f"INSERT INTO documents (id, {', '.join(_DOCUMENT_COLUMNS)}) VALUES ({placeholders}) "
-            "ON CONFLICT(url) DO NOTHING",
-            values,
-        )
-        if cursor.rowcount == 0:
-            row = self.db.conn.execute("SELECT id FROM documents WHERE url = ?", [doc.url]).fetchone()
-            return int(row[0])
-        doc_id = int(cursor.lastrowid)
+        held = self.db.conn.execute("SELECT id, origin FROM documents WHERE url = ?", [doc.url]).fetchone()
+        if held is not None and held[1] is None:
+            return int(held[0])
+        values = _document_values(doc)
+        if held is not None:
+            doc_id = self._claim_pooled(int(held[0]), doc_id, values)
+        else:
+            placeholders = ", ".join("?" for _ in range(len(values) + 1))
+            cursor = self.db.conn.execute(
+                f"INSERT INTO documents (id, {', '.join(_DOCUMENT_COLUMNS)}) VALUES ({placeholders})",
+                [doc_id, *values],
+            )
+            doc_id = int(cursor.lastrowid)
         if page.links:
             self.db.conn.executemany(
                 "INSERT INTO links (source_id, target_url, target_host, anchor_text, dom_path, context, "
@@ -425,6 +435,19 @@ class Repository:
             )
         self._bump_host(doc.host, pages=1)
         return doc_id
+
+    def _claim_pooled(self, pooled_id: int, doc_id: int | None, values: list[Any]) -> int:
+        """The node's own crawl of a page a peer's result holds replaces that row: the full text, links and
+        the node's own verdict instead of the peer's preview; `origins` still names the peers that sent
+        it. The row moves to the id the crawler chose (its duplicate index and later pages refer to it,
+        and results sync to peers by id), unless that id is taken. Keeping the pooled row instead threw
+        the crawl away: a node crawling beside its peers kept 59 of its 150 pages."""
+        new_id = pooled_id if doc_id is None else doc_id
+        assignments = ", ".join(f"{column} = ?" for column in _DOCUMENT_COLUMNS)
+        self.db.conn.execute(
+            f"UPDATE documents SET id = ?, {assignments} WHERE id = ?", [new_id, *values, pooled_id]
+        )
+        return new_id
 
     def record_host(self, host: str, state: str, failures: int, error: str | None = None) -> None:
         """Keep the host's politeness state (call inside `transaction`); errors are counted."""
@@ -474,9 +497,11 @@ class Repository:
         return list(self.db.query("SELECT * FROM links WHERE source_id = ? ORDER BY rowid", [doc_id]))
 
     def fingerprints(self, limit: int) -> list[tuple[int, str, int]]:
-        """(id, fingerprint, simhash) of the newest `limit` originals, oldest first: warms the dedup index."""
+        """(id, fingerprint, simhash) of the newest `limit` originals of the node's own crawl, oldest first:
+        warms the dedup index. Peers' pooled results stay out: the crawl of a page one of them holds takes
+        its row (`insert_page`), and would have been taken for a duplicate of itself."""
         rows = self.db.execute(
-            "SELECT id, fingerprint, simhash FROM documents WHERE duplicate_of IS NULL "
+            "SELECT id, fingerprint, simhash FROM documents WHERE duplicate_of IS NULL AND origin IS NULL "
             "ORDER BY id DESC LIMIT ?",
             [limit],
         ).fetchall()

@@ -40,8 +40,9 @@ with page labels):
   each transferred byte counted once, by its sender; libp2p's own framing, Noise and gossip control traffic
   not included); bytes_by_message splits them by message type; bytes_crawled: bytes every node fetched from
   the web (each once).
-- results_duplicates: results a peer sent that the node held already (its own crawl, or pooled from another
-  peer): traffic the held-URL filter is there to save (each costs ~200 B of result_sync_response).
+- results_duplicates: results a peer sent for pages the node has too (its own crawl, of before or after the
+  result came, or pooled from another peer): the held-URL filter saves those the node held when it asked
+  (each costs ~200 B of result_sync_response).
 - With --hostile K the last K nodes offer label-flipped models (`[cooperation] hostile = true`); every honest
   node reports `hostile_weights`, the weights it gave their models (GET /api/models).
 Model and meta figures are read through the API and, after the nodes stopped, from their repositories
@@ -323,8 +324,9 @@ def filter_figures(
 
 
 def duplicate_results(repo: ReadOnlyRepository) -> int:
-    """Results peers sent that the node held already: its own documents a peer's result named too, and
-    pooled ones more than one peer sent (each document's `origins` lists every peer that sent it)."""
+    """Results peers sent for pages the node has too: its own documents a peer's result named (before the
+    node crawled the page or after), and pooled ones more than one peer sent (each document's `origins`
+    lists every peer that sent it)."""
     query = (
         "SELECT count(*) FROM documents WHERE origins IS NOT NULL AND json_array_length(origins) > "
         "(CASE WHEN origin IS NULL THEN 0 ELSE 1 END)"

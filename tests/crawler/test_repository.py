@@ -79,6 +79,64 @@ def test_storing_the_same_url_twice_keeps_the_first(tmp_path):
         assert repo.document(first)["text"] == "first"
 
 
+def pool(repo: Repository, url: str, peer: str = "peerA") -> int:
+    """A peer's result as the cooperation layer stores it: a preview, no links, the peer as origin."""
+    with repo.transaction() as db:
+        cursor = db.conn.execute(
+            "INSERT INTO documents (url, final_url, host, status, content_type, title, text, fingerprint, "
+            "fetched_at, topic, confidence, accepted, verdict, origin, origins) "
+            "VALUES (?, ?, 'a:80', 200, 'text/html', 'T', 'a preview', 'fp-peer', 1.0, 'Peers', 0.9, 1, "
+            "'accepted', ?, ?)",
+            [url, url, peer, f'["{peer}"]'],
+        )
+    return int(cursor.lastrowid)
+
+
+def test_crawling_a_page_a_peer_pooled_makes_it_the_nodes_own_with_its_text_and_links(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        pooled = pool(repo, "http://a/1")
+        crawled = StoredPage(
+            doc("http://a/1", text="the full vacuum text", topic="Databases", confidence=0.4),
+            (LinkRecord("http://a/2", "a:80", "next"),),
+            doc_id=pooled + 5,
+        )
+        with repo.transaction():
+            doc_id = repo.insert_page(crawled)
+        assert doc_id == pooled + 5  # the id the crawler chose: its duplicate index and result sync use it
+        assert repo.document_count() == 1
+        stored = repo.document(doc_id)
+        assert (stored["origin"], stored["text"], stored["topic"], stored["verdict"]) == (
+            None,
+            "the full vacuum text",
+            "Databases",
+            None,
+        )
+        assert stored["origins"] == ["peerA"]  # the peer that sent it is remembered
+        assert [link["target_url"] for link in repo.links_of(doc_id)] == ["http://a/2"]
+        match = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?"
+        assert repo.db.execute(match, ["vacuum"]).fetchall() == [(doc_id,)]
+        assert repo.db.execute(match, ["preview"]).fetchall() == []
+        assert repo.fingerprints(10) == [(doc_id, "fp-http://a/1", (1 << 64) - 5)]
+
+
+def test_a_pooled_page_keeps_its_id_when_the_crawlers_id_is_taken(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        pooled = pool(repo, "http://a/1")
+        other = pool(repo, "http://a/9", peer="peerB")
+        with repo.transaction():
+            doc_id = repo.insert_page(StoredPage(doc("http://a/1", text="own"), doc_id=other))
+        assert doc_id == pooled
+        assert repo.document(pooled)["origin"] is None and repo.document(other)["origin"] == "peerB"
+
+
+def test_dedup_warm_up_leaves_peers_pooled_results_out(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        pool(repo, "http://a/1")
+        with repo.transaction():
+            own = repo.insert_page(StoredPage(doc("http://a/2")))
+        assert [row[0] for row in repo.fingerprints(10)] == [own]
+
+
 def test_other_components_add_versioned_tables(tmp_path):
     def v1(db):
         db.execute("CREATE TABLE topics (key TEXT PRIMARY KEY)")
