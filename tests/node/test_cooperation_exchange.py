@@ -11,7 +11,7 @@ import trio
 from crawler.repository import Repository
 from node.cooperation import store
 from node.cooperation.service import Backoff, Cooperation
-from node.cooperation.testing import add_mixed, make_repository, running_nodes
+from node.cooperation.testing import add_crawled, add_mixed, make_repository, running_nodes
 from p2p.schemas import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
@@ -353,3 +353,39 @@ async def test_a_sibling_topics_new_meta_classifier_filters_the_topic_again(tmp_
         await a.rebuild_meta("Mathematics")
         accepted, claimed, _ = databases_filtering(a, path)
         assert claimed.any() and not (accepted & claimed).any()
+
+
+@pytest.mark.trio
+async def test_the_meta_classifier_is_rebuilt_on_a_new_model_or_a_grown_crawl_not_every_round(tmp_path):
+    async with running_nodes(tmp_path, 2) as (a, _b):
+        rebuilt: list[str] = []
+        rebuild = a.rebuild_meta
+
+        async def counting(topic: str) -> None:
+            rebuilt.append(topic)
+            await rebuild(topic)
+
+        a.rebuild_meta = counting
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 1
+
+        await wait_for(received)
+        # within a round the stale topic is rebuilt, and a round later the peers' reports weigh the models
+        start = a.rounds
+        await wait_for(lambda: _after(a, start + 3))
+        assert "Databases" in rebuilt
+        rebuilt.clear()
+        start = a.rounds
+        await wait_for(lambda: _after(a, start + 6))
+        assert rebuilt == []  # nothing new arrived: an idle node does not rebuild (it did every round)
+
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:  # the crawl doubles
+            add_crawled(repo, node=50, per_topic=20)
+        start = a.rounds
+        await wait_for(lambda: _after(a, start + 2))
+        assert "Databases" in rebuilt  # its latent class models are of the node's own documents
+
+
+async def _after(coop: Cooperation, rounds: int) -> bool:
+    return coop.rounds >= rounds
