@@ -742,6 +742,9 @@ class Cooperation:
             return metas
 
         self._metas = await self._db(load)
+        if self._metas:  # a restarted node rebuilds them when its crawl has grown from here
+            own = await self._db(learning.own_document_count)
+            self._built_on = dict.fromkeys(self._metas, own)
 
     def meta_confidence(self, topic: str, texts: Sequence[str]) -> np.ndarray | None:
         """Signed meta confidence of texts for a topic (None without a meta-classifier): the classifier the

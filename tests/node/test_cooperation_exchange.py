@@ -386,6 +386,15 @@ async def test_the_meta_classifier_is_rebuilt_on_a_new_model_or_a_grown_crawl_no
         await wait_for(lambda: _after(a, start + 2))
         assert "Databases" in rebuilt  # its latent class models are of the node's own documents
 
+        rebuilt.clear()
+        a._built_on.clear()  # as after a restart, which loads the stored meta-classifiers
+        await a._load_metas()
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+            add_crawled(repo, node=51, per_topic=40)
+        start = a.rounds
+        await wait_for(lambda: _after(a, start + 2))
+        assert "Databases" in rebuilt
+
 
 async def _after(coop: Cooperation, rounds: int) -> bool:
     return coop.rounds >= rounds
