@@ -7,9 +7,10 @@ protocols with their guards; this layer plugs its providers and handlers into th
 whose training documents changed, signs the new version and announces it to the topic's community; fetches
 the model of a community peer it holds none of (announcements bring newer versions, fetched only when newer
 than the one held), checks them (schema, signature, origin), measures them on its own labelled documents and
-stores them; rebuilds the topic's meta-classifier from everything it holds; and syncs the peers' crawl
-results of shared topics into its repository as pooled documents by cursor (a peer with nothing new is asked
-less and less often), queueing the URLs of their most confident pages as seeds.
+stores them; rebuilds the topic's meta-classifier from everything it holds when a model arrived or its own
+crawl grew by half (`REBUILD_GROWTH`); and syncs the peers' crawl results of shared topics into its repository
+as pooled documents by cursor (a peer with nothing new is asked less and less often), queueing the URLs of
+their most confident pages as seeds.
 
 The distributed meta-classifier protocol of figures 3.5/3.6 is `build_meta`: METAREQUEST "estimate" to the
 community (each peer cross-validates the others' classifiers on its data without their training documents and
