@@ -67,9 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _client_args(peers)
     peers.set_defaults(func=run_peers)
 
-    meta = sub.add_parser("meta", help="build and tune the topic's restrictive meta-classifier with peers")
+    meta = sub.add_parser("meta", help="build and tune the topics' restrictive meta-classifiers with peers")
     meta_commands = meta.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
-    build = meta_commands.add_parser("build", help="build a meta-classifier from peers' models")
+    build = meta_commands.add_parser(
+        "build", help="build the meta-classifier of every topic (or of --topic) from peers' models"
+    )
     _client_args(build)
     build.add_argument("--topic", default=None, help="the topic key, e.g. Databases (default: every topic)")
     build.add_argument("--loss", type=float, required=True, help="fraction of documents it may abstain on")
