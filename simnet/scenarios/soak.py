@@ -11,13 +11,16 @@ would use them (a search and a meta-classifier build per node every `--use-every
 process every `--every` seconds, stops them with SIGTERM and prints one JSON line:
 
     {"minutes", "samples", "nodes": [{"pages", "rss_mb", "fds", "threads", "db_mb", "api_ms",
-      "settled_samples", "rss_drift_mb_per_h", "fds_drift_per_h", "exit_code"}]}
+      "settled_samples", "rss_drift_mb_per_h", "fds_drift_per_h", "settled_cpu_percent", "exit_code"}]}
 
 Each of rss_mb, fds, threads, db_mb, api_ms is {"first", "last", "max"} over the samples. The drift figures
 compare the two halves of the settled samples (those taken once every node's crawl had ended): the median of
 the later half less the median of the earlier half, per hour between the halves' middles (null with fewer
 than 4 samples). Medians, because a node's RSS swings by tens of MB between samples (meta-classifier builds,
 sync rounds): a least-squares slope over half an hour of such samples read +/-50 MB/h on flat series.
+settled_cpu_percent is the share of one core the node's process used between the first and the last settled
+sample, the user's searches and builds included (null with fewer than 2): a node with nothing to do should
+be near 0 (an announce loop that never waited held one at 100%, meta-classifiers rebuilt every round at 7%).
 exit_code is the node's on SIGTERM (0: it shut down cleanly). Nothing here knows a particular web or
 bookmarks file.
 """
@@ -59,6 +62,7 @@ def sample(member: Member) -> dict[str, float]:
         "crawling": bool(status["crawl"]["active"]),
         "pooled": status["documents"]["pooled"],
         "peers": status["peers_online"],
+        "cpu_s": sum(process.cpu_times()[:2]),  # user + system
         "rss_mb": process.memory_info().rss / 2**20,
         "fds": process.num_fds(),
         "threads": process.num_threads(),
@@ -103,7 +107,16 @@ def node_figures(samples: list[dict[str, Any]], settled_from: float | None) -> d
         "settled_samples": len(settled),
         "rss_drift_mb_per_h": drift_per_hour(times, [s["rss_mb"] for s in settled]),
         "fds_drift_per_h": drift_per_hour(times, [s["fds"] for s in settled]),
+        "settled_cpu_percent": cpu_percent(settled),
     }
+
+
+def cpu_percent(samples: Sequence[dict[str, Any]]) -> float | None:
+    """CPU seconds the process used from the first sample to the last, per wall second, in percent."""
+    if len(samples) < 2 or samples[-1]["t"] <= samples[0]["t"]:
+        return None
+    used = samples[-1]["cpu_s"] - samples[0]["cpu_s"]
+    return round(100 * used / (samples[-1]["t"] - samples[0]["t"]), 1)
 
 
 def run_soak(
@@ -146,7 +159,7 @@ def run_soak(
                     f"sample {round_ + 1}: "
                     + "  ".join(
                         f"node {i + 1} {s['pages']} pages {s['rss_mb']:.0f} MB {s['fds']} fds "
-                        f"{s['api_ms']:.0f} ms"
+                        f"{s['api_ms']:.0f} ms {s['cpu_s']:.0f} cpu-s"
                         for i, s in enumerate(latest)
                     )
                 )

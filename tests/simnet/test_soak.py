@@ -12,9 +12,10 @@ from node.cli.demo import BOOKMARKS
 from simnet.scenarios.soak import drift_per_hour, node_figures
 
 
-def sample(t: float, rss: float, crawling: bool = False) -> dict:
+def sample(t: float, rss: float, crawling: bool = False, cpu: float = 0.0) -> dict:
     return {
         "t": t,
+        "cpu_s": cpu,
         "pages": 10,
         "crawling": crawling,
         "pooled": 1,
@@ -41,6 +42,13 @@ def test_drift_leaves_out_the_samples_taken_while_crawling():
     assert figures["rss_drift_mb_per_h"] == pytest.approx(0.0, abs=1e-6)
     assert figures["rss_mb"] == {"first": 100.0, "last": 430.0, "max": 430.0}
     assert node_figures(crawl, settled_from=None)["rss_drift_mb_per_h"] is None  # the crawl never ended
+
+
+def test_settled_cpu_is_the_share_of_a_core_used_once_the_crawls_ended():
+    crawl = [sample(0.0, 100.0, crawling=True, cpu=0.0), sample(30.0, 100.0, crawling=True, cpu=25.0)]
+    settled = [sample(t, 100.0, cpu=cpu) for t, cpu in ((60.0, 50.0), (90.0, 51.5), (120.0, 53.0))]
+    assert node_figures(crawl + settled, settled_from=60.0)["settled_cpu_percent"] == 5.0
+    assert node_figures(crawl + settled[:1], settled_from=60.0)["settled_cpu_percent"] is None
 
 
 @pytest.mark.slow
@@ -80,4 +88,5 @@ def test_a_short_soak_samples_every_node_and_stops_them_cleanly(tmp_path):
         assert node["exit_code"] == 0  # SIGTERM after the soak: a clean shutdown
         assert node["rss_mb"]["max"] >= node["rss_mb"]["first"] > 0
         assert node["fds"]["last"] > 0 and node["api_ms"]["max"] > 0
+        assert "settled_cpu_percent" in node
     assert not list(tmp_path.glob("node*/api.json"))  # every node stopped
