@@ -32,6 +32,7 @@ from typing import Any
 import tomli_w
 
 from node.cli.common import CliError
+from node.cli.node import each_topic
 from node.client import ClientError, NodeClient, NodeError, node_running
 from node.datadir import DataDir
 
@@ -274,8 +275,6 @@ def _received(model: dict[str, Any]) -> bool:
 
 def cooperate(clients: list[NodeClient]) -> None:
     """With the cooperation layer: each node builds a meta-classifier per topic from its peers' models."""
-    from node.cli.node import each_topic
-
     for i, client in enumerate(clients):
         try:
             built, failed = each_topic(client, None, partial(client.build_meta, loss=META_LOSS))
