@@ -2,6 +2,8 @@
 
 User input must never crash a search: FTS5 query syntax errors become `SearchError` with a hint, and
 `search(..., syntax="plain")` (the CLI's default) quotes every word so any text is a valid query.
+Plain words match whole words (stemmed); where that finds nothing, `ranked_search` matches them as the
+starts of words instead ("postgres" finds PostgreSQL pages) and says so in `SearchResults.prefix`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from crawler.taxonomy import load_taxonomy
 from crawler.urls import host_of
 
 SNIPPET_TOKENS = 24
+MIN_PREFIX = 3  # shorter words stay whole-word matches in a prefix search: "a*" would match nearly every page
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -68,10 +71,11 @@ def text_document(
     return DocumentRecord(url=url, title=title, text=text, **values)
 
 
-def plain_query(text: str) -> str:
-    """Every word of `text` as a quoted FTS5 term, all required: safe for any user input."""
+def plain_query(text: str, prefix: bool = False) -> str:
+    """Every word of `text` as a quoted FTS5 term, all required: safe for any user input. With `prefix`,
+    words of `MIN_PREFIX` letters or more match the words they start (FTS5 stems both, as it indexed)."""
     words = _WORD.findall(text)
-    return " ".join(f'"{w}"' for w in words)
+    return " ".join(f'"{w}"*' if prefix and len(w) >= MIN_PREFIX else f'"{w}"' for w in words)
 
 
 def search(
@@ -176,9 +180,10 @@ class RankedHit:
 class SearchResults:
     hits: tuple[RankedHit, ...]
     total: int  # matching results after filters and collapsing (counted to `CANDIDATES` depth exactly)
+    prefix: bool = False  # the words as typed matched nothing: these results have words they start
 
     def to_api(self) -> dict[str, object]:
-        return {"hits": [h.to_api() for h in self.hits], "total": self.total}
+        return {"hits": [h.to_api() for h in self.hits], "total": self.total, "prefix": self.prefix}
 
 
 @dataclass(frozen=True)
@@ -261,6 +266,8 @@ def ranked_search(
     accepted into its subtree keep their confidence, and its topic-specific link scores are used.
     A query with more than `bm25_budget` matches takes its BM25 candidates from bounded tiers
     (`_candidate_tiers`); a budget of at least the repository's size ranks exactly.
+    Plain words that match no result under the filters are searched again as the starts of words
+    (`prefix` in the results).
     """
     weights = weights or RankingWeights()
     match = plain_query(query) if syntax == "plain" else query.strip()
@@ -277,7 +284,12 @@ def ranked_search(
         clause, confidence_params = topic_clause("d.topic", context, descendants=True)
         confidence_sql = f"CASE WHEN d.accepted = 1 AND {clause} THEN d.confidence ELSE 0 END"
     topic_filter = topic_clause("topic", topic, include_descendants) if topic is not None else None
-    ranked, total = _bm25_candidates(repo, match, (where, params), topic_filter, depth, query, bm25_budget)
+    filters = (where, params)
+    ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
+    prefix = False
+    if not ranked and syntax == "plain" and plain_query(query, prefix=True) != match:
+        match, prefix = plain_query(query, prefix=True), True
+        ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
     text_of = dict(ranked)
     ids = list(text_of)
     sql = (
@@ -309,7 +321,7 @@ def ranked_search(
     )
     position = {c.doc_id: i for i, c in enumerate(candidates)}
     page = groups[offset : offset + limit]
-    previews_of = _previews(repo, query, [g[0] for g in page]) if previews else {}
+    previews_of = _previews(repo, query, [g[0] for g in page], prefix) if previews else {}
     hits = []
     for group in page:
         best = group[0]
@@ -330,7 +342,8 @@ def ranked_search(
                 duplicates=tuple(c.doc_id for c in group[1:]),
             )
         )
-    return SearchResults(tuple(hits), len(groups) if len(rows) < depth else max(total, len(groups)))
+    shown_total = len(groups) if len(rows) < depth else max(total, len(groups))
+    return SearchResults(tuple(hits), shown_total, prefix)
 
 
 def _candidate(row: tuple) -> _Candidate:
@@ -439,7 +452,7 @@ def merge_origins(group: list[_Candidate]) -> tuple[str, ...]:
     return tuple(merged)
 
 
-def _previews(repo: Repository, query: str, shown: list[_Candidate]) -> dict[int, str]:
+def _previews(repo: Repository, query: str, shown: list[_Candidate], prefix: bool = False) -> dict[int, str]:
     if not shown:
         return {}
     ids = [c.doc_id for c in shown]
@@ -449,7 +462,7 @@ def _previews(repo: Repository, query: str, shown: list[_Candidate]) -> dict[int
     by_topic = topic_weights(repo)  # once per search: it checks the training set in the database
     templates = {host: site_template(repo, host) for host in {row[3] for row in rows}}
     return {
-        int(i): query_preview(repo, text, topic, query, by_topic, templates[host])
+        int(i): query_preview(repo, text, topic, query, by_topic, templates[host], prefix=prefix)
         for i, text, topic, host in rows
     }
 
@@ -516,21 +529,35 @@ def query_preview(
     query: str,
     by_topic: dict[str, dict[str, float]] | None = None,
     template: Collection[str] = frozenset(),
+    *,
+    prefix: bool = False,
 ) -> str:
     """Topic-specific preview (sentences ranked by the topic's MI weights, thesis 2.20) that shows the
     passages with query terms first (a query-biased snippet: sentences of running text before headings
     and menu lines), with the query terms highlighted; `by_topic` is `topic_weights(repo)` when the
-    caller already has it; lines of the site's `template` (`site_template`) are not shown."""
+    caller already has it; lines of the site's `template` (`site_template`) are not shown. With `prefix`
+    the query's words stand for the words they start (`prefixed_terms`)."""
     terms = query_terms(query)
+    scope = preview_scope(text, term_probes(terms))
+    if prefix:
+        terms = prefixed_terms(terms, scope)
     by_topic = topic_weights(repo) if by_topic is None else by_topic
     weights = dict(by_topic.get(topic or "", {}))
     boost = 2.0 * max(weights.values(), default=0.0) + 1.0  # a query term outweighs any topic term
     weights.update(dict.fromkeys(terms, boost))
-    scope = preview_scope(text, term_probes(terms))
     shown = preview(
         scope, weights, _stemmed_terms, preferred=terms, budget=PREVIEW_WINDOW, skip_lines=template
     )
     return highlight(shown, terms)
+
+
+def prefixed_terms(terms: set[str], text: str) -> set[str]:
+    """The stemmed terms of `text` that start with one of `terms` of `MIN_PREFIX` letters or more (the
+    words a prefix search matched there), with `terms` themselves."""
+    starts = tuple(t for t in terms if len(t) >= MIN_PREFIX)
+    if not starts:
+        return terms
+    return terms | {term for term in set(_stemmed_terms(text)) if term.startswith(starts)}
 
 
 def preview_scope(text: str, probes: set[str], head: int = PREVIEW_HEAD, around: int = PREVIEW_WINDOW) -> str:

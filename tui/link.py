@@ -89,7 +89,7 @@ class NodeLink:
     ) -> SearchResults:
         answer = await self.client.search(q, topic=topic, origin=origin, verdict=verdict, limit=limit)
         hits = tuple(Hit.from_json(h) for h in answer.get("hits", []))
-        return SearchResults(q, hits, int(answer.get("total", len(hits))))
+        return SearchResults(q, hits, int(answer.get("total", len(hits))), answer.get("prefix") is True)
 
     async def document(self, doc_id: int) -> Document:
         return Document.from_json(await self.client.document(doc_id))

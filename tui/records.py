@@ -220,6 +220,7 @@ class SearchResults:
     query: str
     hits: tuple[Hit, ...]
     total: int
+    prefix: bool = False  # the words matched nothing whole: the hits have words they start
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,8 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
     if not hits:
         print(no_hits_text(args))
         return
+    if answer.get("prefix"):
+        print(f"no page has the words {args.query!r}; these have words that start with them")
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
         confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"

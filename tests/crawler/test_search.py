@@ -139,3 +139,25 @@ def test_a_hit_preview_leaves_out_the_lines_its_site_repeats(repo):
     hit = ranked_search(repo, "reindex", verdict="any").hits[0]
     assert hit.url == "http://h/a"
     assert hit.preview == "Routine [[reindexing]] of tables rebuilds their indexes."
+
+
+def test_a_word_found_nowhere_whole_matches_the_words_it_starts(repo):
+    found = ranked_search(repo, "postgres", verdict="any")
+    assert found.prefix and [h.url for h in found.hits] == ["http://h/vacuum"]
+    assert "[[PostgreSQL]]" in found.hits[0].preview
+    assert found.to_api()["prefix"] is True
+
+
+def test_a_word_found_whole_is_not_widened_to_the_words_it_starts(repo):
+    found = ranked_search(repo, "data", verdict="any", previews=False)  # "databases" is another word
+    assert not found.prefix and [h.url for h in found.hits] == ["http://h/plot"]
+
+
+def test_a_prefix_search_leaves_short_words_whole_and_keeps_the_filters(repo):
+    assert plain_query("go postgres", prefix=True) == '"go" "postgres"*'
+    assert not ranked_search(repo, "pl", verdict="any").hits  # "pl" starts "plotting" but is too short
+    with repo.transaction():
+        store(repo, "http://h/pgnoise", "Noise", "postgresql noise", topic=None, accepted=False)
+    kept = ranked_search(repo, "postgres", previews=False)  # default verdict filter: accepted only
+    assert kept.prefix and "http://h/pgnoise" not in {h.url for h in kept.hits}
+    assert not ranked_search(repo, "postgres", syntax="fts5", verdict="any").hits  # FTS5 syntax as written

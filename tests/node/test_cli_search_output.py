@@ -33,3 +33,14 @@ def test_a_hit_shows_rounded_confidence_and_a_one_line_preview(capsys):
     assert lines[2] == "    Databases  conf 1.23  from local"
     assert lines[3] == "    A list of [[SQL]] keywords is also provided. The [[SQL]] language syntax"
     assert lines[4] == "1 of 1 results"
+
+
+def test_hits_found_as_the_starts_of_words_say_so_before_the_list(capsys):
+    args = build_parser().parse_args(["search", "sq"])
+    args.query = "sq"
+    print_hits({**ANSWER, "prefix": True}, args)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "no page has the words 'sq'; these have words that start with them"
+    assert lines[1].startswith(" 1. Query Language")
+    print_hits(ANSWER, args)
+    assert capsys.readouterr().out.startswith(" 1. Query Language")

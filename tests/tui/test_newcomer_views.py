@@ -343,3 +343,27 @@ def test_a_pooled_result_shows_the_peers_preview_not_fetch_figures_this_node_nev
 def test_a_models_listing_before_weight_measured_existed_reads_weight_as_the_label_weight():
     older = ReceivedModel.from_json({"topic": "Databases", "origin": PEER, "kind": "linear", "weight": 0.61})
     assert (older.weight, older.meta_weight) == (0.61, None)
+
+
+class PrefixSearchLink(StandInLink):
+    """Finds "postgres" only as the start of a word (PostgreSQL), and nothing else."""
+
+    async def search(self, q: str, **options) -> SearchResults:
+        if q != "postgres":
+            return SearchResults(q, (), 0)
+        hit = Hit(4, URL, "PostgreSQL roles", "Databases", 0.93, "local", ("local",), 1.9, "", "")
+        return SearchResults(q, (hit,), 1, prefix=True)
+
+
+@pytest.mark.anyio
+async def test_results_say_when_the_words_matched_as_starts_and_which_filters_narrowed_an_empty_answer():
+    app = TopicSwarmApp(Path("/nonexistent"), link=PrefixSearchLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "slash", *"postgres", "enter")
+        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+        table = app.screen.query_one("#hits")
+        assert table.border_title == "1 of 1 for words starting with “postgres”"
+        await pilot.press("slash", *"xyzzy", "enter")
+        pane = app.screen.query_one("#preview", Static)
+        await settle(pilot, lambda: "nothing found" in str(pane.content))
+        assert str(pane.content) == "nothing found for “xyzzy” with the verdict filter (try any verdict)"

@@ -211,12 +211,25 @@ class ResultsScreen(NodeScreen):
         for hit in self.results.hits:
             table.add_row(*self._cells(hit), key=str(hit.doc_id))
         shown = len(self.results.hits)
-        table.border_title = f"{shown} of {self.results.total} for “{self.results.query}”"
+        matched = "words starting with " if self.results.prefix else ""
+        table.border_title = f"{shown} of {self.results.total} for {matched}“{self.results.query}”"
         if shown:
             table.move_cursor(row=0)
             self._preview(self.results.hits[0])
         else:
-            self.query_one("#preview", Static).update(f"nothing found for “{self.results.query}”")
+            self.query_one("#preview", Static).update(self._nothing_found())
+
+    def _nothing_found(self) -> str:
+        """No hits, and the filters that narrowed the search (as `topicswarm search` names them)."""
+        narrowing = []
+        if self.query_one("#topic-filter", Select).value != ALL_TOPICS:
+            narrowing.append("the topic filter (try all topics)")
+        if self.query_one("#origin-filter", Select).value != "any":
+            narrowing.append("the origin filter (try any origin)")
+        if self.query_one("#verdict-filter", Select).value != "any":
+            narrowing.append("the verdict filter (try any verdict)")
+        found = f"nothing found for “{self.results.query}”"
+        return found + (f" with {' and '.join(narrowing)}" if narrowing else "")
 
     def _cells(self, hit: Hit) -> tuple[str | Text, ...]:
         mark = {True: "✔ ", False: "✘ "}.get(self.feedback_given.get(hit.doc_id), "")  # type: ignore[call-overload]
