@@ -54,7 +54,7 @@ import base64
 import hashlib
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -62,7 +62,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from crawler.preview import passages
 from crawler.repository import Repository
+from crawler.search import site_template
+from crawler.urls import host_of
 from metamodels.calibration import PlattScaler, fit_platt
 from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
 from metamodels.errors import MetamodelError
@@ -776,14 +779,31 @@ def cutoff_decisions(scores: np.ndarray, cutoff: float) -> np.ndarray:
 
 
 PREVIEW_LINE = 40  # characters a text line needs to count as content rather than navigation
+PREVIEW_SCAN = 20_000  # characters of a page read for its preview: its lead is near the start
 
 
-def preview(text: str, chars: int) -> str:
-    """The first `chars` characters of a page's content lines (those of at least `PREVIEW_LINE`
-    characters; the page's first lines are mostly navigation: "Download the ebook", "Prev", "Next"), or
-    of the text when it has none: the snippet peers see and search of a pooled result."""
-    content = " ".join(line.strip() for line in text.splitlines() if len(line.strip()) >= PREVIEW_LINE)
-    return (content or " ".join(text.split()))[:chars]
+def preview(text: str, chars: int, skip_lines: Collection[str] = frozenset()) -> str:
+    """The snippet peers see and search of a pooled result: the first `chars` characters of the page's
+    sentences of running text, lines of its site's template (`skip_lines`) left out. The first lines of a
+    page are mostly navigation ("Modules | Directives | FAQ", "Next: Fillsteps Up: Plotting styles"),
+    which a cut of the first long lines sent as the preview of most devweb pages. A page without such
+    sentences sends its lines of `PREVIEW_LINE` characters or more, else its text."""
+    head = text[:PREVIEW_SCAN]
+    sentences = [p.text for p in passages(head, skip_lines) if p.content]
+    content = sentences or [line for line in head.splitlines() if len(line.strip()) >= PREVIEW_LINE]
+    return " ".join(" ".join(content or [head]).split())[:chars]
+
+
+def result_previews(repo: Repository, rows: Sequence[Mapping[str, Any]], chars: int) -> list[str]:
+    """`preview` of each row's text (with its url), its host's template lines left out."""
+    templates: dict[str, set[str]] = {}
+    shown = []
+    for row in rows:
+        host = host_of(row["url"])
+        if host not in templates:
+            templates[host] = site_template(repo, host)
+        shown.append(preview(row["text"] or "", chars, templates[host]))
+    return shown
 
 
 def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> tuple[int, int]:

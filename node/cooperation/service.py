@@ -1155,19 +1155,24 @@ class Cooperation:
             if held is None or row["url"] not in held:
                 rows.append((doc_id, row))
         more = looked_at < len(found) or len(found) == scan
+        sent = [
+            row
+            for _, row in rows
+            if len(row["url"]) <= 2048 and row["url"].startswith(("http://", "https://"))
+        ]
+        previews = await self._db(learning.result_previews, sent, self.settings.preview_chars)
         results = [
             CrawlResult(
                 url=row["url"],
                 title=(row["title"] or "")[:MAX_TITLE_LEN],
-                preview=learning.preview(row["text"] or "", self.settings.preview_chars),
+                preview=shown,
                 topic=topic,
                 confidence=_short_float(row["confidence"], CONFIDENCE_STEP),
                 fingerprint=row["fingerprint"],
                 origin=self.peer_id,
                 fetched_at=_short_float(row["fetched_at"], 1.0),
             )
-            for _, row in rows
-            if len(row["url"]) <= 2048 and row["url"].startswith(("http://", "https://"))
+            for row, shown in zip(sent, previews, strict=True)
         ]
         return ResultPage(sign_results(self.key, results), next_cursor, more)
 

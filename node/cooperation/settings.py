@@ -25,8 +25,8 @@ class CooperationSettings:
     results_per_sync: int = doc(200, "Most crawl results asked from one peer per topic and round.")
     preview_chars: int = doc(
         100,
-        "Characters of a result's content sent to syncing peers as its preview (the search snippet; "
-        "navigation lines left out).",
+        "Characters of a result's content sent to syncing peers as its preview (the search snippet): "
+        "its first sentences of running text, menus and lines its site repeats left out.",
     )
     max_backoff_rounds: int = doc(
         8, "Most rounds a peer with nothing new (no results, no model) waits before it is asked again."

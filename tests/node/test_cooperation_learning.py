@@ -10,7 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from crawler.engine import PageVerdict
-from crawler.repository import Repository
+from crawler.repository import Repository, StoredPage
+from crawler.search import text_document
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning
@@ -142,6 +143,30 @@ def test_preview_skips_navigation_lines_and_keeps_the_length():
     shown = learning.preview(text, 100)
     assert shown.startswith("Command interpreters") and len(shown) == 100
     assert learning.preview("short\nlines only", 100) == "short lines only"
+
+
+SITE_MENU = (
+    "Modules | Directives | FAQ | Glossary | Sitemap | Report a bug\nSmall. Fast. Reliable. Choose any three."
+)
+PAGES = {
+    "http://h.example/vacuum.html": "Routine vacuuming reclaims storage. It also updates statistics.",
+    "http://h.example/backup.html": "Databases should be backed up regularly. There are three ways.",
+    "http://h.example/roles.html": "Database access permissions are managed with roles.",
+}
+
+
+def test_a_pooled_result_previews_its_first_sentences_not_the_menu_its_site_repeats(tmp_path):
+    rows = [
+        {"url": url, "text": f"{SITE_MENU}\nNext: Backups Up: Guide\n{body}"} for url, body in PAGES.items()
+    ]
+    with Repository(tmp_path / "r.db") as repo:
+        with repo.transaction():
+            for row in rows:
+                repo.insert_page(StoredPage(text_document(row["url"], "", row["text"])))
+        shown = learning.result_previews(repo, rows, 60)
+    assert shown[0] == "Routine vacuuming reclaims storage. It also updates statisti"
+    assert shown[1].startswith("Databases should be backed up regularly.")
+    assert all(len(s) <= 60 and "Modules" not in s and "Small." not in s for s in shown)
 
 
 def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that_decides_alike(tmp_path):
