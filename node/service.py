@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import signal
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -764,17 +765,52 @@ class NodeService:
         return found
 
     async def feedback(self, doc_id: int, kind: str, query: str | None = None) -> dict[str, Any]:
-        from crawler.feedback import FeedbackError, record_feedback
+        """Store the mark; a relevance mark on a peer's result trains on the page, fetched in the background
+        (`_train_on_page`), and the answer names it (`fetching`)."""
+        from crawler.feedback import OPENED, RELEVANT, FeedbackError, record_feedback, training_document
 
-        def run(repo: Repository) -> None:
-            record_feedback(repo, doc_id, kind, query=query)
+        def run(repo: Repository) -> Any:
+            document = repo.document(doc_id)
+            pooled = document is not None and document["origin"] is not None
+            record = record_feedback(repo, doc_id, kind, query=query, train=not pooled)
+            if pooled and kind != OPENED and record.topic:
+                return training_document(document, record.topic, kind == RELEVANT)
+            return None
 
         try:
-            await self.db(run)
+            marked = await self.db(run)
         except FeedbackError as exc:
             status = 404 if "no document" in str(exc) else 400
             raise NodeServiceError("not_found" if status == 404 else "bad_request", str(exc), status) from exc
-        return {"ok": True}
+        if marked is None:
+            return {"ok": True}
+        if self._nursery is not None:
+            self._nursery.start_soon(self._train_on_page, marked)
+        else:
+            await self._train_on_page(marked)
+        return {"ok": True, "fetching": marked.url}
+
+    async def _train_on_page(self, marked: Any) -> None:
+        """A peer's result holds only the peer's preview (`cooperation.preview_chars` characters), too little
+        to train on: the page is fetched as a bookmark is (robots.txt, size and time limits), and its text
+        becomes the training document; the preview does when the fetch fails. A disk that cannot take it
+        loses the training document, not the node."""
+        from crawler.feedback import FEEDBACK_SOURCE
+        from crawler.taxonomy import FETCHED, PENDING, Taxonomy, add_training_documents
+
+        pending = dataclasses.replace(marked, text="", status=PENDING)
+        fetched = await self._fetch_training_pages(Taxonomy((marked.topic,), (pending,), FEEDBACK_SOURCE))
+        page = fetched.documents[0]
+        document = marked
+        if page.status == FETCHED and page.text.strip():
+            document = dataclasses.replace(marked, title=page.title or marked.title, text=page.text)
+        else:
+            log.info("training on the preview of %s: fetching it failed (%s)", marked.url, page.error)
+        try:
+            await self.db(add_training_documents, [document])
+        except (RepositoryError, sqlite3.Error, OSError) as exc:
+            log.warning("could not store the marked page %s as a training document: %s", marked.url, exc)
+            self._publish("log", {"message": f"feedback on {marked.url} not stored for training: {exc}"})
 
     # -- API: peers and cooperation -----------------------------------------------------------------------
     async def peers(self) -> dict[str, Any]:

@@ -96,9 +96,10 @@ class NodeLink:
 
     async def feedback(
         self, doc_id: int, *, relevant: bool | None = None, opened: bool = False, query: str = ""
-    ) -> bool:
-        await self.client.feedback(doc_id, relevant=relevant, opened=opened, query=query or None)
-        return True
+    ) -> str:
+        """The URL the node fetches to train on (a peer's result holds only its preview), else ""."""
+        answer = await self.client.feedback(doc_id, relevant=relevant, opened=opened, query=query or None)
+        return str(answer.get("fetching") or "") if isinstance(answer, dict) else ""
 
     async def peers(self) -> list[Peer]:
         answer = await self.client.peers()

@@ -76,10 +76,11 @@ class ResultsFetched(Message):
 
 
 class FeedbackSent(Message):
-    def __init__(self, doc_id: int, relevant: bool) -> None:
+    def __init__(self, doc_id: int, relevant: bool, fetching: bool = False) -> None:
         super().__init__()
         self.doc_id = doc_id
         self.relevant = relevant
+        self.fetching = fetching  # a peer's result: the node fetches the page to train on it
 
 
 class TopicsFetched(Message):

@@ -283,14 +283,15 @@ class ResultsScreen(NodeScreen):
 
     @work(group="feedback")
     async def send_feedback(self, hit: Hit, relevant: bool) -> None:
-        ok = await self.ask(self.link.feedback, hit.doc_id, relevant=relevant, query=self.results.query)
-        if ok is None:
+        fetching = await self.ask(self.link.feedback, hit.doc_id, relevant=relevant, query=self.results.query)
+        if fetching is None:
             return
         self.feedback_given[hit.doc_id] = relevant
-        self.post_message(FeedbackSent(hit.doc_id, relevant))
+        self.post_message(FeedbackSent(hit.doc_id, relevant, bool(fetching)))
 
     def on_feedback_sent(self, message: FeedbackSent) -> None:
-        self.notify(f"marked {'relevant' if message.relevant else 'irrelevant'}: the node retrains with it")
+        how = "fetches the peer's page and retrains with it" if message.fetching else "retrains with it"
+        self.notify(f"marked {'relevant' if message.relevant else 'irrelevant'}: the node {how}")
         table = self.query_one("#hits", DataTable)
         for hit in self.results.hits:
             if hit.doc_id == message.doc_id:
