@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from crawler.preview import passages
+from crawler.preview import passages, without_repeated_lines
 from crawler.repository import Repository
 from crawler.search import site_template
 from crawler.urls import host_of
@@ -832,13 +832,16 @@ def cluster_proposals(
     """Meta clusters of the node's own documents from its own and its peers' centroid models: labels mapped
     onto each other (the similarity or the purity mapping, whichever agrees more with the models:
     `consensus`), combined by a confidence vote, the least confident `loss` share left unassigned. Terms are
-    shown as the words the documents use, not as stems."""
+    shown as the words the documents use, not as stems, and come from the documents' own lines: lines that
+    several of them share (a site's menus, slogans, language lists) labelled a cluster of one site's pages
+    "choose, download, fast" from SQLite's "Small. Fast. Reliable. Choose any three." and its menu."""
     usable = [m for m in models if m.k == k]
     labels, confidences = apply_models(usable, X)
     voted = consensus(labels, confidences, k).clustering
     kept = restrict(voted, loss)
-    words = surface_forms(docs.texts, featurizer)
-    stems = top_terms([featurizer.terms(t) for t in docs.texts], kept.labels, k, 10)
+    texts = without_repeated_lines(docs.texts)
+    words = surface_forms(texts, featurizer)
+    stems = top_terms([featurizer.terms(t) for t in texts], kept.labels, k, 10)
     terms = [[words.get(stem, stem) for stem in cluster_terms] for cluster_terms in stems]
     proposals = []
     for cluster in range(k):

@@ -491,3 +491,19 @@ def test_sibling_topics_share_the_parent_and_exclude_ancestors_and_descendants()
     assert learning.sibling_topics("Databases/SQL", topics) == ["Databases/NoSQL"]
     assert learning.sibling_topics("Databases", topics) == ["Mathematics"]
     assert learning.sibling_topics("Databases/SQL/Joins", topics) == []
+
+
+def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu():
+    menu = "Small. Fast. Reliable. Choose any three.\nDownload | License | Purchase"
+    vacuum = [f"{menu}\nVacuum reclaims storage from dead rows, vacuum {i} and autovacuum." for i in range(6)]
+    plots = [f"Gnuplot draws plots of functions; plot {i} with splot and histograms." for i in range(6)]
+    texts = tuple(vacuum + plots)
+    titles = tuple(f"page {i}" for i in range(len(texts)))
+    docs = learning.TopicDocuments(np.arange(len(texts)), titles, texts)
+    featurizer = Featurizer(FeatureConfig())
+    X = sp.csr_matrix(featurizer.transform(texts))
+    model = learning.local_centroids(X, 2, featurizer)
+    proposals = learning.cluster_proposals(docs, X, [model], 2, 0.0, featurizer)
+    terms = {term for proposal in proposals for term in proposal["top_terms"]}
+    assert {"vacuum", "gnuplot"} <= terms
+    assert not terms & {"small", "fast", "reliable", "choose", "download", "license", "purchase"}

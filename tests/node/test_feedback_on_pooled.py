@@ -41,7 +41,8 @@ async def test_a_mark_on_a_peers_result_trains_on_the_fetched_page_or_else_its_p
         page = next(d.url for d in parse_bookmarks(html).documents if d.url)
         with Repository(data.repository) as repo:
             store.ensure_schema(repo)
-            store.pool_results(repo, "12D3KooWPeer", "Databases", [pooled(page, 1), pooled(UNREACHABLE, 2)], 2)
+            results = [pooled(page, 1), pooled(UNREACHABLE, 2)]
+            store.pool_results(repo, "12D3KooWPeer", "Databases", results, len(results))
             ids = {url: repo.document_by_url(url)["id"] for url in (page, UNREACHABLE)}
         service = NodeService(data, loopback_config(), offline=True, max_pages=0)
         async with trio.open_nursery() as nursery:
