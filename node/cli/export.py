@@ -9,7 +9,7 @@ from crawler.export import FORMATS, ExportError, export
 from crawler.feedback import DEFAULT_USER
 from crawler.repository import Repository
 from node.cli.common import CliError, add_data_arg
-from node.cli.search import open_repository, search_from_args
+from node.cli.search import open_repository, prefix_note, search_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
             results = search_from_args(repo, args, previews=args.format != "warc")
             rows = [hit.to_api() for hit in results.hits]
             ids = [hit.doc_id for hit in results.hits]
+            if results.prefix and results.hits:
+                print(prefix_note(args.query, "exporting those with"))
         count = export(repo, args.out, args.format, topic=args.topic, ids=ids, rows=rows)
     except ExportError as exc:
         raise CliError(str(exc)) from exc

@@ -136,7 +136,7 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         print(no_hits_text(args))
         return
     if answer.get("prefix"):
-        print(f"no page has the words {args.query!r}; these have words that start with them")
+        print(prefix_note(args.query, "these have"))
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
         confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"
@@ -144,6 +144,11 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         print(f"    {hit['topic'] or '-'}  conf {confidence}  from {', '.join(hit['origins'])}")
         print(f"    {render(' '.join(hit['preview'].split()), bold)}")
     print(f"{len(hits)} of {answer['total']} results")
+
+
+def prefix_note(query: str, shown: str) -> str:
+    """Results found by the words as the starts of words (`ranked_search` retried them so)."""
+    return f"no page has the words {query!r}; {shown} words that start with them"
 
 
 def no_hits_text(args: argparse.Namespace) -> str:

@@ -18,3 +18,23 @@ def test_export_of_an_unknown_topic_names_where_topics_are_listed(tmp_path, caps
     assert not out.exists()
     assert main(["export", "--data", data, "--format", "csv", "--out", str(out), "--topic", "Databases"]) == 0
     assert capsys.readouterr().out.startswith("wrote 0 rows")
+
+
+def test_an_export_of_a_search_found_by_the_starts_of_words_says_so(tmp_path, capsys):
+    from crawler.repository import Repository, StoredPage
+    from crawler.search import text_document
+
+    data = tmp_path / "node"
+    data.mkdir()
+    with Repository(data / "repository.db") as repo, repo.transaction():
+        repo.insert_page(StoredPage(text_document("http://h.test/pg", "Roles", "PostgreSQL manages roles.")))
+    out = tmp_path / "out.jsonl"
+    argv = ["export", "--data", str(data), "--format", "jsonl", "--out", str(out)]
+    assert main([*argv, "--query", "postgres"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said == [
+        "no page has the words 'postgres'; exporting those with words that start with them",
+        f"wrote 1 rows to {out}",
+    ]
+    assert main([*argv, "--query", "postgresql"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"wrote 1 rows to {out}"]
