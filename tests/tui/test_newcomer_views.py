@@ -27,6 +27,7 @@ from tui.records import (
     Status,
     Topic,
 )
+from tui.screens.base import NO_TOPICS
 from tui.screens.meta import MetaScreen, build_report
 from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
@@ -367,3 +368,38 @@ async def test_results_say_when_the_words_matched_as_starts_and_which_filters_na
         pane = app.screen.query_one("#preview", Static)
         await settle(pilot, lambda: "nothing found" in str(pane.content))
         assert str(pane.content) == "nothing found for “xyzzy” with the verdict filter (try any verdict)"
+
+
+class EmptyNodeLink(StandInLink):
+    """A node just initialised: no topics, no pages."""
+
+    async def status(self) -> Status:
+        return Status(None, FINISHED, {}, 0, 0, 0, 0, 0, False, False)
+
+    async def topics(self) -> list[Topic]:
+        return []
+
+    async def search(self, q: str, **options) -> SearchResults:
+        return SearchResults(q, (), 0, prefix=True)
+
+
+@pytest.mark.anyio
+async def test_a_node_without_topics_or_pages_says_how_to_get_some_on_meta_refine_and_results():
+    app = TopicSwarmApp(Path("/nonexistent"), link=EmptyNodeLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.telemetry.status is not None)
+        await pilot.press("5")
+        await settle(pilot, lambda: isinstance(app.screen, MetaScreen))
+        await settle(pilot, lambda: app.screen.query_one(CurvePlot).empty_text == NO_TOPICS)
+        await pilot.press("b")  # no build offered in vain
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1] == NO_TOPICS
+        await pilot.press("6")
+        await settle(pilot, lambda: isinstance(app.screen, RefineScreen))
+        details = app.screen.query_one("#proposal-details", Static)
+        await settle(pilot, lambda: str(details.content) == NO_TOPICS)
+        await pilot.press("3", "slash", *"sql", "enter")
+        pane = app.screen.query_one("#preview", Static)
+        await settle(pilot, lambda: "nothing found" in str(pane.content))
+        assert "the node holds no pages yet" in str(pane.content)
+        assert app.screen.query_one("#hits").border_title == "0 of 0 for “sql”"  # not "words starting with"

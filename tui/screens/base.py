@@ -95,6 +95,9 @@ class NodeScreen(Screen[None]):
         return answer, None
 
 
+NO_TOPICS = "no topics yet: import bookmarks on the Topics screen (2, then i)"
+
+
 class TopicScreen(NodeScreen):
     """A screen about one topic at a time, chosen in its Select (Meta, Refine)."""
 
@@ -119,6 +122,8 @@ class TopicScreen(NodeScreen):
         if keys:
             select.value = current if current in keys else keys[0]
             self.topic_chosen(str(select.value))
+        else:
+            self.no_topics()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str):
@@ -126,4 +131,8 @@ class TopicScreen(NodeScreen):
 
     def topic_chosen(self, topic: str) -> None:
         """Load what the screen shows about `topic`."""
+        raise NotImplementedError
+
+    def no_topics(self) -> None:
+        """The node has no topics: say how to get some where the screen's content would be."""
         raise NotImplementedError

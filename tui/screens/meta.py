@@ -15,7 +15,7 @@ from textual.widgets import Input, Select, Static
 from node.client import NodeError
 from tui.messages import LossChanged, MetaFetched
 from tui.records import CurvePoint, MetaState
-from tui.screens.base import TopicScreen
+from tui.screens.base import NO_TOPICS, TopicScreen
 from tui.widgets.plots import NO_META, CurvePlot
 
 LOSS_STEP = 0.05
@@ -105,6 +105,9 @@ class MetaScreen(TopicScreen):
         elif meta is not None:
             self.post_message(MetaFetched(meta))
 
+    def no_topics(self) -> None:
+        self.query_one(CurvePlot).show((), None, title="accuracy vs loss", empty=NO_TOPICS)
+
     def show_missing(self, topic: str, refusal: NodeError) -> None:
         """No meta-classifier to show: none built yet (a normal state, not an error), or the node cannot
         build one (offline: the reason goes where the curve would be, so `b` is not offered in vain)."""
@@ -175,7 +178,7 @@ class MetaScreen(TopicScreen):
     def action_build(self) -> None:
         topic = self.topic()
         if topic is None:
-            self.notify("no topic to build a meta-classifier for", severity="warning")
+            self.notify(NO_TOPICS, severity="warning")
             return
         self.build(topic, self.meta.loss if self.meta is not None else 0.1)
 

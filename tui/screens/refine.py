@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from tui.messages import ProposalDecided, ProposalsFetched
 from tui.records import Proposal
-from tui.screens.base import TopicScreen
+from tui.screens.base import NO_TOPICS, TopicScreen
 from tui.widgets.prompt import Prompt
 
 DEFAULT_K = 3
@@ -102,10 +102,13 @@ class RefineScreen(TopicScreen):
         if p is not None:
             self.query_one("#proposal-details", Static).update(proposal_details(p))
 
+    def no_topics(self) -> None:
+        self.query_one("#proposal-details", Static).update(NO_TOPICS)
+
     def action_propose(self) -> None:
         topic = self.topic()
         if topic is None:
-            self.notify("no topic to refine", severity="warning")
+            self.notify(NO_TOPICS, severity="warning")
             return
         try:
             k = int(self.query_one("#k", Input).value or DEFAULT_K)

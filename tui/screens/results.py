@@ -211,7 +211,7 @@ class ResultsScreen(NodeScreen):
         for hit in self.results.hits:
             table.add_row(*self._cells(hit), key=str(hit.doc_id))
         shown = len(self.results.hits)
-        matched = "words starting with " if self.results.prefix else ""
+        matched = "words starting with " if self.results.prefix and shown else ""
         table.border_title = f"{shown} of {self.results.total} for {matched}“{self.results.query}”"
         if shown:
             table.move_cursor(row=0)
@@ -220,7 +220,12 @@ class ResultsScreen(NodeScreen):
             self.query_one("#preview", Static).update(self._nothing_found())
 
     def _nothing_found(self) -> str:
-        """No hits, and the filters that narrowed the search (as `topicswarm search` names them)."""
+        """No hits, and the filters that narrowed the search (as `topicswarm search` names them); on a node
+        with no documents at all, how to get some."""
+        found = f"nothing found for “{self.results.query}”"
+        status = self.swarm.telemetry.status
+        if status is not None and status.local_documents + status.pooled_documents == 0:
+            return f"{found}: the node holds no pages yet (the Topics screen, 2, imports bookmarks with i)"
         narrowing = []
         if self.query_one("#topic-filter", Select).value != ALL_TOPICS:
             narrowing.append("the topic filter (try all topics)")
@@ -228,7 +233,6 @@ class ResultsScreen(NodeScreen):
             narrowing.append("the origin filter (try any origin)")
         if self.query_one("#verdict-filter", Select).value != "any":
             narrowing.append("the verdict filter (try any verdict)")
-        found = f"nothing found for “{self.results.query}”"
         return found + (f" with {' and '.join(narrowing)}" if narrowing else "")
 
     def _cells(self, hit: Hit) -> tuple[str | Text, ...]:
