@@ -21,6 +21,7 @@ from textual.screen import Screen
 from node.client import ClientError, NodeError, NodeUnreachable, Unauthorised
 from tui.link import NodeLink
 from tui.messages import MetricsFetched, NodeEvent, NodeProblem, NodeReachable, StatsUpdated, StatusFetched
+from tui.screens.base import NodeScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.help import HelpScreen
 from tui.screens.meta import MetaScreen
@@ -170,6 +171,9 @@ class TopicSwarmApp(App[None]):
             bar.show_status(message.status)
         if self.on_dashboard():
             self.screen.schedule_redraw()
+        screen = self.current_screen()
+        if isinstance(screen, NodeScreen):
+            screen.tick()
 
     def on_metrics_fetched(self, message: MetricsFetched) -> None:
         self.telemetry.add_samples(message.samples)

@@ -5,12 +5,14 @@ screen offering `b` in vain, topics marked running after the crawl finished, pre
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Static
 
 import tui.app
+import tui.screens.base
 from node.client import NodeError
 from tui.app import TopicSwarmApp
 from tui.link import NodeLink
@@ -22,6 +24,7 @@ from tui.records import (
     LossSetting,
     MetaState,
     MetricSample,
+    Peer,
     ReceivedModel,
     SearchResults,
     Status,
@@ -32,7 +35,7 @@ from tui.screens.meta import MetaScreen, build_report
 from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
 from tui.screens.results import ResultsScreen, document_view, highlighted
-from tui.screens.topics import topic_details, topic_label
+from tui.screens.topics import TopicsScreen, topic_details, topic_label
 from tui.telemetry import Telemetry
 from tui.widgets.plots import NO_META, CurvePlot, time_range, value_range
 from tui.widgets.status_bar import StatusBar
@@ -403,3 +406,55 @@ async def test_a_node_without_topics_or_pages_says_how_to_get_some_on_meta_refin
         await settle(pilot, lambda: "nothing found" in str(pane.content))
         assert "the node holds no pages yet" in str(pane.content)
         assert app.screen.query_one("#hits").border_title == "0 of 0 for “sql”"  # not "words starting with"
+
+
+class GrowingLink(StandInLink):
+    """A node whose Databases topic holds one more page at each answer, and whose peers list grows."""
+
+    def __init__(self) -> None:
+        super().__init__(NodeError("not_found", "none", 404))
+        self.answers = 0
+
+    async def status(self) -> Status:
+        return Status("12D3KooWSelf", FINISHED, {}, 1, 0, 0, 200, 0, True, True)
+
+    async def topics(self) -> list[Topic]:
+        self.answers += 1
+        return [replace(TOPIC, local=self.answers)]
+
+    async def peers(self):
+        return [Peer(f"12D3KooWPeer{i:02d}", (), T0, ("Databases",), 10, 10, ()) for i in range(3)]
+
+
+@pytest.mark.anyio
+async def test_topics_and_peers_screens_follow_the_node_without_a_refresh_key_and_keep_the_cursor(
+    monkeypatch,
+):
+    monkeypatch.setattr(tui.app, "STATUS_INTERVAL", 0.1)
+    monkeypatch.setattr(tui.screens.base, "LIVE_REFRESH", 0.3)
+    link = GrowingLink()
+    app = TopicSwarmApp(Path("/nonexistent"), link=link)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(pilot, lambda: isinstance(app.screen, TopicsScreen) and app.screen.topics)
+        first = app.screen.topics["Databases"].local
+        await settle(pilot, lambda: app.screen.topics["Databases"].local >= first + 2)
+        assert "Databases" in str(app.screen.query_one("#topic-details", Static).content)
+        await pilot.press("4")
+        await settle(pilot, lambda: isinstance(app.screen, PeersScreen))
+        table = app.screen.query_one("#peers", DataTable)
+        await settle(pilot, lambda: table.row_count == 3)
+        table.focus()
+        await pilot.press("down", "down")
+        reloads = link.answers
+        await settle(pilot, lambda: table.cursor_row == 2 and link.answers == reloads)  # peers only, below
+        fetched = [0]
+        original = link.peers
+
+        async def counted():
+            fetched[0] += 1
+            return await original()
+
+        link.peers = counted
+        await settle(pilot, lambda: fetched[0] >= 2)
+        assert table.cursor_row == 2

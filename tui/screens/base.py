@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -22,11 +23,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+LIVE_REFRESH = 5.0  # seconds between reloads of a screen whose figures change as the node crawls
+
+
 class NodeScreen(Screen[None]):
     """A screen over one node; subclasses compose `body()` and load their data in `reload()`."""
 
     NAME = ""
     LIST = ""  # selector of the screen's main list, where Escape from a text field goes
+    LIVE: ClassVar[bool] = False  # figures that change as the node crawls: reloaded while shown (`tick`)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Refresh"),
         Binding("escape", "leave_field", "Leave field", show=False),
@@ -51,6 +56,7 @@ class NodeScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.swarm.paint_status_bar(self.query_one(StatusBar))
+        self._reloaded_at = time.monotonic()
         self.reload()
 
     def action_leave_field(self) -> None:
@@ -65,6 +71,16 @@ class NodeScreen(Screen[None]):
 
     def action_reload(self) -> None:
         self.reload()
+
+    def tick(self) -> None:
+        """Called on each status poll while the screen is shown: a `LIVE` screen reloads every
+        `LIVE_REFRESH` seconds (the Topics screen kept "0+0, nothing to crawl" while the crawl ran)."""
+        now = time.monotonic()
+        if self.LIVE and now - self._reloaded_at >= LIVE_REFRESH:
+            self._reloaded_at = now
+            self.reload()
+
+    _reloaded_at = 0.0
 
     def reload(self) -> None:
         """Fetch this screen's data (in a worker)."""

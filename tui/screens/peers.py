@@ -21,6 +21,7 @@ def _fraction(value: float | None) -> str:
 
 class PeersScreen(NodeScreen):
     NAME = "peers"
+    LIVE = True
     AUTO_FOCUS = "#peers"
 
     def body(self) -> ComposeResult:
@@ -50,6 +51,11 @@ class PeersScreen(NodeScreen):
     def reload(self) -> None:
         self.fetch()
 
+    def tick(self) -> None:
+        status = self.swarm.telemetry.status
+        if status is not None and status.networked:  # an offline node's peers and models never change
+            super().tick()
+
     @work(exclusive=True, group="peers")
     async def fetch(self) -> None:
         peers = await self.ask(self.link.peers)
@@ -65,6 +71,7 @@ class PeersScreen(NodeScreen):
     def show_peers(self, peers: list[Peer]) -> None:
         table = self.query_one("#peers", DataTable)
         rejected = self.query_one("#rejected", DataTable)
+        rows, rejected_at = table.cursor_row, rejected.cursor_row
         table.clear()
         rejected.clear()
         for peer in sorted(peers, key=lambda p: p.peer_id):
@@ -79,6 +86,8 @@ class PeersScreen(NodeScreen):
             )
             for r in peer.rejected:
                 rejected.add_row(short(peer.peer_id), r.reason, str(r.count))
+        keep_cursor(table, rows)
+        keep_cursor(rejected, rejected_at)
         table.border_title = f"neighbours ({len(peers)})"
         own = self.show_own_address()
         hint = "no peers yet: run the node with --bootstrap MULTIADDR" + (
@@ -98,6 +107,7 @@ class PeersScreen(NodeScreen):
 
     def show_models(self, models: list[ReceivedModel]) -> None:
         table = self.query_one("#models", DataTable)
+        row = table.cursor_row
         table.clear()
         for m in sorted(
             models,
@@ -116,8 +126,15 @@ class PeersScreen(NodeScreen):
                 _fraction(m.weight),
                 _fraction(m.meta_weight) if m.kind != "centroids" else "",
             )
+        keep_cursor(table, row)
         received = sum(1 for m in models if m.origin != "local")
         table.border_title = f"models: {received} received, {len(models) - received} own"
+
+
+def keep_cursor(table: DataTable, row: int) -> None:
+    """Put a refilled table's cursor back on the row it was on (a live reload must not move it)."""
+    if table.row_count:
+        table.move_cursor(row=min(max(row, 0), table.row_count - 1))
 
 
 def _accuracy_of(model: ReceivedModel) -> str:

@@ -65,6 +65,7 @@ def topic_details(topic: Topic, node_crawl: CrawlFigures | None = None) -> str:
 
 class TopicsScreen(NodeScreen):
     NAME = "topics"
+    LIVE = True
     AUTO_FOCUS = "#topic-tree"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "crawl('start')", "Start"),
