@@ -92,6 +92,15 @@ def _describe(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in _types(kind))
 
 
+MAX_DOC_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no document (and overflowed the query)
+
+
+def _document_id(value: int) -> int:
+    if not 0 <= value <= MAX_DOC_ID:
+        raise NodeServiceError("not_found", f"no document {value}: take doc_id from a search hit", 404)
+    return value
+
+
 def _int_param(request: Request, name: str, default: int, low: int = 0, high: int = 10_000) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -202,11 +211,11 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             raise NodeServiceError(
                 "bad_request", "the document id is a whole number from a search hit"
             ) from exc
-        return await service.document(doc_id)
+        return await service.document(_document_id(doc_id))
 
     async def feedback(request: Request) -> Any:
         body = await _json_body(request)
-        doc_id = _require(body, "doc_id", int)
+        doc_id = _document_id(_require(body, "doc_id", int))
         query = body.get("query") if isinstance(body.get("query"), str) else None
         if "relevant" in body:
             kind = FEEDBACK_KINDS[bool(_require(body, "relevant", bool))]

@@ -1120,7 +1120,7 @@ class Cooperation:
             number = int(proposal_id)
         except ValueError:
             raise KeyError(f"no proposal {proposal_id!r}: list them with GET /api/refine?topic=T") from None
-        found = await self._db(store.load_proposals, None, number)
+        found = await self._db(store.load_proposals, None, number) if 0 <= number < 2**63 else []
         if not found:
             raise KeyError(f"no proposal {proposal_id!r}: list them with GET /api/refine?topic=T")
         if found[0]["status"] != "open":

@@ -135,6 +135,13 @@ async def test_errors_are_json_with_what_to_do(node):
     with pytest.raises(NodeError) as caught:
         await client.document(12345)
     assert caught.value.status == 404
+    for beyond_sqlite in (2**63, 10**20):  # an id no SQLite integer holds overflowed the query: a 500
+        with pytest.raises(NodeError) as caught:
+            await client.document(beyond_sqlite)
+        assert caught.value.status == 404 and "take doc_id from a search hit" in caught.value.detail
+        with pytest.raises(NodeError) as caught:
+            await client.feedback(beyond_sqlite, relevant=True)
+        assert caught.value.status == 404
     with pytest.raises(NodeError) as caught:
         await client._call("GET", "/api/no-such-thing")
     assert caught.value.kind == "not_found"

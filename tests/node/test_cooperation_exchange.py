@@ -160,6 +160,9 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
         assert sum(p["size"] for p in proposals) > 0
         accepted = await a.accept_proposal(proposals[0]["id"], name="Indexes")
         assert accepted["status"] == "accepted"
+        for unknown in ("x", "-1", str(2**64)):  # 2**64 overflowed SQLite's integer: an internal error
+            with pytest.raises(KeyError, match="no proposal"):
+                await a.reject_proposal(unknown)
         with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
             assert repo.db.execute("SELECT parent FROM topics WHERE key = 'Databases/Indexes'").fetchone()[
                 0
