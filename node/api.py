@@ -262,9 +262,9 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
 
     async def refine(request: Request) -> Any:
         body = await _json_body(request)
-        k = _require(body, "k", int)
-        if not 2 <= k <= 50:
-            raise NodeServiceError("bad_request", "k (the number of clusters) must be between 2 and 50")
+        k = _require(body, "k", int) if "k" in body else None  # none: the node's cooperation.cluster_k
+        if k is not None and not 2 <= k <= 32:
+            raise NodeServiceError("bad_request", "k (the number of clusters) must be between 2 and 32")
         topic = _require(body, "topic", str)
         await cooperation_topic(topic, "refine")
         return {"proposals": await service.cooperate("refine", topic, k)}

@@ -213,8 +213,10 @@ class _Endpoints:
     def set_loss(self, topic: str, loss: float) -> Any:
         return self._call("PUT", "/api/meta/loss", body={"topic": topic, "loss": loss})
 
-    def refine(self, topic: str, k: int) -> Any:
-        return self._call("POST", "/api/refine", body={"topic": topic, "k": k}, timeout=SLOW_TIMEOUT)
+    def refine(self, topic: str, k: int | None = None) -> Any:
+        """Subtopic proposals of `k` clusters (None: the node's `cooperation.cluster_k`)."""
+        body: dict[str, Any] = {"topic": topic} if k is None else {"topic": topic, "k": k}
+        return self._call("POST", "/api/refine", body=body, timeout=SLOW_TIMEOUT)
 
     def proposals(self, topic: str | None = None) -> Any:
         return self._call("GET", "/api/refine", params={"topic": topic} if topic else None)

@@ -91,10 +91,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     loss.add_argument("--loss", type=float, required=True)
     loss.set_defaults(func=run_meta_loss)
 
-    refine = sub.add_parser("refine", help="cluster a topic with peers and list subtopic proposals")
+    refine = sub.add_parser(
+        "refine",
+        help="cluster a topic with peers and list subtopic proposals; accept or reject one",
+        description="`refine TOPIC --k K` proposes subtopics; `refine --accept ID [--name NAME]` makes "
+        "proposal ID a subtopic (its documents move there), `refine --reject ID` dismisses it.",
+    )
     _client_args(refine)
-    refine.add_argument("topic", help="the topic key to refine")
-    refine.add_argument("--k", type=int, default=4, help="number of clusters (default 4)")
+    refine.add_argument("topic", nargs="?", help="the topic key to refine")
+    refine.add_argument(
+        "--k", type=int, default=None, help="number of clusters (default: [cooperation] cluster_k, 3)"
+    )
+    decision = refine.add_mutually_exclusive_group()
+    decision.add_argument("--accept", type=int, metavar="ID", help="make proposal ID a subtopic")
+    decision.add_argument("--reject", type=int, metavar="ID", help="dismiss proposal ID")
+    refine.add_argument("--name", help="with --accept: the subtopic's name (default: the proposal's label)")
     refine.set_defaults(func=run_refine)
 
 
@@ -506,7 +517,13 @@ def run_meta_loss(args: argparse.Namespace) -> int:
 
 
 def run_refine(args: argparse.Namespace) -> int:
-    if args.k < 2:
+    if args.accept is not None or args.reject is not None:
+        return decide_proposal(args)
+    if args.topic is None:
+        raise CliError("name the topic: `topicswarm refine TOPIC --k K`; or give --accept ID or --reject ID")
+    if args.name is not None:
+        raise CliError("--name goes with --accept ID")
+    if args.k is not None and args.k < 2:
         raise CliError("--k must be at least 2")
     with connect(args) as client:
         answer = client.refine(args.topic, args.k)
@@ -521,6 +538,28 @@ def run_refine(args: argparse.Namespace) -> int:
         )
     if not answer["proposals"]:
         print("no proposals: the topic has too few documents yet")
+    else:
+        print("accept one with `topicswarm refine --accept ID [--name NAME]`, or --reject ID")
+    return 0
+
+
+def decide_proposal(args: argparse.Namespace) -> int:
+    """`refine --accept ID [--name NAME]` or `refine --reject ID`: the proposal's new state."""
+    if args.topic is not None:
+        raise CliError("--accept and --reject take a proposal ID, not a topic: drop the topic")
+    if args.reject is not None and args.name is not None:
+        raise CliError("--name goes with --accept ID")
+    with connect(args) as client:
+        if args.accept is not None:
+            answer = client.accept_proposal(args.accept, args.name)
+        else:
+            answer = client.reject_proposal(args.reject)
+    if args.json:
+        print_json(answer)
+    elif answer.get("status") == "accepted":
+        print(f"proposal {answer['id']} accepted: subtopic {answer['topic']}/{answer['label']}")
+    else:
+        print(f"proposal {answer['id']} {answer.get('status')}")
     return 0
 
 
