@@ -32,6 +32,7 @@ class NodeScreen(Screen[None]):
     NAME = ""
     LIST = ""  # selector of the screen's main list, where Escape from a text field goes
     LIVE: ClassVar[bool] = False  # figures that change as the node crawls: reloaded while shown (`tick`)
+    _reloaded_at = 0.0  # time.monotonic() of the last reload
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Refresh"),
         Binding("escape", "leave_field", "Leave field", show=False),
@@ -79,8 +80,6 @@ class NodeScreen(Screen[None]):
         if self.LIVE and now - self._reloaded_at >= LIVE_REFRESH:
             self._reloaded_at = now
             self.reload()
-
-    _reloaded_at = 0.0
 
     def reload(self) -> None:
         """Fetch this screen's data (in a worker)."""
