@@ -2,8 +2,9 @@
 
 User input must never crash a search: FTS5 query syntax errors become `SearchError` with a hint, and
 `search(..., syntax="plain")` (the CLI's default) quotes every word so any text is a valid query.
-Plain words match whole words (stemmed); where that finds nothing, `ranked_search` matches them as the
-starts of words instead ("postgres" finds PostgreSQL pages) and says so in `SearchResults.prefix`.
+Plain words match whole words (stemmed); where that finds few results, `ranked_search` also matches them as
+the starts of words ("postgres" finds the PostgreSQL pages, whole-word matches ranked first) and says so in
+`SearchResults.prefix`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from crawler.urls import host_of
 
 SNIPPET_TOKENS = 24
 MIN_PREFIX = 3  # shorter words stay whole-word matches in a prefix search: "a*" would match nearly every page
+WIDEN_BELOW = 10  # fewer results than this for the words as typed: the starts of words are searched too
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -73,9 +75,12 @@ def text_document(
 
 def plain_query(text: str, prefix: bool = False) -> str:
     """Every word of `text` as a quoted FTS5 term, all required: safe for any user input. With `prefix`,
-    words of `MIN_PREFIX` letters or more match the words they start (FTS5 stems both, as it indexed)."""
+    words of `MIN_PREFIX` letters or more also match the words they start (FTS5 stems both, as it indexed):
+    `("w" OR "w"*)`, so that BM25 scores a whole-word match above a match of a longer word alone."""
     words = _WORD.findall(text)
-    return " ".join(f'"{w}"*' if prefix and len(w) >= MIN_PREFIX else f'"{w}"' for w in words)
+    if not prefix:
+        return " ".join(f'"{w}"' for w in words)
+    return " AND ".join(f'("{w}" OR "{w}"*)' if len(w) >= MIN_PREFIX else f'"{w}"' for w in words)
 
 
 def search(
@@ -180,7 +185,7 @@ class RankedHit:
 class SearchResults:
     hits: tuple[RankedHit, ...]
     total: int  # matching results after filters and collapsing (counted to `CANDIDATES` depth exactly)
-    prefix: bool = False  # the words as typed matched nothing: these results have words they start
+    prefix: bool = False  # the words as typed matched few results: words they start are matched too
 
     def to_api(self) -> dict[str, object]:
         return {"hits": [h.to_api() for h in self.hits], "total": self.total, "prefix": self.prefix}
@@ -266,8 +271,8 @@ def ranked_search(
     accepted into its subtree keep their confidence, and its topic-specific link scores are used.
     A query with more than `bm25_budget` matches takes its BM25 candidates from bounded tiers
     (`_candidate_tiers`); a budget of at least the repository's size ranks exactly.
-    Plain words that match no result under the filters are searched again as the starts of words
-    (`prefix` in the results).
+    Plain words that match fewer than `WIDEN_BELOW` results under the filters are searched again as
+    the starts of words too, and those results are kept when they are more (`prefix` in the results).
     """
     weights = weights or RankingWeights()
     match = plain_query(query) if syntax == "plain" else query.strip()
@@ -287,9 +292,11 @@ def ranked_search(
     filters = (where, params)
     ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
     prefix = False
-    if not ranked and syntax == "plain" and plain_query(query, prefix=True) != match:
-        match, prefix = plain_query(query, prefix=True), True
-        ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
+    widened = plain_query(query, prefix=True)
+    if syntax == "plain" and total < WIDEN_BELOW and widened != match:
+        more, more_total = _bm25_candidates(repo, widened, filters, topic_filter, depth, query, bm25_budget)
+        if more_total > total:
+            ranked, total, prefix = more, more_total, True
     text_of = dict(ranked)
     ids = list(text_of)
     sql = (

@@ -220,7 +220,7 @@ class SearchResults:
     query: str
     hits: tuple[Hit, ...]
     total: int
-    prefix: bool = False  # the words matched nothing whole: the hits have words they start
+    prefix: bool = False  # few pages had the words whole: the hits include words they start
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             rows = [hit.to_api() for hit in results.hits]
             ids = [hit.doc_id for hit in results.hits]
             if results.prefix and results.hits:
-                print(prefix_note(args.query, "exporting those with"))
+                print(prefix_note(args.query, "exporting pages with"))
         count = export(repo, args.out, args.format, topic=args.topic, ids=ids, rows=rows)
     except ExportError as exc:
         raise CliError(str(exc)) from exc

@@ -136,7 +136,7 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         print(no_hits_text(args))
         return
     if answer.get("prefix"):
-        print(prefix_note(args.query, "these have"))
+        print(prefix_note(args.query, "these results include"))
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
         confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"
@@ -147,8 +147,8 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
 
 
 def prefix_note(query: str, shown: str) -> str:
-    """Results found by the words as the starts of words (`ranked_search` retried them so)."""
-    return f"no page has the words {query!r}; {shown} words that start with them"
+    """Results that include words the query's words start (`ranked_search` widened a sparse answer)."""
+    return f"few pages have the words {query!r}; {shown} words that start with them"
 
 
 def no_hits_text(args: argparse.Namespace) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crawler.repository import DocumentRecord, Repository, StoredPage
-from crawler.search import SearchError, plain_query, ranked_search, search
+from crawler.search import WIDEN_BELOW, SearchError, plain_query, ranked_search, search
 
 
 def store(repo: Repository, url: str, title: str, text: str, **kw) -> int:
@@ -148,13 +148,22 @@ def test_a_word_found_nowhere_whole_matches_the_words_it_starts(repo):
     assert found.to_api()["prefix"] is True
 
 
-def test_a_word_found_whole_is_not_widened_to_the_words_it_starts(repo):
-    found = ranked_search(repo, "data", verdict="any", previews=False)  # "databases" is another word
-    assert not found.prefix and [h.url for h in found.hits] == ["http://h/plot"]
+def test_a_word_found_whole_on_few_pages_also_matches_the_words_it_starts_whole_matches_first(repo):
+    found = ranked_search(repo, "data", verdict="any")  # "databases" is another word
+    assert found.prefix and [h.url for h in found.hits] == ["http://h/plot", "http://h/vacuum"]
+    assert "[[databases]]" in found.hits[1].preview
+
+
+def test_a_word_found_whole_on_enough_pages_is_not_widened(repo):
+    with repo.transaction():
+        for i in range(WIDEN_BELOW):
+            store(repo, f"http://h/data{i}", f"Data {i}", f"data set number {i}")
+    found = ranked_search(repo, "data", verdict="any", previews=False, limit=20)
+    assert not found.prefix and "http://h/vacuum" not in {h.url for h in found.hits}
 
 
 def test_a_prefix_search_leaves_short_words_whole_and_keeps_the_filters(repo):
-    assert plain_query("go postgres", prefix=True) == '"go" "postgres"*'
+    assert plain_query("go postgres", prefix=True) == '"go" AND ("postgres" OR "postgres"*)'
     assert not ranked_search(repo, "pl", verdict="any").hits  # "pl" starts "plotting" but is too short
     with repo.transaction():
         store(repo, "http://h/pgnoise", "Noise", "postgresql noise", topic=None, accepted=False)

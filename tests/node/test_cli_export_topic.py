@@ -33,7 +33,7 @@ def test_an_export_of_a_search_found_by_the_starts_of_words_says_so(tmp_path, ca
     assert main([*argv, "--query", "postgres"]) == 0
     said = capsys.readouterr().out.splitlines()
     assert said == [
-        "no page has the words 'postgres'; exporting those with words that start with them",
+        "few pages have the words 'postgres'; exporting pages with words that start with them",
         f"wrote 1 rows to {out}",
     ]
     assert main([*argv, "--query", "postgresql"]) == 0

@@ -40,7 +40,7 @@ def test_hits_found_as_the_starts_of_words_say_so_before_the_list(capsys):
     args.query = "sq"
     print_hits({**ANSWER, "prefix": True}, args)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "no page has the words 'sq'; these have words that start with them"
+    assert lines[0] == "few pages have the words 'sq'; these results include words that start with them"
     assert lines[1].startswith(" 1. Query Language")
     print_hits(ANSWER, args)
     assert capsys.readouterr().out.startswith(" 1. Query Language")

@@ -366,7 +366,7 @@ async def test_results_say_when_the_words_matched_as_starts_and_which_filters_na
         await pilot.press("3", "slash", *"postgres", "enter")
         await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
         table = app.screen.query_one("#hits")
-        assert table.border_title == "1 of 1 for words starting with “postgres”"
+        assert table.border_title == "1 of 1 for “postgres” and words it starts"
         await pilot.press("slash", *"xyzzy", "enter")
         pane = app.screen.query_one("#preview", Static)
         await settle(pilot, lambda: "nothing found" in str(pane.content))
@@ -405,7 +405,7 @@ async def test_a_node_without_topics_or_pages_says_how_to_get_some_on_meta_refin
         pane = app.screen.query_one("#preview", Static)
         await settle(pilot, lambda: "nothing found" in str(pane.content))
         assert "the node holds no pages yet" in str(pane.content)
-        assert app.screen.query_one("#hits").border_title == "0 of 0 for “sql”"  # not "words starting with"
+        assert app.screen.query_one("#hits").border_title == "0 of 0 for “sql”"  # not "and words it starts"
 
 
 class GrowingLink(StandInLink):

@@ -211,8 +211,8 @@ class ResultsScreen(NodeScreen):
         for hit in self.results.hits:
             table.add_row(*self._cells(hit), key=str(hit.doc_id))
         shown = len(self.results.hits)
-        matched = "words starting with " if self.results.prefix and shown else ""
-        table.border_title = f"{shown} of {self.results.total} for {matched}“{self.results.query}”"
+        widened = " and words it starts" if self.results.prefix and shown else ""
+        table.border_title = f"{shown} of {self.results.total} for “{self.results.query}”{widened}"
         if shown:
             table.move_cursor(row=0)
             self._preview(self.results.hits[0])
