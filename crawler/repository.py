@@ -250,6 +250,10 @@ def _document_values(doc: DocumentRecord) -> list[Any]:
     return values
 
 
+MAX_ROW_ID = (1 << 63) - 1
+"""SQLite's largest integer: no row has a larger id, and a query given one fails (OverflowError)."""
+
+
 def _to_signed64(value: int) -> int:
     """SQLite integers are signed 64-bit; SimHash values use all 64 bits."""
     return value - (1 << 64) if value >= (1 << 63) else value

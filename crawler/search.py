@@ -292,8 +292,8 @@ def ranked_search(
     filters = (where, params)
     ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
     prefix = False
-    widened = plain_query(query, prefix=True)
-    if syntax == "plain" and total < WIDEN_BELOW and widened != match:
+    widened = plain_query(query, prefix=True) if syntax == "plain" and total < WIDEN_BELOW else match
+    if widened != match:
         more, more_total = _bm25_candidates(repo, widened, filters, topic_filter, depth, query, bm25_budget)
         if more_total > total:
             ranked, total, prefix = more, more_total, True

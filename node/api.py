@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from crawler.repository import RepositoryFull, is_disk_full
+from crawler.repository import MAX_ROW_ID, RepositoryFull, is_disk_full
 from node.service import NodeServiceError
 
 if TYPE_CHECKING:
@@ -92,11 +92,8 @@ def _describe(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in _types(kind))
 
 
-MAX_DOC_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no document (and overflowed the query)
-
-
 def _document_id(value: int) -> int:
-    if not 0 <= value <= MAX_DOC_ID:
+    if not 0 <= value <= MAX_ROW_ID:
         raise NodeServiceError("not_found", f"no document {value}: take doc_id from a search hit", 404)
     return value
 

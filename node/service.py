@@ -784,10 +784,8 @@ class NodeService:
             raise NodeServiceError("not_found" if status == 404 else "bad_request", str(exc), status) from exc
         if marked is None:
             return {"ok": True}
-        if self._nursery is not None:
-            self._nursery.start_soon(self._train_on_page, marked)
-        else:
-            await self._train_on_page(marked)
+        assert self._nursery is not None  # the API serves inside `run`
+        self._nursery.start_soon(self._train_on_page, marked)
         return {"ok": True, "fetching": marked.url}
 
     async def _train_on_page(self, marked: Any) -> None:

@@ -51,7 +51,7 @@ import scipy.sparse as sp
 import trio
 
 from crawler.focus import HARVESTING
-from crawler.repository import Repository, RepositoryError
+from crawler.repository import MAX_ROW_ID, Repository, RepositoryError
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
     correctness_covariance,
@@ -1120,7 +1120,7 @@ class Cooperation:
             number = int(proposal_id)
         except ValueError:
             raise KeyError(f"no proposal {proposal_id!r}: list them with GET /api/refine?topic=T") from None
-        found = await self._db(store.load_proposals, None, number) if 0 <= number < 2**63 else []
+        found = await self._db(store.load_proposals, None, number) if 0 <= number <= MAX_ROW_ID else []
         if not found:
             raise KeyError(f"no proposal {proposal_id!r}: list them with GET /api/refine?topic=T")
         if found[0]["status"] != "open":
