@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from node.client import NodeClient, node_running
 from node.datadir import DataDir
 from simnet.paths import PROJECT_ROOT
 from simnet.web import serve_web_in_subprocess
+from tests.waiting import wait_until
 
 CONFIG = """[crawler]
 download_delay = 0.0
@@ -30,15 +30,6 @@ allowed_hosts = ["127.0.0.0/8"]
 BOOKMARKS = PROJECT_ROOT / "simnet/webs/fixture-bookmarks.html"
 MAX_PAGES = 40
 TIMEOUT = 90.0  # hang guard only
-
-
-def wait_until(predicate, what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"{what} within {TIMEOUT:.0f} s")
 
 
 def refuse(*args, **kwargs):
@@ -69,7 +60,7 @@ def test_import_and_search_go_through_a_running_node_and_print_as_without_one(tm
             [*run, "--max-pages", str(MAX_PAGES)], stdout=log, stderr=subprocess.STDOUT
         )
         try:
-            wait_until(lambda: node_running(data) or process.poll() is not None, "node start")
+            wait_until(lambda: node_running(data) or process.poll() is not None, TIMEOUT, "node start")
             assert process.poll() is None, (root / "node.out").read_text()[-3000:]
             with monkeypatch.context() as patched:
                 patched.setattr(node.cli.topics, "store_taxonomy", refuse)
@@ -77,8 +68,8 @@ def test_import_and_search_go_through_a_running_node_and_print_as_without_one(tm
                 imported = output(capsys, ["topics", "import", "--data", str(root), str(bookmarks)])
                 with NodeClient.from_data_dir(data) as client:
                     assert {t["key"] for t in client.topics()["topics"]} >= {"Databases", "Sysadmin"}
-                    wait_until(lambda: client.status()["documents"]["local"] >= MAX_PAGES, "crawl")
-                    wait_until(lambda: not client.status()["crawl"]["active"], "crawl end")
+                    wait_until(lambda: client.status()["documents"]["local"] >= MAX_PAGES, TIMEOUT, "crawl")
+                    wait_until(lambda: not client.status()["crawl"]["active"], TIMEOUT, "crawl end")
                 search = ["search", "--data", str(root), "database", "--verdict", "any"]
                 through_api = output(capsys, search), output(capsys, [*search, "--json"])
                 pooled = output(capsys, [*search[:4], "--origin", "pooled"])

@@ -10,9 +10,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,25 +25,10 @@ from node.cli.demo import (
 )
 from node.client import NodeClient, NodeUnreachable, node_address
 from simnet.web import serve_web_in_subprocess
+from tests.waiting import cli, wait_until
 
 PAGES = 60
 pytestmark = pytest.mark.slow
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli", *args], capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def stored_urls(repository: Path, *, own: bool = False) -> set[str]:
@@ -72,7 +54,7 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
             try:
                 for i, client in enumerate(clients):
                     assert client.import_topics(bookmarks_html=bookmark_subset(bookmarks, i, 3))["seeds"] >= 3
-                wait_for(lambda: all(c.status()["peers_online"] >= 2 for c in clients), 30, "a full mesh")
+                wait_until(lambda: all(c.status()["peers_online"] >= 2 for c in clients), 30, "a full mesh")
 
                 # the CLI over the API
                 status = json.loads(cli("status", "--data", str(nodes[0].data.root), "--json").stdout)
@@ -83,9 +65,9 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
                 assert topics["Databases"] == "paused" and topics["Sysadmin"] == "running"
 
                 victim = nodes[2]
-                wait_for(lambda: clients[2].status()["crawl"]["pages"] >= 10, 60, "node 3 to crawl")
+                wait_until(lambda: clients[2].status()["crawl"]["pages"] >= 10, 60, "node 3 to crawl")
                 others = {c.status()["peer_id"] for c in clients[:2]}
-                wait_for(lambda: known_peers(victim.data) == others, 30, "node 3 to save its neighbours")
+                wait_until(lambda: known_peers(victim.data) == others, 30, "node 3 to save its neighbours")
                 victim.process.send_signal(signal.SIGKILL)
                 victim.process.wait(timeout=10)
                 before = stored_urls(victim.data.repository)
@@ -109,8 +91,10 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
                     }
                     # the crawl counts its own pages (pooled results of peers are stored beside them)
                     assert again.status()["crawl"]["pages"] >= len(crawled)
-                    wait_for(lambda: again.status()["peers_online"] >= 1, 30, "the restarted node to rejoin")
-                    wait_for(lambda: again.status()["crawl"]["pages"] >= PAGES, 90, "the resumed crawl")
+                    wait_until(
+                        lambda: again.status()["peers_online"] >= 1, 30, "the restarted node rejoining"
+                    )
+                    wait_until(lambda: again.status()["crawl"]["pages"] >= PAGES, 90, "the resumed crawl")
                 after = stored_urls(victim.data.repository)
                 assert before <= after and len(after) >= PAGES
             finally:

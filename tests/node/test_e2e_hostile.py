@@ -7,9 +7,6 @@ that of a meta-classifier built once the hostile peer has left.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -17,26 +14,11 @@ from node.cli.demo import BOOKMARKS, map_bookmarks, stop_processes
 from node.client import NodeClient
 from simnet.scenarios.community import community, received_linear, seed_subset, wait_for_models
 from simnet.web import serve_web_in_subprocess
+from tests.waiting import cli, wait_until
 
 PAGES = 40
 TOPIC = "Databases"
 pytestmark = pytest.mark.slow
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli", *args], capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def meta_accuracy(client: NodeClient, topic: str) -> float | None:
@@ -53,7 +35,7 @@ def test_hostile_peer_models_get_no_say_in_an_honest_meta_classifier(tmp_path):
             for member in members:
                 subset = seed_subset(bookmarks, member.index, 3)
                 assert member.client.import_topics(bookmarks_html=subset)["seeds"] >= 3
-            wait_for(
+            wait_until(
                 lambda: all(m.client.status()["crawl"]["pages"] >= PAGES for m in members), 180, "the crawls"
             )
             wait_for_models(members, [TOPIC], 90)
@@ -76,7 +58,7 @@ def test_hostile_peer_models_get_no_say_in_an_honest_meta_classifier(tmp_path):
 
             # the same node without the hostile peer: stop it, then rebuild from the honest models alone
             stop_processes([hostile.process.process])
-            wait_for(lambda: honest.client.status()["peers_online"] <= 1, 60, "the hostile node to leave")
+            wait_until(lambda: honest.client.status()["peers_online"] <= 1, 60, "the hostile node to leave")
             again = honest.client.build_meta(TOPIC, 0.2)
             assert again["peers_used"] <= 1
             without_hostile = meta_accuracy(honest.client, TOPIC)

@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from node.client import NodeClient, node_running
 from node.datadir import DataDir
 from simnet.web import serve_web_in_subprocess
+from tests.waiting import wait_until
 
 CONFIG = """[crawler]
 download_delay = 0.0
@@ -58,15 +58,6 @@ def local_bookmarks(web, source: Path) -> str:
         return f'HREF="{web.map_upstream(match.group(1)) or match.group(1)}"'
 
     return re.sub(r'HREF="([^"]+)"', local, source.read_text())
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"{what} within {timeout:.0f} s")
 
 
 @pytest.fixture(scope="session")
