@@ -21,3 +21,7 @@ class HostBadError(CrawlerError):
 
 class InvalidUrlError(CrawlerError, ValueError):
     """A URL that cannot be crawled (not http(s), malformed, or over a length limit); drop it."""
+
+
+class TaxonomyError(CrawlerError):
+    """A bookmarks file or document folder that cannot be imported; the message names the place."""

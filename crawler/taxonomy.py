@@ -3,23 +3,30 @@
 A folder is a topic, its bookmarks (or files) the topic's positive training documents; a folder named
 OTHERS holds negative examples of its parent (at the top: of the root, "semantically far" pages). The
 browsers' own containers ("Bookmarks Toolbar", "Bookmarks bar", "Other bookmarks", ...) are not topics:
-their folders are lifted to the top. A topic's key is its path of normalised folder names: trimmed,
-inner whitespace collapsed, "%" and "/" inside a name escaped as "%25" and "%2F", joined by "/".
+their folders are lifted to the top (each browser's file format is read by `crawler.bookmark_files`). A
+topic's key is its path of normalised folder names: trimmed, inner whitespace collapsed, "%" and "/" inside
+a name escaped as "%25" and "%2F", joined by "/".
 
 Import replaces the stored taxonomy in one transaction: a malformed file raises `TaxonomyError` naming
-the line, before anything is written.
+the place (line or item), before anything is written.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from html.parser import HTMLParser
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from crawler.errors import CrawlerError
+from crawler.bookmark_files import (
+    BROWSER_CONTAINERS,
+    BookmarkFolder,
+    BookmarkTree,
+    parse_netscape,
+    read_bookmark_tree,
+)
+from crawler.errors import TaxonomyError
 from crawler.parse import parse_html
 from crawler.repository import Repository
 
@@ -29,26 +36,9 @@ POSITIVE, NEGATIVE = 1, 0
 # Documents still to fetch, fetched, failed, read from a local file, or added by retraining.
 PENDING, FETCHED, FAILED, LOCAL = "pending", "fetched", "failed", "local"
 ARCHETYPE = "archetype"
-BROWSER_CONTAINERS = frozenset(
-    {
-        "bookmarks toolbar",
-        "bookmarks bar",
-        "bookmarks menu",
-        "other bookmarks",
-        "mobile bookmarks",
-        "favorites bar",
-        "other favorites",
-    }
-)
-CONTAINER_ATTRIBUTES = ("personal_toolbar_folder", "unfiled_bookmarks_folder")
-DOCTYPE = "netscape-bookmark-file-1"
 TEXT_SUFFIXES = {".txt", ".text", ".md"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 URL_SCHEMES = ("http://", "https://")
-
-
-class TaxonomyError(CrawlerError):
-    """A bookmarks file or document folder that cannot be imported; the message names the place."""
 
 
 def escape_name(name: str) -> str:
@@ -128,123 +118,16 @@ class Taxonomy:
 # --- bookmarks ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Folder:
-    name: str
-    line: int
-    container: bool = False
-    folders: list[_Folder] = field(default_factory=list)
-    bookmarks: list[tuple[str, str, int]] = field(default_factory=list)  # (url, title, line)
-
-
-class _BookmarkParser(HTMLParser):
-    """Tokenises the Netscape format (unclosed <DT> and <p> are fine) and checks the <DL> nesting."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.name = name
-        self.root: _Folder | None = None
-        self.stack: list[_Folder] = []
-        self.pending: _Folder | None = None  # a <H3> heading waiting for its <DL>
-        self.capture: str | None = None  # "h3" or "a" while inside one
-        self.text: list[str] = []
-        self.href: str | None = None
-        self.capture_line = 0
-        self.doctype = False
-        self.container_attr = False
-
-    def fail(self, message: str, line: int | None = None) -> TaxonomyError:
-        return TaxonomyError(f"{self.name}:{line or self.getpos()[0]}: {message}")
-
-    def handle_decl(self, decl: str) -> None:
-        if decl.strip().lower().startswith("doctype") and DOCTYPE in decl.lower():
-            self.doctype = True
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        line = self.getpos()[0]
-        if tag in ("h3", "a") and self.capture is not None:
-            raise self.fail(
-                f"<{tag.upper()}> inside the unclosed <{self.capture.upper()}> of line {self.capture_line}"
-            )
-        if tag == "dl":
-            self._open_list(line)
-        elif tag == "h3":
-            self._close_pending()
-            self.capture, self.capture_line, self.text = "h3", line, []
-            self.container_attr = any(name in CONTAINER_ATTRIBUTES for name, _ in attrs)
-        elif tag == "a":
-            self._close_pending()
-            if not self.stack:
-                raise self.fail("a bookmark <A> outside any <DL> list")
-            self.href = dict(attrs).get("href")
-            if not self.href:
-                raise self.fail("a bookmark <A> without an HREF attribute")
-            self.capture, self.capture_line, self.text = "a", line, []
-
-    def _open_list(self, line: int) -> None:
-        if self.pending is not None:
-            self.stack[-1].folders.append(self.pending)
-            self.stack.append(self.pending)
-            self.pending = None
-        elif self.root is None:
-            self.root = _Folder("", line)
-            self.stack.append(self.root)
-        else:
-            raise self.fail("a <DL> list that no folder heading <H3> introduces")
-
-    def _close_pending(self) -> None:
-        """A heading followed directly by another item is an empty folder."""
-        if self.pending is not None:
-            self.stack[-1].folders.append(self.pending)
-            self.pending = None
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "dl":
-            self._close_pending()
-            if not self.stack:
-                raise self.fail("</DL> without a matching <DL>")
-            self.stack.pop()
-        elif tag in ("h3", "a"):
-            if self.capture != tag:
-                raise self.fail(f"</{tag.upper()}> without a matching <{tag.upper()}>")
-            text = " ".join("".join(self.text).split())
-            self.capture = None
-            if tag == "h3":
-                if not self.stack:
-                    raise self.fail("a folder <H3> outside any <DL> list", self.capture_line)
-                if not text:
-                    raise self.fail("a folder <H3> without a name", self.capture_line)
-                self.pending = _Folder(text, self.capture_line, self.container_attr)
-            else:
-                assert self.href is not None
-                self.stack[-1].bookmarks.append((self.href.strip(), text, self.capture_line))
-
-    def handle_data(self, data: str) -> None:
-        if self.capture is not None:
-            self.text.append(data)
-
-    def finish(self) -> _Folder:
-        self.close()
-        if not self.doctype:
-            raise TaxonomyError(
-                f"{self.name}:1: not a browser bookmarks export (no <!DOCTYPE NETSCAPE-Bookmark-file-1>)"
-            )
-        if self.capture is not None:
-            raise self.fail(f"<{self.capture.upper()}> is never closed", self.capture_line)
-        if self.root is None:
-            raise self.fail("no <DL> list of bookmarks in the file")
-        if self.stack:
-            folder = self.stack[-1]
-            what = f"folder {folder.name!r}" if folder.name else "the top-level list"
-            raise self.fail(f"the <DL> list of {what} is never closed with </DL>", folder.line)
-        return self.root
-
-
 def parse_bookmarks(text: str, name: str = "bookmarks") -> Taxonomy:
-    """A taxonomy from a Netscape bookmark file's text (Firefox and Chrome exports)."""
-    parser = _BookmarkParser(name)
-    parser.feed(text)
-    root = parser.finish()
+    """A taxonomy from a Netscape bookmark file's text (every browser's HTML export)."""
+    return taxonomy_of_tree(BookmarkTree(parse_netscape(text, name)), name)
+
+
+def taxonomy_of_tree(tree: BookmarkTree, name: str) -> Taxonomy:
+    """The topics of a bookmarks file's folder tree: a folder is a topic, the browsers' containers are
+    lifted, OTHERS folders hold negatives; loose and non-web bookmarks are skipped, each said with its
+    place."""
+    root = tree.root
     topics: set[str] = set()
     docs: list[TrainingDocument] = []
     skipped: list[str] = []
@@ -252,50 +135,51 @@ def parse_bookmarks(text: str, name: str = "bookmarks") -> Taxonomy:
     for url, title, line in root.bookmarks + [
         b for f in root.folders if _is_container(f) for b in f.bookmarks
     ]:
-        skipped.append(f"line {line}: bookmark {title or url!r} is in no folder, so in no topic")
+        skipped.append(f"{tree.unit} {line}: bookmark {title or url!r} is in no folder, so in no topic")
     for folder in top:
-        _walk(folder, [], topics, docs, skipped)
+        _walk(folder, [], topics, docs, skipped, tree.unit)
     if not topics:
         raise TaxonomyError(f"{name}: no topic folders: bookmarks must be filed in folders, one per topic")
     return Taxonomy(tuple(sorted(topics)), tuple(docs), name, tuple(skipped))
 
 
-def _is_container(folder: _Folder) -> bool:
+def _is_container(folder: BookmarkFolder) -> bool:
     return folder.container or folder.name.lower() in BROWSER_CONTAINERS
 
 
-def _lift_containers(root: _Folder) -> list[_Folder]:
+def _lift_containers(root: BookmarkFolder) -> list[BookmarkFolder]:
     """The top-level folders, with the browsers' containers replaced by their contents."""
-    result: list[_Folder] = []
+    result: list[BookmarkFolder] = []
     for folder in root.folders:
         result.extend(folder.folders if _is_container(folder) else [folder])
     return result
 
 
 def _walk(
-    folder: _Folder,
+    folder: BookmarkFolder,
     path: list[str],
     topics: set[str],
     docs: list[TrainingDocument],
     skipped: list[str],
+    unit: str,
 ) -> None:
     if folder.name.lower() == OTHERS:
         topic = topic_path_key(path)
         for url, title, line in _all_bookmarks(folder):
-            _add_bookmark(docs, skipped, topic, NEGATIVE, url, title, line)
+            _add_bookmark(docs, skipped, topic, NEGATIVE, url, title, line, unit)
         return
     if not escape_name(folder.name):
-        raise TaxonomyError(f"line {folder.line}: a folder without a name")
+        raise TaxonomyError(f"{unit} {folder.line}: a folder without a name")
     path = [*path, folder.name]
     topic = topic_path_key(path)
     topics.update(topic_path_key(path[: i + 1]) for i in range(len(path)))
     for url, title, line in folder.bookmarks:
-        _add_bookmark(docs, skipped, topic, POSITIVE, url, title, line)
+        _add_bookmark(docs, skipped, topic, POSITIVE, url, title, line, unit)
     for child in folder.folders:
-        _walk(child, path, topics, docs, skipped)
+        _walk(child, path, topics, docs, skipped, unit)
 
 
-def _all_bookmarks(folder: _Folder) -> Iterable[tuple[str, str, int]]:
+def _all_bookmarks(folder: BookmarkFolder) -> Iterable[tuple[str, str, int]]:
     yield from folder.bookmarks
     for child in folder.folders:
         yield from _all_bookmarks(child)
@@ -309,20 +193,22 @@ def _add_bookmark(
     url: str,
     title: str,
     line: int,
+    unit: str,
 ) -> None:
     if not url.lower().startswith(URL_SCHEMES):
-        skipped.append(f"line {line}: {url[:60]!r} is not a web page (http or https)")
+        skipped.append(f"{unit} {line}: {url[:60]!r} is not a web page (http or https)")
         return
     docs.append(TrainingDocument(topic, polarity, url=url, title=title, line=line))
 
 
 def read_bookmarks(path: Path | str) -> Taxonomy:
+    """A taxonomy from a bookmarks file of any browser (`crawler.bookmark_files`)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        raw = path.read_bytes()
     except OSError as exc:
         raise TaxonomyError(f"cannot read the bookmarks file {path}: {exc.strerror}") from exc
-    return parse_bookmarks(text, str(path))
+    return taxonomy_of_tree(read_bookmark_tree(raw, str(path)), str(path))
 
 
 # --- folder trees ------------------------------------------------------------------------------------

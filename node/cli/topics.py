@@ -37,13 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="topics_command", metavar="COMMAND", required=True)
     importer = commands.add_parser(
         "import",
-        help="replace the topics with a bookmarks export (.html) or a folder of topic folders",
-        description="Replace the topics with a bookmarks export or a folder tree (OTHERS folders are "
-        "negative examples). A running node on the data directory imports them itself and starts "
-        "crawling their bookmarks.",
+        help="replace the topics with a browser's bookmarks or a folder of topic folders",
+        description="Replace the topics with a browser's bookmarks or a folder tree (OTHERS folders are "
+        "negative examples). Bookmarks: any browser's HTML export, Chrome's or Edge's own Bookmarks file, "
+        "a Firefox backup (.json, .jsonlz4) or Safari's Bookmarks.plist. A running node on the data "
+        "directory imports them itself and starts crawling their bookmarks.",
     )
     add_data_arg(importer)
-    importer.add_argument("source", type=Path, help="bookmarks.html (Firefox/Chrome export) or FOLDER")
+    importer.add_argument("source", type=Path, help="a bookmarks file (see above) or FOLDER")
     importer.add_argument(
         "--no-fetch", action="store_true", help="store the bookmarks without fetching them (crawl fetches)"
     )

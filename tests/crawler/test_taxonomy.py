@@ -102,7 +102,7 @@ def test_malformed_bookmarks_name_the_line(body, line, words):
 
 
 def test_a_file_that_is_not_a_bookmarks_export_is_refused():
-    with pytest.raises(TaxonomyError, match="not a browser bookmarks export"):
+    with pytest.raises(TaxonomyError, match="not a bookmarks file"):
         parse_bookmarks("<html><body><dl><dt><a href='http://x/'>x</a></dl></body></html>", "page.html")
 
 

@@ -174,7 +174,10 @@ class TopicsScreen(NodeScreen):
 
     def action_import_bookmarks(self) -> None:
         self.app.push_screen(
-            Prompt("Import bookmarks: path of an exported bookmarks.html", placeholder="~/bookmarks.html"),
+            Prompt(
+                "Import bookmarks: an HTML export, Chrome's Bookmarks, a Firefox backup or Safari's plist",
+                placeholder="~/bookmarks.html",
+            ),
             lambda path: self.import_bookmarks(path) if path else None,
         )
 

@@ -1,0 +1,107 @@
+"""Every browser's bookmark file imports as the same topics: the HTML exports, Chromium's `Bookmarks` JSON,
+Firefox's JSON backups (plain and .jsonlz4) and Safari's Bookmarks.plist; broken ones are refused by name."""
+
+from __future__ import annotations
+
+import json
+import plistlib
+import struct
+from pathlib import Path
+
+import lz4.block
+import pytest
+
+from crawler.bookmark_files import MOZLZ4_MAGIC
+from crawler.taxonomy import NEGATIVE, POSITIVE, TaxonomyError, read_bookmarks, read_taxonomy
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def documents(taxonomy) -> set[tuple[str, int, str, str]]:
+    return {(d.topic, d.polarity, d.url, d.title) for d in taxonomy.documents}
+
+
+def mozlz4(text: str) -> bytes:
+    """Firefox's .jsonlz4 framing: the magic, then an LZ4 block led by its size (4 bytes, little-endian)."""
+    return MOZLZ4_MAGIC + lz4.block.compress(text.encode("utf-8"))
+
+
+def test_chrome_profile_bookmarks_file_gives_the_topics_of_its_html_export():
+    from_json = read_bookmarks(FIXTURES / "chrome-Bookmarks.json")
+    from_html = read_bookmarks(FIXTURES / "chrome-bookmarks.html")
+    assert from_json.topics == from_html.topics
+    assert documents(from_json) == documents(from_html)
+    assert any("Hacker News" in s and "in no folder" in s for s in from_json.skipped)
+    assert any("javascript:" in s for s in from_json.skipped)
+
+
+def test_firefox_json_backup_gives_the_topics_of_its_html_export():
+    from_json = read_bookmarks(FIXTURES / "firefox-bookmarks-2024-05-06.json")
+    from_html = read_bookmarks(FIXTURES / "firefox-bookmarks.html")
+    assert from_json.topics == from_html.topics
+    assert documents(from_json) == documents(from_html)
+    # the menu's place: query and the toolbar's loose bookmark are skipped, each with its item number
+    assert any(s.startswith("item ") and "Recently Bookmarked" in s for s in from_json.skipped)
+    assert any("Getting Started" in s for s in from_json.skipped)
+
+
+def test_firefox_automatic_jsonlz4_backup_imports_without_exporting(tmp_path):
+    backup = tmp_path / "bookmarks-2024-05-06_52_AbCdEf==.jsonlz4"
+    backup.write_bytes(mozlz4((FIXTURES / "firefox-bookmarks-2024-05-06.json").read_text(encoding="utf-8")))
+    taxonomy = read_taxonomy(backup)
+    assert documents(taxonomy) == documents(read_bookmarks(FIXTURES / "firefox-bookmarks.html"))
+
+
+def test_safari_plist_lifts_bar_and_menu_keeps_top_level_folders_and_skips_the_reading_list(tmp_path):
+    xml = read_bookmarks(FIXTURES / "safari-Bookmarks.plist")
+    assert xml.topics == ("Databases", "Databases/Query Optimisation", "Sysadmin")
+    assert ("", NEGATIVE, "https://www.bbc.com/sport", "BBC Sport") in documents(xml)
+    assert (
+        "Databases",
+        POSITIVE,
+        "https://www.sqlite.org/lang_select.html",
+        "SELECT \u2013 SQLite",
+    ) in documents(xml)
+    assert any("A long read" in s for s in xml.skipped)
+    binary = tmp_path / "Bookmarks.plist"  # Safari writes the binary form
+    binary.write_bytes(plistlib.dumps(plistlib.loads((FIXTURES / "safari-Bookmarks.plist").read_bytes())))
+    assert documents(read_bookmarks(binary)) == documents(xml)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"roots": {"bookmark_bar": {"type": "folder", "children": [1, 2]}}}', "not an object"),
+        (b'{"roots": {"bookmark_bar": {"type": "folder", "children": {"a": 1}}}}', "is not a list"),
+        (b'{"roots": {"bookmark_bar": {"type": "folder", "children": [{"type": "app"}]}}}', "unknown type"),
+        (b'{"version": 1}', "neither a Chrome/Edge Bookmarks file"),
+        (
+            b'{"roots": {"bookmark_bar": {"type": "folder",\n "children": [}}}',
+            r"\.json:2:\d+: not valid JSON",
+        ),
+        (b'{"a":' * 100_000, "not valid JSON"),
+        (MOZLZ4_MAGIC + b"\x01", "truncated"),
+        (MOZLZ4_MAGIC + struct.pack("<I", 2**31) + b"\0" * 16, "claims 2147483648 bytes"),
+        (MOZLZ4_MAGIC + struct.pack("<I", 100) + b"\xff" * 16, "damaged .jsonlz4"),
+        (b"bplist00\x00\x01garbage", "damaged property list"),
+        (plistlib.dumps({"Children": []}), "not Safari's Bookmarks.plist"),
+    ],
+    ids=lambda value: value[:24].decode("latin-1") if isinstance(value, bytes) else value,
+)
+def test_a_broken_bookmarks_file_is_refused_with_what_is_wrong(tmp_path, content, message):
+    path = tmp_path / "bookmarks.json"
+    path.write_bytes(content)
+    with pytest.raises(TaxonomyError, match=message):
+        read_taxonomy(path)
+
+
+def test_bookmarks_outside_every_folder_leave_no_topic_in_json_either(tmp_path):
+    path = tmp_path / "Bookmarks"
+    bar = {
+        "type": "folder",
+        "name": "Bookmarks bar",
+        "children": [{"type": "url", "name": "a", "url": "https://a/"}],
+    }
+    path.write_text(json.dumps({"roots": {"bookmark_bar": bar}}), encoding="utf-8")
+    with pytest.raises(TaxonomyError, match="no topic folders"):
+        read_taxonomy(path)
