@@ -29,7 +29,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"node.cli.{name}").register(sub)
+    describe_by_help(parser)
     return parser
+
+
+def describe_by_help(parser: argparse.ArgumentParser) -> None:
+    """A command's one-line help (what the parent's list shows) heads its own `--help` too, where it has no
+    description of its own: `topicswarm status --help` said only its options."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, subparser in action.choices.items():
+            if subparser.description is None and helps.get(name):
+                subparser.description = helps[name][0].upper() + helps[name][1:] + "."
+            describe_by_help(subparser)
 
 
 def main(argv: list[str] | None = None) -> int:

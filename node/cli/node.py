@@ -74,21 +74,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _client_args(build)
     build.add_argument("--topic", default=None, help="the topic key, e.g. Databases (default: every topic)")
-    build.add_argument("--loss", type=float, required=True, help="fraction of documents it may abstain on")
+    build.add_argument(
+        "--loss", type=float, required=True, help="fraction of documents it may abstain on, 0 to 1"
+    )
     build.add_argument(
         "--error-goal", type=float, default=None, help="wanted error rate (peer-count estimate)"
     )
     build.set_defaults(func=run_meta_build)
     show = meta_commands.add_parser("show", help="the topic's meta-classifier and its loss/accuracy curve")
     _client_args(show)
-    show.add_argument("--topic", required=True)
+    show.add_argument("--topic", required=True, help="the topic key, e.g. Databases")
     show.set_defaults(func=run_meta_show)
     loss = meta_commands.add_parser(
         "loss", help="filter the repository at another loss (the meta-classifier is built again for it)"
     )
     _client_args(loss)
     loss.add_argument("--topic", default=None, help="the topic key (default: every topic)")
-    loss.add_argument("--loss", type=float, required=True)
+    loss.add_argument(
+        "--loss", type=float, required=True, help="fraction of documents it may abstain on, 0 to 1"
+    )
     loss.set_defaults(func=run_meta_loss)
 
     refine = sub.add_parser(

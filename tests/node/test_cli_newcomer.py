@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 import httpx
 import pytest
 
 from crawler.repository import Repository
-from node.cli import main
+from node.cli import build_parser, main
 from node.cli.demo import build_line
 from node.client import Unauthorised, _raise_for
 from node.datadir import DataDir
@@ -68,3 +70,22 @@ def test_a_refused_token_read_from_a_data_directory_says_which_file_and_how_to_f
     assert f"topicswarm node run --data {tmp_path}" in said
     with pytest.raises(Unauthorised, match="refused the token: send a token"):
         _raise_for(refusal)  # a script's own token: the node's advice
+
+
+def subcommands(parser, path=()):
+    """(command words, parser) of every command and subcommand."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from subcommands(sub, (*path, name))
+
+
+def test_every_command_help_says_what_the_command_does_and_every_option_what_it_is_for():
+    commands = dict(subcommands(build_parser()))
+    assert ("meta", "build") in commands and ("status",) in commands
+    for words, parser in commands.items():
+        assert parser.description, f"`topicswarm {' '.join(words)} --help` says nothing of what it does"
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"`topicswarm {' '.join(words)}`: {action.option_strings[0]} has no help"
