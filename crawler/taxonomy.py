@@ -13,6 +13,7 @@ the place (line or item), before anything is written.
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -199,6 +200,54 @@ def _add_bookmark(
         skipped.append(f"{unit} {line}: {url[:60]!r} is not a web page (http or https)")
         return
     docs.append(TrainingDocument(topic, polarity, url=url, title=title, line=line))
+
+
+def netscape_html(taxonomy: Taxonomy) -> str:
+    """The taxonomy's bookmarks as a Netscape bookmark file (the HTML every browser exports): a folder per
+    topic, an OTHERS folder for its negatives. `parse_bookmarks` of it gives the same topics and bookmarks;
+    local files and loose bookmarks have no place in it."""
+    by_topic: dict[str, list[TrainingDocument]] = {}
+    for doc in taxonomy.documents:
+        if doc.url:
+            by_topic.setdefault(doc.topic, []).append(doc)
+    title = html.escape(taxonomy.source or "Bookmarks")
+    lines = [f"<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<TITLE>{title}</TITLE>"]
+
+    def links(docs: Iterable[TrainingDocument], indent: str) -> None:
+        lines.extend(f'{indent}<DT><A HREF="{html.escape(d.url)}">{html.escape(d.title)}</A>' for d in docs)
+
+    def folder(key: str, depth: int) -> None:
+        indent = "    " * depth
+        docs = by_topic.get(key, [])
+        links((d for d in docs if d.polarity == POSITIVE), indent)
+        negatives = [d for d in docs if d.polarity == NEGATIVE]
+        if negatives:
+            lines.append(f"{indent}<DT><H3>OTHERS</H3>\n{indent}<DL><p>")
+            links(negatives, indent + "    ")
+            lines.append(f"{indent}</DL><p>")
+        for child in sorted(t for t in taxonomy.topics if t and parent_key(t) == key):
+            lines.append(f"{indent}<DT><H3>{html.escape(display_name(child))}</H3>\n{indent}<DL><p>")
+            folder(child, depth + 1)
+            lines.append(f"{indent}</DL><p>")
+
+    lines.append("<DL><p>")
+    folder(ROOT, 1)
+    lines.append("</DL><p>")
+    return "\n".join(lines) + "\n"
+
+
+def bookmarks_html(path: Path | str) -> str:
+    """A bookmarks file of any browser as Netscape HTML text, for the tools that split or rewrite that text
+    (the demo and the community scenarios): an HTML file as it is, another format through `netscape_html`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TaxonomyError(f"cannot read the bookmarks file {path}: {exc.strerror}") from exc
+    tree = read_bookmark_tree(raw, str(path))
+    if tree.unit == "line":
+        return raw.decode("utf-8", errors="replace")
+    return netscape_html(taxonomy_of_tree(tree, str(path)))
 
 
 def read_bookmarks(path: Path | str) -> Taxonomy:

@@ -31,6 +31,7 @@ from typing import Any
 
 import tomli_w
 
+from crawler.taxonomy import TaxonomyError, bookmarks_html
 from node.cli.common import CliError
 from node.cli.node import each_topic
 from node.client import ClientError, NodeClient, NodeError, node_running
@@ -62,7 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("demo", help="three cooperating nodes on a simulated web: the UI or a summary")
     parser.add_argument("--web", default="fixture", help="the simulated web to crawl (default: fixture)")
     parser.add_argument(
-        "--bookmarks", type=Path, default=BOOKMARKS, help="bookmarks.html to split over nodes"
+        "--bookmarks",
+        type=Path,
+        default=BOOKMARKS,
+        help="a bookmarks file (any browser's) to split over the nodes",
     )
     parser.add_argument("--nodes", type=int, default=3, help="how many nodes (default 3)")
     parser.add_argument("--pages", type=int, default=120, metavar="N", help="pages each node crawls (120)")
@@ -81,13 +85,17 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--nodes must be at least 1")
     if not args.bookmarks.exists():
         raise CliError(f"no bookmarks file at {args.bookmarks}: give one with --bookmarks FILE")
+    try:
+        bookmarks = bookmarks_html(args.bookmarks)
+    except TaxonomyError as exc:
+        raise CliError(str(exc)) from exc
     with ExitStack() as stack:
         if args.keep is not None:
             root = args.keep
             root.mkdir(parents=True, exist_ok=True)
         else:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="topicswarm-demo-")))
-        return _demo(root, args, stack)
+        return _demo(root, args, bookmarks, stack)
     return 0  # pragma: no cover
 
 
@@ -95,13 +103,12 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _demo(root: Path, args: argparse.Namespace, stack: ExitStack) -> int:
+def _demo(root: Path, args: argparse.Namespace, bookmarks: str, stack: ExitStack) -> int:
     from simnet.web import serve_web_in_subprocess
 
     web = stack.enter_context(serve_web_in_subprocess(args.web))
     say(f"serving the {args.web!r} web: {len(web.corpus.sites)} sites on loopback, hub {web.hub_url}")
-    text = args.bookmarks.read_text(encoding="utf-8")
-    mapped = map_bookmarks(text, web.map_upstream)
+    mapped = map_bookmarks(bookmarks, web.map_upstream)
     nodes = stack.enter_context(node_processes(root, args.nodes, args.pages, args.offline))
     clients = [stack.enter_context(NodeClient(n.url, n.token)) for n in nodes]
     for i, client in enumerate(clients):

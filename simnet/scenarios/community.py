@@ -69,7 +69,7 @@ import numpy as np
 import sqlite_utils
 import tomli_w
 
-from crawler.taxonomy import POSITIVE, Taxonomy, parse_bookmarks
+from crawler.taxonomy import POSITIVE, Taxonomy, TaxonomyError, bookmarks_html, parse_bookmarks
 from node.cli.demo import (
     cooperate,
     demo_crawler_settings,
@@ -466,8 +466,8 @@ def scenario_main(args: argparse.Namespace, run: Callable[[str], dict[str, Any]]
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     try:
-        result = run(args.bookmarks.read_text(encoding="utf-8"))
-    except (ValueError, FileNotFoundError, NodeError) as exc:
+        result = run(bookmarks_html(args.bookmarks))
+    except (ValueError, FileNotFoundError, NodeError, TaxonomyError) as exc:
         print(f"{name} failed: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result))

@@ -12,7 +12,18 @@ import lz4.block
 import pytest
 
 from crawler.bookmark_files import MOZLZ4_MAGIC
-from crawler.taxonomy import NEGATIVE, POSITIVE, TaxonomyError, read_bookmarks, read_taxonomy
+from crawler.taxonomy import (
+    NEGATIVE,
+    POSITIVE,
+    Taxonomy,
+    TaxonomyError,
+    TrainingDocument,
+    bookmarks_html,
+    netscape_html,
+    parse_bookmarks,
+    read_bookmarks,
+    read_taxonomy,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -105,3 +116,31 @@ def test_bookmarks_outside_every_folder_leave_no_topic_in_json_either(tmp_path):
     path.write_text(json.dumps({"roots": {"bookmark_bar": bar}}), encoding="utf-8")
     with pytest.raises(TaxonomyError, match="no topic folders"):
         read_taxonomy(path)
+
+
+@pytest.mark.parametrize(
+    ("browser_file", "html_export"),
+    [
+        ("chrome-Bookmarks.json", "chrome-bookmarks.html"),
+        ("firefox-bookmarks-2024-05-06.json", "firefox-bookmarks.html"),
+    ],
+)
+def test_any_browsers_file_becomes_the_html_the_demo_and_scenarios_split(browser_file, html_export):
+    text = bookmarks_html(FIXTURES / browser_file)
+    assert text.startswith("<!DOCTYPE NETSCAPE-Bookmark-file-1>")
+    again, export = parse_bookmarks(text), read_bookmarks(FIXTURES / html_export)
+    assert again.topics == export.topics
+    assert documents(again) == documents(export)
+
+
+def test_an_html_export_is_handed_on_as_it_is():
+    path = FIXTURES / "firefox-bookmarks.html"
+    assert bookmarks_html(path) == path.read_text(encoding="utf-8")
+
+
+def test_netscape_html_escapes_what_html_would_read_as_markup():
+    title, url = 'Joins <& "outer"> joins', "https://example.org/q?a=1&b=<2>"
+    document = TrainingDocument("A/B", POSITIVE, url=url, title=title)
+    again = parse_bookmarks(netscape_html(Taxonomy(("A", "A/B"), (document,), "tricky")))
+    assert again.topics == ("A", "A/B")
+    assert documents(again) == {("A/B", POSITIVE, url, title)}

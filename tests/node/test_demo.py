@@ -105,3 +105,11 @@ def test_summary_fits_a_100_column_terminal():
     text = format_summary([node, node, node])
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "    Databases     0.08      own + 2 peer models    0.20 of 20   0.71 -> 0.74 on 107 pages" in text
+
+
+def test_demo_refuses_a_broken_bookmarks_file_before_starting_anything(tmp_path, capsys):
+    broken = tmp_path / "Bookmarks"
+    broken.write_text('{"roots": {"bookmark_bar": {"type": "folder", "children": 7}}}', encoding="utf-8")
+    assert main(["demo", "--bookmarks", str(broken), "--keep", str(tmp_path / "kept")]) == 2
+    assert "'children' is not a list" in capsys.readouterr().err
+    assert not (tmp_path / "kept").exists()
