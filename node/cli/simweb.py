@@ -37,7 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "mapped to the served web, ready for `topicswarm topics import`",
     )
     serve.add_argument(
-        "--bookmarks", type=Path, default=None, metavar="FILE", help="the bookmarks --bookmarks-out maps"
+        "--bookmarks",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the bookmarks --bookmarks-out maps (any browser's file)",
     )
     serve.set_defaults(func=run_serve)
 
@@ -45,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     import trio
 
+    from crawler.taxonomy import TaxonomyError, bookmarks_html
     from simnet.paths import SharedDataMissing
     from simnet.web import FaultPlan, WebError, load_web, parse_fault, serve_web
 
@@ -56,12 +61,16 @@ def run_serve(args: argparse.Namespace) -> int:
     source = args.bookmarks or WEBS / f"{args.web}-bookmarks.html"
     if args.bookmarks_out is not None and not source.is_file():
         raise CliError(f"no bookmarks at {source}: give the file to map with --bookmarks FILE")
+    try:
+        bookmarks = bookmarks_html(source) if args.bookmarks_out is not None else ""
+    except TaxonomyError as exc:
+        raise CliError(str(exc)) from exc
 
     async def serve() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with serve_web(corpus, plan, args.port) as web:
                 if args.bookmarks_out is not None:
-                    write_bookmarks(web, source, args.bookmarks_out)
+                    write_bookmarks(web, bookmarks, args.bookmarks_out)
                 print_web(web, corpus, plan)
                 async for _ in signals:
                     break
@@ -74,12 +83,13 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_bookmarks(web: ServedWeb, source: Path, out: Path) -> None:
-    """The bookmarks with their upstream URLs (https://www.postgresql.org/docs/...) replaced by the
-    served web's, so a node can import them and crawl the simulated web without the Internet."""
+def write_bookmarks(web: ServedWeb, bookmarks: str, out: Path) -> None:
+    """The bookmarks (Netscape HTML text) with their upstream URLs (https://www.postgresql.org/docs/...)
+    replaced by the served web's, so a node can import them and crawl the simulated web without the
+    Internet."""
     from node.cli.demo import map_bookmarks
 
-    out.write_text(map_bookmarks(source.read_text(encoding="utf-8"), web.map_upstream), encoding="utf-8")
+    out.write_text(map_bookmarks(bookmarks, web.map_upstream), encoding="utf-8")
     print(f"bookmarks {out} (import with `topicswarm topics import --data DIR {out}`)")
 
 
