@@ -40,6 +40,7 @@ BROWSER_CONTAINERS = frozenset(
 CONTAINER_ATTRIBUTES = ("personal_toolbar_folder", "unfiled_bookmarks_folder")
 DOCTYPE = "netscape-bookmark-file-1"
 MOZLZ4_MAGIC = b"mozLz40\0"
+MAX_DEPTH = 64  # folders within folders: a deeper file is refused, not walked into a RecursionError
 MAX_DECOMPRESSED = 256 * 1024 * 1024  # a .jsonlz4 header claiming more is not a bookmarks backup
 SAFARI_CONTAINERS = frozenset({"BookmarksBar", "BookmarksMenu", "com.apple.ReadingList"})
 FIREFOX_FOLDER, FIREFOX_BOOKMARK = "text/x-moz-place-container", "text/x-moz-place"
@@ -130,6 +131,8 @@ class _NetscapeParser(HTMLParser):
             self.capture, self.capture_line, self.text = "a", line, []
 
     def _open_list(self, line: int) -> None:
+        if len(self.stack) > MAX_DEPTH:
+            raise self.fail(f"folders nested more than {MAX_DEPTH} deep")
         if self.pending is not None:
             self.stack[-1].folders.append(self.pending)
             self.stack.append(self.pending)
@@ -224,10 +227,10 @@ def json_tree(document: Any, name: str) -> BookmarkFolder:
         root = BookmarkFolder("", 0)
         for node in document["roots"].values():
             if isinstance(node, dict) and node.get("type") == "folder":  # bar, other, synced (mobile)
-                root.folders.append(_chromium_folder(node, name, counter, container=True))
+                root.folders.append(_chromium_folder(node, name, counter, 1, container=True))
         return root
     if isinstance(document, dict) and document.get("type") == FIREFOX_FOLDER:
-        return _firefox_folder(document, name, counter)
+        return _firefox_folder(document, name, counter, 0)
     raise TaxonomyError(
         f'{name}: JSON, but neither a Chrome/Edge Bookmarks file (no "roots") nor a Firefox bookmarks '
         "backup (no places root)"
@@ -245,7 +248,11 @@ class _Ordinal:
         return self.last
 
 
-def _children(node: dict[str, Any], key: str, name: str, position: int) -> Iterator[dict[str, Any]]:
+def _children(
+    node: dict[str, Any], key: str, name: str, position: int, depth: int
+) -> Iterator[dict[str, Any]]:
+    if depth > MAX_DEPTH:
+        raise TaxonomyError(f"{name}: item {position}: folders nested more than {MAX_DEPTH} deep")
     children = node.get(key, [])
     if not isinstance(children, list):
         raise TaxonomyError(f"{name}: item {position}: {key!r} is not a list")
@@ -265,12 +272,14 @@ def _url(node: dict[str, Any], key: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _chromium_folder(node: dict[str, Any], name: str, counter: _Ordinal, container: bool) -> BookmarkFolder:
+def _chromium_folder(
+    node: dict[str, Any], name: str, counter: _Ordinal, depth: int, container: bool = False
+) -> BookmarkFolder:
     folder = BookmarkFolder(_text(node, "name"), counter.next(), container)
-    for child in _children(node, "children", name, folder.line):
+    for child in _children(node, "children", name, folder.line, depth):
         kind = child.get("type")
         if kind == "folder":
-            folder.folders.append(_chromium_folder(child, name, counter, container=False))
+            folder.folders.append(_chromium_folder(child, name, counter, depth + 1))
         elif kind == "url":
             folder.bookmarks.append((_url(child, "url"), _text(child, "name"), counter.next()))
         else:
@@ -278,13 +287,13 @@ def _chromium_folder(node: dict[str, Any], name: str, counter: _Ordinal, contain
     return folder
 
 
-def _firefox_folder(node: dict[str, Any], name: str, counter: _Ordinal) -> BookmarkFolder:
+def _firefox_folder(node: dict[str, Any], name: str, counter: _Ordinal, depth: int) -> BookmarkFolder:
     """Firefox marks its own containers (menu, toolbar, unfiled, mobile, and the places root) with "root"."""
     folder = BookmarkFolder(_text(node, "title"), counter.next(), container="root" in node)
-    for child in _children(node, "children", name, folder.line):
+    for child in _children(node, "children", name, folder.line, depth):
         kind = child.get("type")
         if kind == FIREFOX_FOLDER:
-            folder.folders.append(_firefox_folder(child, name, counter))
+            folder.folders.append(_firefox_folder(child, name, counter, depth + 1))
         elif kind == FIREFOX_BOOKMARK:
             folder.bookmarks.append((_url(child, "uri"), _text(child, "title"), counter.next()))
         else:
@@ -307,16 +316,16 @@ def safari_tree(document: Any, name: str) -> BookmarkFolder:
     the History proxy is left out."""
     if not isinstance(document, dict) or document.get("WebBookmarkType") != SAFARI_LIST:
         raise TaxonomyError(f"{name}: a property list, but not Safari's Bookmarks.plist")
-    return _safari_folder(document, name, _Ordinal())
+    return _safari_folder(document, name, _Ordinal(), 0)
 
 
-def _safari_folder(node: dict[str, Any], name: str, counter: _Ordinal) -> BookmarkFolder:
+def _safari_folder(node: dict[str, Any], name: str, counter: _Ordinal, depth: int) -> BookmarkFolder:
     title = _text(node, "Title")
     folder = BookmarkFolder(title, counter.next(), container=title in SAFARI_CONTAINERS)
-    for child in _children(node, "Children", name, folder.line):
+    for child in _children(node, "Children", name, folder.line, depth):
         kind = child.get("WebBookmarkType")
         if kind == SAFARI_LIST:
-            folder.folders.append(_safari_folder(child, name, counter))
+            folder.folders.append(_safari_folder(child, name, counter, depth + 1))
         elif kind == SAFARI_LEAF:
             titles = child.get("URIDictionary")
             title = _text(titles, "title") if isinstance(titles, dict) else ""

@@ -11,7 +11,7 @@ from pathlib import Path
 import lz4.block
 import pytest
 
-from crawler.bookmark_files import MOZLZ4_MAGIC
+from crawler.bookmark_files import MAX_DEPTH, MOZLZ4_MAGIC
 from crawler.taxonomy import (
     NEGATIVE,
     POSITIVE,
@@ -144,3 +144,37 @@ def test_netscape_html_escapes_what_html_would_read_as_markup():
     again = parse_bookmarks(netscape_html(Taxonomy(("A", "A/B"), (document,), "tricky")))
     assert again.topics == ("A", "A/B")
     assert documents(again) == {("A/B", POSITIVE, url, title)}
+
+
+def nested_html(depth: int) -> bytes:
+    head = "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n" + "<DT><H3>a</H3>\n<DL><p>\n" * depth
+    return (head + '<DT><A HREF="https://a/">a</A>\n' + "</DL><p>\n" * (depth + 1)).encode()
+
+
+def nested_chrome(depth: int) -> bytes:
+    node: dict = {"type": "url", "name": "a", "url": "https://a/"}
+    for _ in range(depth):
+        node = {"type": "folder", "name": "a", "children": [node]}
+    return json.dumps({"roots": {"bookmark_bar": node}}).encode()
+
+
+def nested_safari(depth: int) -> bytes:
+    leaf = "<dict><key>URLString</key><string>https://a/</string>"
+    leaf += "<key>WebBookmarkType</key><string>WebBookmarkTypeLeaf</string></dict>"
+    folder = "<dict><key>Title</key><string>a</string><key>WebBookmarkType</key>"
+    folder += "<string>WebBookmarkTypeList</string><key>Children</key><array>"
+    body = folder * depth + leaf + "</array></dict>" * depth
+    return (
+        '<?xml version="1.0"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "x">\n'
+        f'<plist version="1.0">{body}</plist>'
+    ).encode()
+
+
+@pytest.mark.parametrize("nested", [nested_html, nested_chrome, nested_safari])
+def test_folders_nested_past_the_limit_are_refused_and_within_it_imported(tmp_path, nested):
+    path = tmp_path / "bookmarks"
+    path.write_bytes(nested(3000 if nested is nested_html else 300))
+    with pytest.raises(TaxonomyError, match=f"nested more than {MAX_DEPTH} deep"):
+        read_taxonomy(path)
+    path.write_bytes(nested(MAX_DEPTH - 2))
+    assert len(read_taxonomy(path).topics) >= MAX_DEPTH - 3
