@@ -239,25 +239,25 @@ def netscape_html(taxonomy: Taxonomy) -> str:
 def bookmarks_html(path: Path | str) -> str:
     """A bookmarks file of any browser as Netscape HTML text, for the tools that split or rewrite that text
     (the demo and the community scenarios): an HTML file as it is, another format through `netscape_html`."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TaxonomyError(f"cannot read the bookmarks file {path}: {exc.strerror}") from exc
-    tree = read_bookmark_tree(raw, str(path))
+    raw, tree = _read_tree(Path(path))
     if tree.unit == "line":
         return raw.decode("utf-8", errors="replace")
     return netscape_html(taxonomy_of_tree(tree, str(path)))
 
 
-def read_bookmarks(path: Path | str) -> Taxonomy:
-    """A taxonomy from a bookmarks file of any browser (`crawler.bookmark_files`)."""
-    path = Path(path)
+def _read_tree(path: Path) -> tuple[bytes, BookmarkTree]:
+    """A bookmarks file's bytes and folder tree."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise TaxonomyError(f"cannot read the bookmarks file {path}: {exc.strerror}") from exc
-    return taxonomy_of_tree(read_bookmark_tree(raw, str(path)), str(path))
+    return raw, read_bookmark_tree(raw, str(path))
+
+
+def read_bookmarks(path: Path | str) -> Taxonomy:
+    """A taxonomy from a bookmarks file of any browser (`crawler.bookmark_files`)."""
+    _, tree = _read_tree(Path(path))
+    return taxonomy_of_tree(tree, str(path))
 
 
 # --- folder trees ------------------------------------------------------------------------------------

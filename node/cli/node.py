@@ -521,12 +521,12 @@ def run_meta_loss(args: argparse.Namespace) -> int:
 
 
 def run_refine(args: argparse.Namespace) -> int:
+    if args.name is not None and args.accept is None:
+        raise CliError("--name goes with --accept ID")
     if args.accept is not None or args.reject is not None:
         return decide_proposal(args)
     if args.topic is None:
         raise CliError("name the topic: `topicswarm refine TOPIC --k K`; or give --accept ID or --reject ID")
-    if args.name is not None:
-        raise CliError("--name goes with --accept ID")
     if args.k is not None and args.k < 2:
         raise CliError("--k must be at least 2")
     with connect(args) as client:
@@ -551,8 +551,6 @@ def decide_proposal(args: argparse.Namespace) -> int:
     """`refine --accept ID [--name NAME]` or `refine --reject ID`: the proposal's new state."""
     if args.topic is not None:
         raise CliError("--accept and --reject take a proposal ID, not a topic: drop the topic")
-    if args.reject is not None and args.name is not None:
-        raise CliError("--name goes with --accept ID")
     with connect(args) as client:
         if args.accept is not None:
             answer = client.accept_proposal(args.accept, args.name)

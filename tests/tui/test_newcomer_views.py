@@ -121,6 +121,12 @@ async def settle(pilot, predicate, timeout: float = 10.0) -> None:
         waited += 0.1
 
 
+async def search_until_hits(pilot, app, words: str) -> None:
+    """Search from the Results screen and wait for the answer's hits."""
+    await pilot.press("3", "slash", *words, "enter")
+    await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+
+
 def test_metrics_history_arriving_after_a_live_point_is_kept_in_time_order():
     telemetry = Telemetry()
     telemetry.add_live(CRAWLING, T0 + 100)  # the event stream answered before the first metrics poll
@@ -249,8 +255,7 @@ async def test_open_without_a_display_copies_the_url_instead_of_starting_a_brows
     copied: list[str] = []
     monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "slash", *"sqlite", "enter")
-        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+        await search_until_hits(pilot, app, "sqlite")
         await pilot.press("o")
         await settle(pilot, lambda: copied == [URL])
 
@@ -259,8 +264,7 @@ async def test_open_without_a_display_copies_the_url_instead_of_starting_a_brows
 async def test_enter_on_a_result_shows_its_stored_page_and_enter_again_the_result():
     app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "slash", *"sqlite", "enter")
-        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+        await search_until_hits(pilot, app, "sqlite")
         pane = app.screen.query_one("#preview", Static)
         await pilot.press("enter")
         await settle(pilot, lambda: app.screen.document_shown == 4)
@@ -363,8 +367,7 @@ class PrefixSearchLink(StandInLink):
 async def test_results_say_when_the_words_matched_as_starts_and_which_filters_narrowed_an_empty_answer():
     app = TopicSwarmApp(Path("/nonexistent"), link=PrefixSearchLink(NodeError("not_found", "none", 404)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "slash", *"postgres", "enter")
-        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results.hits)
+        await search_until_hits(pilot, app, "postgres")
         table = app.screen.query_one("#hits")
         assert table.border_title == "1 of 1 for “postgres” and words it starts"
         await pilot.press("slash", *"xyzzy", "enter")
