@@ -34,7 +34,7 @@ import trio
 
 from crawler.dedup import DedupIndex, fingerprint, simhash
 from crawler.frontier import Frontier, FrontierEntry
-from crawler.parse import Link, ParsedPage, parse_html
+from crawler.parse import Link, ParsedPage, parse_page
 from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
 from crawler.settings import CrawlSettings
 from crawler.urls import host_of, looks_like_trap, normalize_url
@@ -504,7 +504,7 @@ class Crawler:
         """CPU work of a batch (parsing, hashing, classifying): safe to run in a worker thread."""
         pages = []
         for entry, result in fetched:
-            parsed = parse_html(result.body, result.final_url, result.content_type, result.headers)
+            parsed = parse_page(result.body, result.final_url, result.content_type, result.headers)
             pages.append(
                 CrawledPage(
                     entry=entry,

@@ -20,6 +20,7 @@ import httpx
 import trio
 
 from crawler.errors import HostBadError
+from crawler.parse import PDF_TYPE, is_pdf
 from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
 from crawler.robots import RobotsCache, RobotsResponse
 from crawler.settings import CrawlSettings
@@ -148,7 +149,8 @@ class Fetcher:
         )
         self._headers = {
             "user-agent": settings.user_agent,
-            "accept": "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.1",
+            "accept": "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,application/pdf;q=0.7,"
+            "*/*;q=0.1",
             "accept-encoding": "gzip, deflate",
         }
         self._allowed_mime = frozenset(m.lower() for m in settings.allowed_mime_types)
@@ -311,6 +313,8 @@ class Fetcher:
             return _Answer(status, headers, content_type, error=_status_error(status), latency=latency)
         if check_mime and content_type and content_type not in self._allowed_mime:
             return _Answer(status, headers, content_type, error="bad_mime", latency=latency)
+        if check_mime and content_type == PDF_TYPE:
+            maxsize = max(maxsize, self.settings.download_maxsize_pdf)
         declared = headers.get("content-length", "")
         if not truncate_ok and declared.isdigit() and int(declared) > maxsize:
             return _Answer(status, headers, content_type, error="too_large", latency=latency)
@@ -336,7 +340,10 @@ class Fetcher:
                 if not inflater.complete():
                     return _Answer(status, headers, content_type, error="truncated", latency=latency)
         body = b"".join(chunks)
-        if check_mime and _looks_binary(body):
+        if check_mime and is_pdf(body, content_type):  # however the server labelled it
+            if PDF_TYPE not in self._allowed_mime:
+                return _Answer(status, headers, content_type, error="bad_mime", latency=latency)
+        elif check_mime and _looks_binary(body):
             return _Answer(status, headers, content_type, error="binary", latency=latency)
         return _Answer(status, headers, content_type, body, latency=latency)
 

@@ -7,7 +7,8 @@ the leaf span of its anchor, so a link learner can take tokens at signed DOM off
 (`Link.context`, `offset_context`). Navigation (`<nav>`, role=navigation) counts for links and leaves
 but is left out of the page's visible text, as are scripts, styles and other invisible content.
 
-Malformed or binary input never raises: it yields an empty page whose `error` says why.
+Malformed or binary input never raises: it yields an empty page whose `error` says why. `parse_page` hands
+PDFs to `crawler.pdf` and everything else to `parse_html`.
 """
 
 from __future__ import annotations
@@ -148,6 +149,26 @@ def _looks_binary(body: bytes) -> bool:
         return True
     controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
     return controls > len(head) // 10
+
+
+PDF_TYPE = "application/pdf"
+PDF_MAGIC = b"%PDF-"
+
+
+def is_pdf(body: bytes, content_type: str) -> bool:
+    """A PDF by its type, or by its signature whatever the server called it (as browsers sniff)."""
+    return content_type == PDF_TYPE or body[:8].lstrip().startswith(PDF_MAGIC)
+
+
+def parse_page(
+    body: bytes, url: str, content_type: str = "text/html", headers: dict[str, str] | None = None
+) -> ParsedPage:
+    """Any body the crawler keeps: a PDF (`crawler.pdf`), else HTML or plain text (`parse_html`)."""
+    if is_pdf(body, content_type):
+        from crawler.pdf import parse_pdf  # pypdf loads when the first PDF comes
+
+        return parse_pdf(body, url)
+    return parse_html(body, url, content_type, headers)
 
 
 def parse_html(

@@ -21,6 +21,9 @@ class CrawlSettings:
     download_delay: float = doc(0.25, "Minimum seconds between two requests to one host.")
     download_timeout: float = doc(15.0, "Seconds before a request is abandoned.")
     download_maxsize: int = doc(2_000_000, "Largest body in bytes (header and received bytes both checked).")
+    download_maxsize_pdf: int = doc(
+        20_000_000, "Largest body in bytes of a response declared application/pdf (papers run larger)."
+    )
     concurrent_requests: int = doc(32, "Requests in flight at once, all hosts together.")
     concurrent_requests_per_domain: int = doc(2, "Requests in flight at once to one host.")
     crawl_delay_cap: float = doc(10.0, "Largest robots.txt Crawl-delay honoured, in seconds.")
@@ -63,7 +66,8 @@ class CrawlSettings:
         500_000, "Bytes of robots.txt read; the rest is ignored (RFC 9309 asks for at least 500 KiB)."
     )
     allowed_mime_types: tuple[str, ...] = doc(
-        ("text/html", "application/xhtml+xml", "text/plain"), "Content types that are parsed and stored."
+        ("text/html", "application/xhtml+xml", "text/plain", "application/pdf"),
+        "Content types that are parsed and stored (PDFs as their text and link annotations).",
     )
     dedup_index_size: int = doc(200_000, "Most documents the duplicate detector remembers (oldest go first).")
     near_duplicate_distance: int = doc(3, "Largest SimHash Hamming distance (0-3) for a near duplicate.")

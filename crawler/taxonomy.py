@@ -28,7 +28,7 @@ from crawler.bookmark_files import (
     read_bookmark_tree,
 )
 from crawler.errors import TaxonomyError
-from crawler.parse import parse_html
+from crawler.parse import PDF_TYPE, parse_page
 from crawler.repository import Repository
 
 OTHERS = "others"  # compared case-insensitively
@@ -39,7 +39,13 @@ PENDING, FETCHED, FAILED, LOCAL = "pending", "fetched", "failed", "local"
 ARCHETYPE = "archetype"
 TEXT_SUFFIXES = {".txt", ".text", ".md"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+PDF_SUFFIXES = {".pdf"}
+DOCUMENT_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
 URL_SCHEMES = ("http://", "https://")
+PDF_ERRORS = {
+    "encrypted": "a password-protected PDF",
+    "no_text": "a PDF without text (scanned pages need OCR first)",
+}
 
 
 def escape_name(name: str) -> str:
@@ -264,7 +270,8 @@ def read_bookmarks(path: Path | str) -> Taxonomy:
 
 
 def read_folder_tree(root: Path | str) -> Taxonomy:
-    """A taxonomy from a folder of topic folders holding documents (.html, .htm, .txt, .md)."""
+    """A taxonomy from a folder of topic folders holding documents (.html, .htm, .txt, .md, .pdf). A
+    document without text (a scanned or password-protected PDF) is skipped with the reason."""
     root = Path(root)
     if not root.is_dir():
         raise TaxonomyError(f"{root} is not a folder of topic folders")
@@ -284,10 +291,13 @@ def read_folder_tree(root: Path | str) -> Taxonomy:
             skipped.append(f"{relative}: a file outside every topic folder")
             continue
         suffix = path.suffix.lower()
-        if suffix not in TEXT_SUFFIXES | HTML_SUFFIXES:
-            skipped.append(f"{relative}: not a text or HTML document")
+        if suffix not in DOCUMENT_SUFFIXES:
+            skipped.append(f"{relative}: not a text, HTML or PDF document")
             continue
-        title, text = _read_document(path, suffix)
+        title, text, error = _read_document(path, suffix)
+        if error is not None:
+            skipped.append(f"{relative}: {error}")
+            continue
         topic = topic_path_key(folders)
         if polarity == POSITIVE:
             topics.update(topic_path_key(folders[: i + 1]) for i in range(len(folders)))
@@ -297,12 +307,15 @@ def read_folder_tree(root: Path | str) -> Taxonomy:
     return Taxonomy(tuple(sorted(topics)), tuple(docs), str(root), tuple(skipped))
 
 
-def _read_document(path: Path, suffix: str) -> tuple[str, str]:
+def _read_document(path: Path, suffix: str) -> tuple[str, str, str | None]:
+    """(title, text, why it has none): a PDF without text says why (`PDF_ERRORS`)."""
     raw = path.read_bytes()
-    if suffix in HTML_SUFFIXES:
-        page = parse_html(raw, path.as_uri())
-        return page.title, page.text
-    return path.stem, raw.decode("utf-8", errors="replace")
+    if suffix in HTML_SUFFIXES | PDF_SUFFIXES:
+        page = parse_page(raw, path.as_uri(), PDF_TYPE if suffix in PDF_SUFFIXES else "text/html")
+        if suffix in PDF_SUFFIXES and not page.text:
+            return "", "", PDF_ERRORS.get(page.error or "", f"a damaged PDF ({page.error})")
+        return page.title, page.text, None
+    return path.stem, raw.decode("utf-8", errors="replace"), None
 
 
 def read_taxonomy(source: Path | str) -> Taxonomy:
@@ -454,8 +467,8 @@ async def fetch_documents(taxonomy: Taxonomy, fetcher: Any, concurrency: int = 8
         if result.error is not None:
             results[url] = ("", "", result.error)
             return
-        page = parse_html(result.body, result.final_url, result.content_type, result.headers)
-        results[url] = (page.title, page.text, None if page.text.strip() else "empty")
+        page = parse_page(result.body, result.final_url, result.content_type, result.headers)
+        results[url] = (page.title, page.text, None if page.text.strip() else page.error or "empty")
 
     async with trio.open_nursery() as nursery:
         for url in urls:

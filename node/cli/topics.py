@@ -38,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     importer = commands.add_parser(
         "import",
         help="replace the topics with a browser's bookmarks or a folder of topic folders",
-        description="Replace the topics with a browser's bookmarks or a folder tree (OTHERS folders are "
-        "negative examples). Bookmarks: any browser's HTML export, Chrome's or Edge's own Bookmarks file, "
+        description="Replace the topics with a browser's bookmarks or a folder tree of .html, .txt, .md and "
+        ".pdf documents (OTHERS folders are negative examples). Bookmarks: any browser's HTML export, "
+        "Chrome's or Edge's own Bookmarks file, "
         "a Firefox backup (.json, .jsonlz4) or Safari's Bookmarks.plist. A running node on the data "
         "directory imports them itself and starts crawling their bookmarks.",
     )

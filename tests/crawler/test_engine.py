@@ -394,3 +394,40 @@ async def test_a_full_disk_stops_the_crawl_with_nothing_lost_and_the_next_run_st
     assert twice.fetchone()[0] == 0
     assert set(fetcher.fetched) >= set(site(60))
     repo.close()
+
+
+@pytest.mark.trio
+async def test_a_linked_pdf_is_stored_as_its_text_searchable_and_its_links_followed(tmp_path):
+    from simnet.web import serve_web
+    from tests.pdf_samples import make_pdf
+
+    site = tmp_path / "web" / "docs"
+    site.mkdir(parents=True)
+    (tmp_path / "web" / "sites.tsv").write_text(
+        "site\tgroup\tentry\tupstream_prefixes\ndocs\tdatabases\tindex.html\t\n"
+    )
+    (site / "index.html").write_text(
+        '<title>Docs</title><p>The manual</p><a href="manual.pdf">manual (PDF)</a>'
+    )
+    (site / "manual.pdf").write_bytes(
+        make_pdf(
+            ["Vacuuming reclaims storage occupied by dead tuples."], title="Maintenance", links=["next.html"]
+        )
+    )
+    (site / "next.html").write_text("<title>Next</title><p>after the manual</p>")
+    settings = CrawlSettings(download_delay=0.0, autothrottle_enabled=False, allowed_hosts=("127.0.0.0/8",))
+    async with serve_web(tmp_path / "web") as web:
+        repo = Repository(tmp_path / "repo.db")
+        crawler = Crawler(repo, settings)
+        crawler.add_seeds([web.hub_url])
+        with trio.fail_after(30):
+            stats = await crawler.run(max_pages=20)
+        await crawler.aclose()
+    urls = {doc["url"].rsplit("/", 1)[-1]: doc for doc in repo.documents()}
+    assert {"index.html", "manual.pdf", "next.html"} <= set(urls)
+    assert not stats.errors_by_kind.get("unparsable")
+    manual = urls["manual.pdf"]
+    assert manual["title"] == "Maintenance" and manual["content_type"] == "application/pdf"
+    assert [hit.url for hit in search(repo, "vacuuming tuples")] == [manual["url"]]
+    assert [link["target_url"] for link in repo.links_of(manual["id"])] == [urls["next.html"]["url"]]
+    repo.close()

@@ -434,3 +434,29 @@ async def test_binary_served_as_html_is_rejected(autojump_clock):
     junk = bytes(range(256)) * 8
     site = Site({"/junk": lambda r: respond(200, junk, HTML)})
     assert (await fetch(site, "http://example.com/junk")).error == "binary"
+
+
+@pytest.mark.trio
+async def test_a_pdf_is_fetched_whole_up_to_its_own_size_limit(autojump_clock):
+    from tests.pdf_samples import make_pdf
+
+    body = make_pdf(["x" * 100] * 200)
+    assert SETTINGS.download_maxsize < len(body)
+    site = Site({"/paper.pdf": lambda r: respond(200, body, {"content-type": "application/pdf"})})
+    r = await fetch(site, "http://example.com/paper.pdf")
+    assert r.error is None and r.body == body and r.content_type == "application/pdf"
+    tight = CrawlSettings(**{**vars(SETTINGS), "download_maxsize_pdf": len(body) - 1})
+    assert (await fetch(site, "http://example.com/paper.pdf", tight)).error == "too_large"
+
+
+@pytest.mark.trio
+async def test_an_unlabelled_pdf_is_known_by_its_signature_and_refused_if_pdfs_are_unwanted(autojump_clock):
+    from tests.pdf_samples import make_pdf
+
+    body = make_pdf(["unlabelled"])
+    site = Site({"/doc": lambda r: respond(200, body, {})})
+    assert (await fetch(site, "http://example.com/doc")).body == body
+    html_only = CrawlSettings(**{**vars(SETTINGS), "allowed_mime_types": ("text/html",)})
+    assert (await fetch(site, "http://example.com/doc", html_only)).error == "bad_mime"
+    labelled = Site({"/doc": lambda r: respond(200, body, {"content-type": "application/pdf"})})
+    assert (await fetch(labelled, "http://example.com/doc", html_only)).error == "bad_mime"

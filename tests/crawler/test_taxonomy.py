@@ -132,6 +132,31 @@ def test_folder_tree_import_reads_documents_and_others(tmp_path):
     assert len(tax.skipped) == 2
 
 
+def test_folder_tree_import_reads_pdfs_and_skips_those_without_text_saying_why(tmp_path):
+    from tests.crawler.test_pdf import encrypted
+    from tests.pdf_samples import make_pdf
+
+    (tmp_path / "Databases" / "OTHERS").mkdir(parents=True)
+    (tmp_path / "Databases" / "vacuum.pdf").write_bytes(
+        make_pdf(["Vacuum reclaims dead tuples."], title="VACUUM")
+    )
+    (tmp_path / "Databases" / "OTHERS" / "knitting.PDF").write_bytes(make_pdf(["Purl stitches."]))
+    (tmp_path / "Databases" / "scan.pdf").write_bytes(make_pdf([" "]))
+    (tmp_path / "Databases" / "locked.pdf").write_bytes(encrypted(make_pdf(["hidden"]), "secret"))
+    (tmp_path / "Databases" / "broken.pdf").write_bytes(b"%PDF-1.7 cut off")
+    tax = read_taxonomy(tmp_path)
+    assert [(d.title, d.text) for d in tax.positives("Databases")] == [
+        ("VACUUM", "Vacuum reclaims dead tuples.")
+    ]
+    assert [d.text for d in tax.negatives("Databases")] == ["Purl stitches."]
+    broken, *skipped = sorted(tax.skipped)
+    assert broken.startswith("Databases/broken.pdf: a damaged PDF (unparsable: ")
+    assert skipped == [
+        "Databases/locked.pdf: a password-protected PDF",
+        "Databases/scan.pdf: a PDF without text (scanned pages need OCR first)",
+    ]
+
+
 def test_folder_tree_must_exist(tmp_path):
     with pytest.raises(TaxonomyError, match="does not exist"):
         read_taxonomy(tmp_path / "missing.html")

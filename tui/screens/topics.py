@@ -175,7 +175,8 @@ class TopicsScreen(NodeScreen):
     def action_import_bookmarks(self) -> None:
         self.app.push_screen(
             Prompt(
-                "Import bookmarks: an HTML export, Chrome's Bookmarks, a Firefox backup or Safari's plist",
+                "Import topics: a bookmarks file (an HTML export, Chrome's Bookmarks, a Firefox backup, "
+                "Safari's plist) or a folder of topic folders (.html, .txt, .md, .pdf)",
                 placeholder="~/bookmarks.html",
             ),
             lambda path: self.import_bookmarks(path) if path else None,
