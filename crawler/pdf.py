@@ -2,14 +2,15 @@
 
 Topics live in PDFs too (papers, manuals, specifications, standards); BINGO! found that reading them
 "improves the crawling recall and the quality of the classifier's training set by a substantial margin"
-(thesis 2.11). pypdf is pure Python and bounds what a hostile file can make it decompress; this module
-bounds the rest (`MAX_PAGES`, `MAX_CHARS`). A damaged, password-protected or image-only PDF yields an empty
-page whose `error` says why, as malformed HTML does, and never raises.
+(thesis 2.3.3). pypdf is pure Python and bounds what a hostile file can make it decompress; this module
+bounds the rest (`MAX_PAGES`, `MAX_CHARS`, `MAX_SECONDS`). A damaged, password-protected or image-only PDF
+yields an empty page whose `error` says why, as malformed HTML does, and never raises.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from io import BytesIO
 from typing import Any
 
@@ -22,6 +23,7 @@ MAX_PAGES = 200  # pages read; a longer document is classified by its first ones
 MAX_CHARS = 1_000_000  # characters of text kept
 MAX_LINKS = 1_000  # link annotations kept
 MAX_TITLE = 200  # characters of a title taken from the first line
+MAX_SECONDS = 10.0  # reading stops at the first page boundary past this (parsing blocks a crawl batch)
 
 # pypdf logs every repaired cross-reference table and odd font as a warning; a crawl meets thousands of them.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -45,6 +47,7 @@ def _read(body: bytes, url: str) -> ParsedPage:
     parts: list[str] = []
     links: list[Link] = []
     length = 0
+    deadline = time.monotonic() + MAX_SECONDS
     for page in reader.pages[:MAX_PAGES]:
         lines = (" ".join(line.split()) for line in (page.extract_text() or "").splitlines())
         text = "\n".join(line for line in lines if line)
@@ -53,7 +56,7 @@ def _read(body: bytes, url: str) -> ParsedPage:
             length += len(parts[-1]) + 1
         if len(links) < MAX_LINKS:
             links.extend(_page_links(page, url)[: MAX_LINKS - len(links)])
-        if length >= MAX_CHARS:
+        if length >= MAX_CHARS or time.monotonic() > deadline:
             break
     text = "\n".join(parts)
     if not text:

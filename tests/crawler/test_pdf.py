@@ -56,6 +56,12 @@ def test_only_the_first_pages_of_a_long_pdf_are_read(monkeypatch):
     assert page.text.split("\n") == ["chapter0", "chapter1"]
 
 
+def test_reading_stops_at_the_first_page_past_the_time_limit(monkeypatch):
+    monkeypatch.setattr(pdf, "MAX_SECONDS", -1.0)
+    page = parse_page(make_pdf([f"chapter{i}" for i in range(5)]), URL, PDF_TYPE)
+    assert page.text == "chapter0"
+
+
 def test_text_is_cut_at_the_character_limit(monkeypatch):
     monkeypatch.setattr(pdf, "MAX_CHARS", 30)
     page = parse_page(make_pdf(["a" * 20, "b" * 20, "c" * 20]), URL, PDF_TYPE)
