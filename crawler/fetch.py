@@ -22,6 +22,7 @@ import trio
 from crawler.errors import HostBadError
 from crawler.parse import PDF_TYPE, is_pdf
 from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
+from crawler.proxies import proxy_resolver
 from crawler.robots import RobotsCache, RobotsResponse
 from crawler.settings import CrawlSettings
 from crawler.transport import PerHostTransport
@@ -143,6 +144,7 @@ class Fetcher:
             transport=PerHostTransport(
                 keepalive_per_host=settings.concurrent_requests_per_domain,
                 max_hosts=2 * settings.concurrent_requests,
+                proxy_for=proxy_resolver(settings.proxy),
             ),
             follow_redirects=False,
             trust_env=False,

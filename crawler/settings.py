@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crawler.proxies import check_proxy
+
 
 def doc(default: object, text: str) -> object:
     """A dataclass field with its documentation attached, so the README table can be generated."""
@@ -79,8 +81,16 @@ class CrawlSettings:
         "Learn link priorities online from the DOM around each link (crawler.apprentice, seed 002) in "
         "focused crawls.",
     )
+    proxy: str = doc(
+        "",
+        "Proxy for web requests (http://host:port); empty: the environment's HTTPS_PROXY, HTTP_PROXY, "
+        "ALL_PROXY and NO_PROXY; 'direct': none. Loopback hosts always go direct.",
+    )
     allowed_hosts: tuple[str, ...] = doc(
         (),
         "Follow links only to these hosts: a name, '.example.org' for subdomains, or a network such as "
         "'127.0.0.0/8'; empty allows every host.",
     )
+
+    def __post_init__(self) -> None:
+        check_proxy(self.proxy)

@@ -6,6 +6,8 @@ than `max_keepalive_connections` of them, whatever their host. With one pool for
 that work grows with the total number of connections and keep-alive connections churn. A crawler already
 bounds connections per host (politeness), so a pool per host keeps each pool as small as that bound.
 
+Each host's pool connects directly or through the proxy `crawler.proxies` chooses for it.
+
 Pools of hosts with nothing in flight are closed least recently used first once more than `max_hosts`
 exist, so an endless crawl does not keep a socket open to every host it ever met.
 """
@@ -17,15 +19,19 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
+from crawler.proxies import ProxyFor
+
 
 class PerHostTransport(httpx.AsyncBaseTransport):
     """Routes each request to its origin's own `httpx.AsyncHTTPTransport`."""
 
-    def __init__(self, keepalive_per_host: int, max_hosts: int = 256, trust_env: bool = False) -> None:
+    def __init__(
+        self, keepalive_per_host: int, max_hosts: int = 256, proxy_for: ProxyFor | None = None
+    ) -> None:
         self._limits = httpx.Limits(max_connections=None, max_keepalive_connections=keepalive_per_host)
         self._max_hosts = max_hosts
-        self._trust_env = trust_env
-        self._verify = httpx.create_ssl_context(trust_env=trust_env)  # loading CA certificates is slow: once
+        self._proxy_for = proxy_for or (lambda scheme, host, port: None)
+        self._verify = httpx.create_ssl_context(trust_env=False)  # loading CA certificates is slow: once
         self._pools: OrderedDict[tuple[bytes, bytes, int | None], httpx.AsyncHTTPTransport] = OrderedDict()
         self._active: dict[tuple[bytes, bytes, int | None], int] = {}
 
@@ -36,8 +42,12 @@ class PerHostTransport(httpx.AsyncBaseTransport):
         key = (request.url.raw_scheme, request.url.raw_host, request.url.port)
         pool = self._pools.get(key)
         if pool is None:
+            url = request.url
             pool = self._pools[key] = httpx.AsyncHTTPTransport(
-                verify=self._verify, limits=self._limits, trust_env=self._trust_env
+                verify=self._verify,
+                limits=self._limits,
+                trust_env=False,
+                proxy=self._proxy_for(url.scheme, url.host, url.port),
             )
         else:
             self._pools.move_to_end(key)

@@ -24,3 +24,15 @@ def collect_leaks():
     test that started the hosts (its module ignores the resulting warning), not in some later test."""
     yield
     gc.collect()
+
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_from_the_machine(monkeypatch):
+    """The crawler honours the environment's proxy variables (`crawler.proxies`): a machine that sets them
+    must not route the tests' requests, nor their node processes', to its proxy."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)

@@ -1,0 +1,104 @@
+"""Proxies: the setting, else the environment as curl reads it; NO_PROXY and loopback go direct; a real
+fetch through a proxy on loopback."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from crawler.fetch import Fetcher
+from crawler.proxies import proxy_resolver
+from crawler.settings import CrawlSettings
+from node.config import ConfigError, parse_config
+
+PROXY = "http://proxy.corp:3128"
+
+
+def test_the_environment_chooses_by_scheme_and_falls_back_to_all_proxy():
+    proxy_for = proxy_resolver("", {"HTTP_PROXY": PROXY, "all_proxy": "http://other:1"})
+    assert proxy_for("http", "docs.python.org", None) == PROXY
+    assert proxy_for("https", "docs.python.org", None) == "http://other:1"
+    assert proxy_resolver("", {})("http", "docs.python.org", None) is None
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "host", "port", "direct"),
+    [
+        ("example.org", "example.org", None, True),
+        ("example.org", "docs.example.org", None, True),
+        (".example.org", "docs.example.org", None, True),
+        ("example.org", "notexample.org", None, False),
+        ("10.0.0.0/8, intranet", "10.2.3.4", None, True),
+        ("10.0.0.0/8, intranet", "intranet", None, True),
+        ("10.0.0.0/8", "11.0.0.1", None, False),
+        ("example.org:8080", "example.org", 8080, True),
+        ("example.org:8080", "example.org", 443, False),
+        ("[2001:db8::1]:80", "2001:db8::1", 80, True),
+        ("*", "anything.test", None, True),
+    ],
+)
+def test_no_proxy_sends_its_hosts_direct(no_proxy, host, port, direct):
+    proxy_for = proxy_resolver("", {"https_proxy": PROXY, "NO_PROXY": no_proxy})
+    assert proxy_for("https", host, port) == (None if direct else PROXY)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "localhost", "::1", "node.localhost"])
+def test_loopback_always_goes_direct(host):
+    assert proxy_resolver(PROXY, {})("http", host, 8000) is None
+
+
+def test_the_setting_overrides_the_environment_and_direct_ignores_it():
+    environ = {"HTTP_PROXY": "http://env:1", "NO_PROXY": "intranet"}
+    assert proxy_resolver(PROXY, environ)("http", "docs.python.org", None) == PROXY
+    assert proxy_resolver(PROXY, environ)("http", "intranet", None) is None
+    assert proxy_resolver("direct", environ)("http", "docs.python.org", None) is None
+
+
+@pytest.mark.parametrize("bad", ["proxy.corp:3128", "socks5://proxy:1080", "http://", "ftp://proxy"])
+def test_a_proxy_setting_that_is_no_http_url_is_a_configuration_error(bad):
+    with pytest.raises(ConfigError, match=r"\[crawler\] proxy must be an http:// or https:// URL"):
+        parse_config(f'[crawler]\nproxy = "{bad}"\n')
+
+
+async def serve_as_proxy(requests: list[str], task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """A forward proxy that answers every request itself: 200 with the requested URL in the page."""
+
+    async def answer(stream: trio.SocketStream) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = await stream.receive_some(4096)
+            if not chunk:
+                return
+            head += chunk
+        line = head.split(b"\r\n", 1)[0].decode()
+        requests.append(line)
+        body = f"<title>via proxy</title><p>{line.split()[1]}</p>".encode()
+        reply = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+        )
+        await stream.send_all(reply % len(body) + body)
+        await stream.aclose()
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(listeners[0].socket.getsockname()[1])
+    await trio.serve_listeners(answer, listeners)
+
+
+@pytest.mark.trio
+async def test_requests_to_the_web_go_through_the_proxy_robots_txt_included():
+    requests: list[str] = []
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_as_proxy, requests)
+        settings = CrawlSettings(proxy=f"http://127.0.0.1:{port}", download_delay=0.0, retry_times=0)
+        fetcher = Fetcher(settings)
+        try:
+            with trio.fail_after(20):
+                result = await fetcher.fetch("http://docs.test/manual/index.html")
+        finally:
+            await fetcher.aclose()
+        nursery.cancel_scope.cancel()
+    assert result.error is None and b"http://docs.test/manual/index.html" in result.body
+    assert requests == [
+        "GET http://docs.test/robots.txt HTTP/1.1",
+        "GET http://docs.test/manual/index.html HTTP/1.1",
+    ]
