@@ -2,7 +2,8 @@
 
 `NodeClient` is synchronous (the CLI), `AsyncNodeClient` asynchronous (the TUI under asyncio, tests under
 trio: httpx runs on both). Both have one method per endpoint, defined once in `_Endpoints`, and raise
-`NodeUnreachable` (no node answers), `Unauthorised` (wrong token) or `NodeError(kind, detail)`.
+`NodeUnreachable` (no node answers), `Unauthorised` (wrong token) or `NodeError(kind, detail)`. They never
+use the environment's proxy: the API is on loopback, and its bearer token must not reach a proxy.
 """
 
 from __future__ import annotations
@@ -235,7 +236,7 @@ class NodeClient(_Endpoints):
         self.url = url.rstrip("/")
         self.data: DataDir | None = None  # where the token came from (from_data_dir)
         self._http = httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, trust_env=False
         )
 
     @classmethod
@@ -274,7 +275,7 @@ class AsyncNodeClient(_Endpoints):
         self.url = url.rstrip("/")
         self.data: DataDir | None = None  # where the token came from (from_data_dir)
         self._http = httpx.AsyncClient(
-            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, trust_env=False
         )
 
     @classmethod

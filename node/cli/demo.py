@@ -182,8 +182,7 @@ def wait_until_ready(node: NodeProcess, timeout: float = START_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if node.process.poll() is not None:
-            tail = (node.data.root / "stdout.log").read_text(errors="replace")[-2000:]
-            raise CliError(f"a demo node exited with {node.process.returncode}:\n{tail}")
+            raise CliError(f"a demo node exited with {node.process.returncode}:\n{log_tail(node.data)}")
         if node_running(node.data):
             info = json.loads(node.data.api_address.read_text())
             node.url, node.token = info["url"], node.data.api_token.read_text().strip()
@@ -194,7 +193,19 @@ def wait_until_ready(node: NodeProcess, timeout: float = START_TIMEOUT) -> None:
             except ClientError:
                 pass
         time.sleep(0.2)
-    raise CliError(f"a demo node did not start within {timeout:.0f} s (see {node.data.log})")
+    raise CliError(
+        f"a demo node did not start within {timeout:.0f} s; the end of its log:\n{log_tail(node.data)}\n"
+        "(the demo removes its nodes' folders when it ends: --keep DIR keeps them)"
+    )
+
+
+def log_tail(data: DataDir, chars: int = 2000) -> str:
+    """The end of a node's output and log, quoted in errors: a demo's folders are gone after it fails."""
+    parts = []
+    for path in (data.root / "stdout.log", data.log):
+        if path.exists():
+            parts.append(path.read_text(errors="replace")[-chars:].strip())
+    return "\n".join(p for p in parts if p) or "(the node wrote nothing)"
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from crawler.fetch import Fetcher
 from crawler.proxies import proxy_resolver
 from crawler.settings import CrawlSettings
 from node.config import ConfigError, parse_config
+from tests.proxy_server import serve_as_proxy
 
 PROXY = "http://proxy.corp:3128"
 
@@ -58,30 +59,6 @@ def test_the_setting_overrides_the_environment_and_direct_ignores_it():
 def test_a_proxy_setting_that_is_no_http_url_is_a_configuration_error(bad):
     with pytest.raises(ConfigError, match=r"\[crawler\] proxy must be an http:// or https:// URL"):
         parse_config(f'[crawler]\nproxy = "{bad}"\n')
-
-
-async def serve_as_proxy(requests: list[str], task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """A forward proxy that answers every request itself: 200 with the requested URL in the page."""
-
-    async def answer(stream: trio.SocketStream) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = await stream.receive_some(4096)
-            if not chunk:
-                return
-            head += chunk
-        line = head.split(b"\r\n", 1)[0].decode()
-        requests.append(line)
-        body = f"<title>via proxy</title><p>{line.split()[1]}</p>".encode()
-        reply = (
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
-        )
-        await stream.send_all(reply % len(body) + body)
-        await stream.aclose()
-
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    task_status.started(listeners[0].socket.getsockname()[1])
-    await trio.serve_listeners(answer, listeners)
 
 
 @pytest.mark.trio

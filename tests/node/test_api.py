@@ -268,3 +268,26 @@ async def test_event_stream_delivers_stats_and_log_events_until_the_node_stops(n
                 if "log" in seen and "stats" in seen:
                     service.request_stop()
     assert "stats" in seen and "log" in seen
+
+
+@pytest.mark.trio
+async def test_clients_never_send_the_token_through_the_environments_proxy(node, monkeypatch):
+    from node.client import NodeClient
+    from tests.proxy_server import serve_as_proxy
+
+    service, _ = node
+    proxied: list[str] = []
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_as_proxy, proxied)
+        for name in ("HTTP_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+        async with AsyncNodeClient.from_data_dir(service.data) as client:
+            assert "crawl" in await client.status()
+
+        def status_through_the_sync_client() -> dict:
+            with NodeClient.from_data_dir(service.data) as client:
+                return client.status()
+
+        assert "crawl" in await trio.to_thread.run_sync(status_through_the_sync_client)
+        nursery.cancel_scope.cancel()
+    assert proxied == []

@@ -113,3 +113,17 @@ def test_demo_refuses_a_broken_bookmarks_file_before_starting_anything(tmp_path,
     assert main(["demo", "--bookmarks", str(broken), "--keep", str(tmp_path / "kept")]) == 2
     assert "'children' is not a list" in capsys.readouterr().err
     assert not (tmp_path / "kept").exists()
+
+
+def test_a_failed_demo_node_is_explained_by_the_end_of_its_logs_since_its_folder_goes(tmp_path):
+    from node.cli.demo import log_tail
+    from node.datadir import DataDir
+
+    data = DataDir(tmp_path / "node1")
+    data.root.mkdir()
+    assert log_tail(data) == "(the node wrote nothing)"
+    (data.root / "stdout.log").write_text("x" * 5000 + "Traceback: the cause")
+    data.log.write_text("started\nlistening failed: address in use\n")
+    tail = log_tail(data, chars=100)
+    assert tail.endswith("listening failed: address in use") and "Traceback: the cause" in tail
+    assert len(tail) <= 2 * 100 + 1
