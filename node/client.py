@@ -13,7 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -113,7 +113,26 @@ def _unreachable(url: str, exc: Exception) -> NodeUnreachable:
 
 
 class _Endpoints:
-    """One method per endpoint; `_call` (sync or async) does the request."""
+    """One method per endpoint; `_call` (sync or async) does the request with `_http`, an instance of
+    `_http_class` (httpx.Client or httpx.AsyncClient)."""
+
+    _http_class: type[httpx.Client] | type[httpx.AsyncClient]
+
+    def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.url = url.rstrip("/")
+        self.data: DataDir | None = None  # where the token came from (from_data_dir)
+        self._http = self._http_class(
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, trust_env=False
+        )
+
+    @classmethod
+    def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> Self:
+        """A client of the node running on the data directory, its address and token read from there."""
+        data = path if isinstance(path, DataDir) else DataDir(Path(path))
+        address = node_address(data)
+        client = cls(address.url, address.token, timeout)
+        client.data = data
+        return client
 
     def _call(
         self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
@@ -232,20 +251,7 @@ class _Endpoints:
 class NodeClient(_Endpoints):
     """Synchronous client; use as a context manager (or call `close`)."""
 
-    def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.url = url.rstrip("/")
-        self.data: DataDir | None = None  # where the token came from (from_data_dir)
-        self._http = httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, trust_env=False
-        )
-
-    @classmethod
-    def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> NodeClient:
-        data = path if isinstance(path, DataDir) else DataDir(Path(path))
-        address = node_address(data)
-        client = cls(address.url, address.token, timeout)
-        client.data = data
-        return client
+    _http_class = httpx.Client
 
     def _call(
         self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
@@ -271,20 +277,7 @@ class NodeClient(_Endpoints):
 class AsyncNodeClient(_Endpoints):
     """Asynchronous client (asyncio or trio); every endpoint method is a coroutine; `events()` streams."""
 
-    def __init__(self, url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.url = url.rstrip("/")
-        self.data: DataDir | None = None  # where the token came from (from_data_dir)
-        self._http = httpx.AsyncClient(
-            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, trust_env=False
-        )
-
-    @classmethod
-    def from_data_dir(cls, path: Path | str | DataDir, timeout: float = DEFAULT_TIMEOUT) -> AsyncNodeClient:
-        data = path if isinstance(path, DataDir) else DataDir(Path(path))
-        address = node_address(data)
-        client = cls(address.url, address.token, timeout)
-        client.data = data
-        return client
+    _http_class = httpx.AsyncClient
 
     async def _call(  # type: ignore[override]
         self, method: str, path: str, *, params: Any = None, body: Any = None, timeout: float = 0
