@@ -1,9 +1,10 @@
-"""Which proxy a web request goes through, so a node behind a company or campus proxy can crawl.
+"""Which proxy a web request goes through, so a node behind a company or campus proxy, or Tor, can crawl.
 
-The `proxy` setting names one for every request; left empty, the environment's variables decide as curl,
-pip and Scrapy read them (`HTTPS_PROXY` / `HTTP_PROXY` by the request's scheme, else `ALL_PROXY`, in
-either case; `NO_PROXY` names hosts that go direct: names, `.domain` suffixes, IP addresses or networks,
-optionally with a port, or `*`); `direct` ignores the environment. Loopback hosts always go direct, as
+The `proxy` setting names one for every request: HTTP, or SOCKS5 (`socks5h://127.0.0.1:9050` for Tor, the
+proxy resolving host names). Left empty, the environment's variables decide as curl, pip and Scrapy read
+them (`HTTPS_PROXY` / `HTTP_PROXY` by the request's scheme, else `ALL_PROXY`, in either case; `NO_PROXY`
+names hosts that go direct: names, `.domain` suffixes, IP addresses or networks, optionally with a port, or
+`*`); `direct` ignores the environment. Loopback hosts always go direct, as
 browsers do: a proxy cannot reach the node's own machine, and the simulated webs and peers live there.
 """
 
@@ -14,18 +15,19 @@ import os
 from collections.abc import Callable, Mapping
 
 DIRECT = "direct"
-PROXY_SCHEMES = ("http://", "https://")
+PROXY_SCHEMES = ("http://", "https://", "socks5://", "socks5h://")  # socks5h: the proxy resolves names
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
 ProxyFor = Callable[[str, str, int | None], str | None]  # (scheme, host, port) -> proxy URL, None: direct
 
 
 def check_proxy(setting: str) -> None:
-    """Raise ValueError unless the `proxy` setting is empty, `direct` or an http(s) proxy URL."""
+    """Raise ValueError unless the `proxy` setting is empty, `direct` or an http(s) or SOCKS5 proxy URL."""
     if setting in ("", DIRECT):
         return
     if not setting.lower().startswith(PROXY_SCHEMES) or not setting.split("://", 1)[1].strip("/"):
-        raise ValueError(f"proxy must be an http:// or https:// URL, 'direct' or empty, not {setting!r}")
+        schemes = ", ".join(PROXY_SCHEMES)
+        raise ValueError(f"proxy must be a URL starting {schemes}, 'direct' or empty, not {setting!r}")
 
 
 def proxy_resolver(setting: str, environ: Mapping[str, str] | None = None) -> ProxyFor:

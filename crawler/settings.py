@@ -83,8 +83,9 @@ class CrawlSettings:
     )
     proxy: str = doc(
         "",
-        "Proxy for web requests (http://host:port); empty: the environment's HTTPS_PROXY, HTTP_PROXY, "
-        "ALL_PROXY and NO_PROXY; 'direct': none. Loopback hosts always go direct.",
+        "Proxy for web requests (http://host:port, or socks5h://host:port for SOCKS such as Tor's); empty: "
+        "the environment's HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY; 'direct': none. Loopback hosts "
+        "always go direct.",
     )
     allowed_hosts: tuple[str, ...] = doc(
         (),

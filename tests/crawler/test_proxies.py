@@ -10,7 +10,7 @@ from crawler.fetch import Fetcher
 from crawler.proxies import proxy_resolver
 from crawler.settings import CrawlSettings
 from node.config import ConfigError, parse_config
-from tests.proxy_server import serve_as_proxy
+from tests.proxy_server import serve_as_proxy, serve_as_socks_proxy
 
 PROXY = "http://proxy.corp:3128"
 
@@ -55,9 +55,9 @@ def test_the_setting_overrides_the_environment_and_direct_ignores_it():
     assert proxy_resolver("direct", environ)("http", "docs.python.org", None) is None
 
 
-@pytest.mark.parametrize("bad", ["proxy.corp:3128", "socks5://proxy:1080", "http://", "ftp://proxy"])
+@pytest.mark.parametrize("bad", ["proxy.corp:3128", "http://", "ftp://proxy"])
 def test_a_proxy_setting_that_is_no_http_url_is_a_configuration_error(bad):
-    with pytest.raises(ConfigError, match=r"\[crawler\] proxy must be an http:// or https:// URL"):
+    with pytest.raises(ConfigError, match=r"\[crawler\] proxy must be a URL starting http://, https://"):
         parse_config(f'[crawler]\nproxy = "{bad}"\n')
 
 
@@ -78,4 +78,26 @@ async def test_requests_to_the_web_go_through_the_proxy_robots_txt_included():
     assert requests == [
         "GET http://docs.test/robots.txt HTTP/1.1",
         "GET http://docs.test/manual/index.html HTTP/1.1",
+    ]
+
+
+@pytest.mark.trio
+async def test_a_socks5h_proxy_such_as_tors_resolves_the_names_and_carries_the_requests():
+    requests: list[str] = []
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_as_socks_proxy, requests)
+        settings = CrawlSettings(proxy=f"socks5h://127.0.0.1:{port}", download_delay=0.0, retry_times=0)
+        fetcher = Fetcher(settings)
+        try:
+            with trio.fail_after(20):
+                result = await fetcher.fetch("http://hidden.onion.test/page.html")
+        finally:
+            await fetcher.aclose()
+        nursery.cancel_scope.cancel()
+    assert result.error is None and b"/page.html" in result.body
+    assert requests == [
+        "CONNECT hidden.onion.test:80",
+        "GET /robots.txt HTTP/1.1",
+        "CONNECT hidden.onion.test:80",
+        "GET /page.html HTTP/1.1",
     ]
