@@ -61,19 +61,25 @@ def test_a_proxy_setting_that_is_no_http_url_is_a_configuration_error(bad):
         parse_config(f'[crawler]\nproxy = "{bad}"\n')
 
 
-@pytest.mark.trio
-async def test_requests_to_the_web_go_through_the_proxy_robots_txt_included():
+async def fetch_through(serve, scheme: str, url: str) -> tuple[object, list[str]]:
+    """Fetch `url` through a proxy served by `serve` (tests.proxy_server); the result and what it saw."""
     requests: list[str] = []
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve_as_proxy, requests)
-        settings = CrawlSettings(proxy=f"http://127.0.0.1:{port}", download_delay=0.0, retry_times=0)
+        port = await nursery.start(serve, requests)
+        settings = CrawlSettings(proxy=f"{scheme}://127.0.0.1:{port}", download_delay=0.0, retry_times=0)
         fetcher = Fetcher(settings)
         try:
             with trio.fail_after(20):
-                result = await fetcher.fetch("http://docs.test/manual/index.html")
+                result = await fetcher.fetch(url)
         finally:
             await fetcher.aclose()
         nursery.cancel_scope.cancel()
+    return result, requests
+
+
+@pytest.mark.trio
+async def test_requests_to_the_web_go_through_the_proxy_robots_txt_included():
+    result, requests = await fetch_through(serve_as_proxy, "http", "http://docs.test/manual/index.html")
     assert result.error is None and b"http://docs.test/manual/index.html" in result.body
     assert requests == [
         "GET http://docs.test/robots.txt HTTP/1.1",
@@ -83,17 +89,9 @@ async def test_requests_to_the_web_go_through_the_proxy_robots_txt_included():
 
 @pytest.mark.trio
 async def test_a_socks5h_proxy_such_as_tors_resolves_the_names_and_carries_the_requests():
-    requests: list[str] = []
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve_as_socks_proxy, requests)
-        settings = CrawlSettings(proxy=f"socks5h://127.0.0.1:{port}", download_delay=0.0, retry_times=0)
-        fetcher = Fetcher(settings)
-        try:
-            with trio.fail_after(20):
-                result = await fetcher.fetch("http://hidden.onion.test/page.html")
-        finally:
-            await fetcher.aclose()
-        nursery.cancel_scope.cancel()
+    result, requests = await fetch_through(
+        serve_as_socks_proxy, "socks5h", "http://hidden.onion.test/page.html"
+    )
     assert result.error is None and b"/page.html" in result.body
     assert requests == [
         "CONNECT hidden.onion.test:80",
