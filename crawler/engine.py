@@ -260,6 +260,7 @@ class Crawler:
         self._stopping = False
         self._pending = 0  # dispatched and not yet committed
         self._in_flight = 0  # fetching now
+        self._active_bytes = 0  # bodies fetched and not yet processed (scraper_slot_max_active_size)
         self._deferred: list[tuple[float, FrontierEntry]] = []  # (retry at, entry) after robots_deferred
         self._started = 0.0
         self._last_stats_row = -math.inf
@@ -374,6 +375,9 @@ class Crawler:
                     self._reason = "max_pages"
                     break
                 self._release_deferred()
+                if self._active_bytes > self.settings.scraper_slot_max_active_size:
+                    await self._sleep_until_woken(math.inf)  # processing frees them, then wakes this
+                    continue
                 if max_pages is not None and self._stored_total() + self._pending >= max_pages:
                     await self._sleep_until_woken(math.inf)
                     continue
@@ -427,6 +431,7 @@ class Crawler:
         try:
             try:
                 result = await self.fetcher.fetch(entry.url)
+                self._active_bytes += len(result.body)
             finally:
                 self.frontier.release(entry)
                 self._in_flight -= 1
@@ -449,7 +454,11 @@ class Crawler:
                         batch.append(receive.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                await self._process_batch(batch)
+                try:
+                    await self._process_batch(batch)
+                finally:
+                    self._active_bytes -= sum(len(result.body) for _, result in batch)
+                    self._wake.set()
 
     async def _process_batch(self, batch: list[tuple[FrontierEntry, Any]]) -> None:
         if self._disk_full:  # fetched before the run could stop: queued in the repository still

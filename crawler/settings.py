@@ -26,6 +26,11 @@ class CrawlSettings:
     download_maxsize_pdf: int = doc(
         20_000_000, "Largest body in bytes of a response declared application/pdf (papers run larger)."
     )
+    scraper_slot_max_active_size: int = doc(
+        5_000_000,
+        "Bytes of fetched bodies waiting to be parsed above which no new request starts (a soft limit, as "
+        "Scrapy's: large PDFs cannot pile up in memory while parsing lags).",
+    )
     concurrent_requests: int = doc(32, "Requests in flight at once, all hosts together.")
     concurrent_requests_per_domain: int = doc(2, "Requests in flight at once to one host.")
     crawl_delay_cap: float = doc(10.0, "Largest robots.txt Crawl-delay honoured, in seconds.")

@@ -431,3 +431,35 @@ async def test_a_linked_pdf_is_stored_as_its_text_searchable_and_its_links_follo
     assert [hit.url for hit in search(repo, "vacuuming tuples")] == [manual["url"]]
     assert [link["target_url"] for link in repo.links_of(manual["id"])] == [urls["next.html"]["url"]]
     repo.close()
+
+
+@pytest.mark.trio
+async def test_large_bodies_waiting_to_be_parsed_hold_new_requests_back(tmp_path):
+    """scraper_slot_max_active_size: beyond it no request starts until parsing catches up, however many
+    pages the batch and queue sizes would hold (a host serving large PDFs cannot fill the memory)."""
+    pages = {url: html + "<!--" + "x" * 100_000 + "-->" for url, html in site(40).items()}
+    scored = 0
+    waiting_at_fetch: list[int] = []
+
+    class Recording(FakeFetcher):
+        async def fetch(self, url):
+            bodies = sum(1 for fetched in self.fetched if fetched in self.pages)  # 404s bring none
+            waiting_at_fetch.append(bodies - scored)  # fetched, not yet parsed
+            return await super().fetch(url)
+
+    def slow_score(page):
+        nonlocal scored
+        time.sleep(0.01)  # parsing in its worker thread, far slower than the in-memory fetcher
+        scored += 1
+        return PageVerdict(None, 1.0, True)
+
+    fetcher = Recording(pages)
+    settings = CrawlSettings(concurrent_requests=1, write_batch_size=8, scraper_slot_max_active_size=150_000)
+    repo = Repository(tmp_path / "repo.db")
+    crawler = Crawler(repo, settings, fetcher=fetcher, politeness=fetcher.politeness, score_page=slow_score)
+    crawler.add_seeds(["http://a.test/"])
+    with trio.fail_after(60):
+        await crawler.run()
+    assert repo.document_count() == 41
+    assert max(waiting_at_fetch) <= 2, waiting_at_fetch  # one parsed now, one waiting (2 x 100 KB > limit)
+    repo.close()
