@@ -456,9 +456,8 @@ class Crawler:
                         break
                 try:
                     await self._process_batch(batch)
-                finally:
+                finally:  # before the dispatch loop runs again: _process_batch woke it, with no await since
                     self._active_bytes -= sum(len(result.body) for _, result in batch)
-                    self._wake.set()
 
     async def _process_batch(self, batch: list[tuple[FrontierEntry, Any]]) -> None:
         if self._disk_full:  # fetched before the run could stop: queued in the repository still

@@ -4,8 +4,8 @@ The `proxy` setting names one for every request: HTTP, or SOCKS5 (`socks5h://127
 proxy resolving host names). Left empty, the environment's variables decide as curl, pip and Scrapy read
 them (`HTTPS_PROXY` / `HTTP_PROXY` by the request's scheme, else `ALL_PROXY`, in either case; `NO_PROXY`
 names hosts that go direct: names, `.domain` suffixes, IP addresses or networks, optionally with a port, or
-`*`); `direct` ignores the environment. Loopback hosts always go direct, as
-browsers do: a proxy cannot reach the node's own machine, and the simulated webs and peers live there.
+`*`); `direct` ignores the environment. Loopback hosts always go direct, as browsers do: a proxy cannot
+reach the node's own machine, and the simulated webs and peers live there.
 """
 
 from __future__ import annotations
