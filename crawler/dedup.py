@@ -140,8 +140,17 @@ class DedupIndex:
         while len(self._exact) > self.max_size:
             self._forget_oldest()
 
+    def discard(self, fp: str) -> None:
+        """Forget the document indexed under `fp` (its page changed or is gone)."""
+        held = self._exact.pop(fp, None)
+        if held is not None:
+            self._unblock(*held)
+
     def _forget_oldest(self) -> None:
         _, (doc_id, sh) = self._exact.popitem(last=False)
+        self._unblock(doc_id, sh)
+
+    def _unblock(self, doc_id: int, sh: int) -> None:
         if not sh:
             return
         for table, key in zip(self._blocks, _block_keys(sh), strict=True):

@@ -13,6 +13,10 @@ The BINGO! pipeline (thesis 2.3.3) as three stages:
    stops (reason "disk_full"); the crawler reloads its frontier and duplicate index from the repository, so
    the batch's pages, still queued there, are fetched again when the crawl resumes.
 
+Stored pages that fall due (`crawler.revisits`) are fetched again before new links: keeping the repository
+true comes before growing it, and a node at its `max_pages` still revisits. A revisit that changed a page
+replaces its row in the batch's transaction.
+
 The focus loop plugs in through a `FocusPolicy` (or the `score_page` / `link_priority` callables): the
 default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7 strategy 1).
 """
@@ -32,10 +36,18 @@ from urllib.parse import urlsplit
 
 import trio
 
-from crawler.dedup import DedupIndex, fingerprint, simhash
+from crawler.dedup import DedupIndex, DedupVerdict, fingerprint, simhash
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import Link, ParsedPage, parse_page
 from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
+from crawler.revisits import (
+    GONE_STATUSES,
+    Revisit,
+    due_revisits,
+    next_interval,
+    next_revisit_at,
+    retry_interval,
+)
 from crawler.settings import CrawlSettings
 from crawler.urls import host_of, looks_like_trap, normalize_url
 
@@ -43,6 +55,7 @@ log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
 META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
 RATE_WINDOW = 5.0  # seconds over which the current pages/s is measured
+REVISIT_BATCH = 64  # due pages taken from the repository at a time
 # One encoder for every link's context: json.dumps with options builds a new encoder per call.
 _encode_context = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -180,6 +193,9 @@ class CrawlStats:
     recent_pages_per_s: float = 0.0  # over the last few seconds
     finished: bool = False
     reason: str = ""  # why the crawl ended: "max_pages", "exhausted", "stopped", "blocked", "paused"
+    revisits: int = 0  # stored pages fetched again (crawler.revisits)
+    changed: int = 0  # of which had changed and were replaced
+    gone: int = 0  # of which their server said were gone, and were removed
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -193,6 +209,22 @@ class _Counters:
     duplicates: int = 0
     near_duplicates: int = 0
     bytes: int = 0
+    revisits: int = 0
+    changed: int = 0
+    gone: int = 0
+
+
+class _Revisited(NamedTuple):
+    """A revisit's outcome, written with its batch: "checked" (`due_at`, `interval` and validators), or
+    "changed" (the new version's `page`), or "gone"."""
+
+    kind: str
+    doc_id: int
+    page: StoredPage | None = None
+    due_at: float = 0.0
+    interval: float | None = None
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 class Crawler:
@@ -219,9 +251,11 @@ class Crawler:
         score_page: Callable[[CrawledPage], tuple[str | None, float, bool]] | None = None,
         link_priority: Callable[[CrawledPage, Link, PageVerdict], float | None] | None = None,
         clock: Callable[[], float] = trio.current_time,
+        wall_clock: Callable[[], float] = time.time,
         lockstep: bool = False,
     ) -> None:
         self.repo = repo
+        self._wall = wall_clock  # stored times (fetched_at, revisit_at) are the calendar's
         self.lockstep = lockstep
         self.settings = settings or CrawlSettings()
         if fetcher is None:
@@ -262,6 +296,9 @@ class Crawler:
         self._in_flight = 0  # fetching now
         self._active_bytes = 0  # bodies fetched and not yet processed (scraper_slot_max_active_size)
         self._deferred: list[tuple[float, FrontierEntry]] = []  # (retry at, entry) after robots_deferred
+        self._revisit_queue: list[Revisit] = []  # due, not yet dispatched
+        self._revisiting: dict[str, Revisit] = {}  # dispatched, by URL
+        self._next_revisit_check = -math.inf  # wall time before which no stored page is due
         self._started = 0.0
         self._last_stats_row = -math.inf
         self._rate_marks: list[tuple[float, int]] = []
@@ -289,6 +326,8 @@ class Crawler:
         self.frontier.reload(self.repo)
         self._load_documents_state()
         self._deferred.clear()
+        self._revisit_queue.clear()
+        self._next_revisit_check = -math.inf
 
     # -- public -------------------------------------------------------------------------------------------
     def add_listener(self, callback: Callable[[CrawlStats], None]) -> None:
@@ -310,6 +349,15 @@ class Crawler:
             self.frontier.persist(self.repo)
         self._wake.set()
         return added
+
+    def revisit_due_in(self) -> float:
+        """Seconds until a stored page falls due for a revisit (0: one is due; inf: none will be)."""
+        if not self.settings.revisit_enabled:
+            return math.inf
+        if self._revisit_queue:
+            return 0.0
+        due = next_revisit_at(self.repo, self.frontier.paused_topics)
+        return math.inf if due is None else max(0.0, due - self._wall())
 
     def allows(self, url: str) -> bool:
         """Whether the `allowed_hosts` setting lets the crawl follow `url` (every URL when it is empty)."""
@@ -360,7 +408,7 @@ class Crawler:
 
     # -- dispatching --------------------------------------------------------------------------------------
     def _stored_total(self) -> int:
-        return self._total_at_start + self._counters.pages
+        return self._total_at_start + self._counters.pages - self._counters.gone
 
     async def _dispatch_loop(self, send: trio.MemorySendChannel, max_pages: int | None) -> None:
         limiter = trio.Semaphore(self.settings.concurrent_requests)
@@ -371,24 +419,30 @@ class Crawler:
             while True:
                 if self._stopping:
                     break
-                if max_pages is not None and self._stored_total() >= max_pages:
+                self._release_deferred()
+                self._queue_due_revisits()
+                full = max_pages is not None and self._stored_total() >= max_pages
+                if full and not self._revisit_queue:
                     self._reason = "max_pages"
                     break
-                self._release_deferred()
                 if self._active_bytes > self.settings.scraper_slot_max_active_size:
                     await self._sleep_until_woken(math.inf)  # processing frees them, then wakes this
                     continue
-                if max_pages is not None and self._stored_total() + self._pending >= max_pages:
+                growing = max_pages is None or self._stored_total() + self._new_pending() < max_pages
+                if not growing and not self._revisit_queue:
                     await self._sleep_until_woken(math.inf)
                     continue
                 if self.lockstep and self._pending:
                     await self._sleep_until_woken(math.inf)  # the last page's links are not queued yet
                     continue
                 await limiter.acquire()
-                entry = self.frontier.pop(ready_at, self._clock())
+                now = self._clock()
+                entry = self._pop_revisit(ready_at, now)
+                if entry is None and growing:
+                    entry = self.frontier.pop(ready_at, now)
                 if entry is None:
                     limiter.release()
-                    if self._pending == 0 and not self._deferred:
+                    if self._pending == 0 and not self._deferred and not self._revisit_queue:
                         if len(self.frontier) == 0:
                             self._reason = "exhausted"
                             break
@@ -404,9 +458,41 @@ class Crawler:
                 self._in_flight += 1
                 fetches.start_soon(self._fetch_one, entry, send, limiter)
 
+    def _new_pending(self) -> int:
+        """Dispatched fetches that may store a new page (revisits replace theirs)."""
+        return self._pending - len(self._revisiting)
+
+    def _queue_due_revisits(self) -> None:
+        """Take the stored pages now due, once the last ones taken are done (`crawler.revisits`)."""
+        if not self.settings.revisit_enabled or self._revisit_queue or self._revisiting:
+            return
+        now = self._wall()
+        if now < self._next_revisit_check:
+            return
+        paused = self.frontier.paused_topics
+        self._revisit_queue = due_revisits(self.repo, now, REVISIT_BATCH, paused)
+        if not self._revisit_queue:
+            due = next_revisit_at(self.repo, paused)
+            self._next_revisit_check = math.inf if due is None else due
+
+    def _pop_revisit(self, ready_at: Callable[[str], float], now: float) -> FrontierEntry | None:
+        """The longest overdue page whose host may be contacted now, its revisit marked in flight. Pages of
+        topics paused since they were taken leave the queue: they are due still when the topic resumes."""
+        paused = self.frontier.paused_topics
+        self._revisit_queue = [r for r in self._revisit_queue if r.entry.topic not in paused]
+        for index, revisit in enumerate(self._revisit_queue):
+            host = revisit.entry.host
+            # a bad host's fetch fails at once (host_bad), and the page is tried again later
+            if ready_at(host) <= now or str(self.politeness.state(host)) == "bad":
+                del self._revisit_queue[index]
+                self._revisiting[revisit.entry.url] = revisit
+                return revisit.entry
+        return None
+
     def _next_wake(self, ready_at: Callable[[str], float]) -> float:
         wake = self.frontier.next_ready_at(ready_at)
-        return min([wake, *(at for at, _ in self._deferred)])
+        revisits = (ready_at(revisit.entry.host) for revisit in self._revisit_queue)
+        return min([wake, *(at for at, _ in self._deferred), *revisits])
 
     async def _sleep_until_woken(self, until: float) -> None:
         timeout = max(0.0, until - self._clock()) if until != math.inf else 1.0
@@ -428,12 +514,17 @@ class Crawler:
     ) -> None:
         # The request slot is held until processing accepts the result: when parsing and storing fall
         # behind (a busy CPU), fetching waits instead of piling fetched bodies up in memory.
+        revisit = self._revisiting.get(entry.url)
         try:
             try:
-                result = await self.fetcher.fetch(entry.url)
+                if revisit is None:
+                    result = await self.fetcher.fetch(entry.url)
+                else:
+                    result = await self.fetcher.fetch(entry.url, validators=revisit.validators())
                 self._active_bytes += len(result.body)
             finally:
-                self.frontier.release(entry)
+                if revisit is None:
+                    self.frontier.release(entry)
                 self._in_flight -= 1
                 self._wake.set()
             await send.send((entry, result))
@@ -460,21 +551,34 @@ class Crawler:
                     self._active_bytes -= sum(len(result.body) for _, result in batch)
 
     async def _process_batch(self, batch: list[tuple[FrontierEntry, Any]]) -> None:
-        if self._disk_full:  # fetched before the run could stop: queued in the repository still
+        if self._disk_full:  # fetched before the run could stop: queued (or due) in the repository still
+            for entry, _ in batch:
+                self._revisiting.pop(entry.url, None)
             self._pending -= len(batch)
             self._wake.set()
             return
-        fetched = [(entry, result) for entry, result in batch if result.error is None]
+        fetched = [
+            (entry, result) for entry, result in batch if result.error is None and result.status != 304
+        ]
         if self.settings.parse_in_thread and fetched:
             analysed = await trio.to_thread.run_sync(self._analyse, fetched)
         else:
             analysed = self._analyse(fetched)
         pages: list[StoredPage] = []
+        revisited: list[_Revisited] = []
         hosts: dict[str, str | None] = {}
         by_url = {id(entry): item for item, (entry, _) in zip(analysed, fetched, strict=True)}
         for entry, result in batch:
             self._counters.fetches += 1
             host = entry.host
+            revisit = self._revisiting.get(entry.url)  # in flight until written: else it is due still
+            if revisit is not None:
+                revisited.append(self._revisited(revisit, result, by_url.get(id(entry))))
+                if result.error is not None:
+                    hosts[host] = result.error
+                else:
+                    hosts.setdefault(host, None)
+                continue
             if result.error is not None:
                 self._fail(entry, result)
                 hosts[host] = result.error
@@ -490,11 +594,14 @@ class Crawler:
         changes = self.frontier.take_changes()
         stats_row = self._stats_row_if_due()
         try:
-            await trio.to_thread.run_sync(self._write, pages, changes, host_rows, stats_row)
+            await trio.to_thread.run_sync(self._write, pages, revisited, changes, host_rows, stats_row)
         except RepositoryFull as exc:
             self._note_full_disk(exc)
         else:
             self._counters.pages += len(pages)
+            self._count_revisits(revisited)
+        for entry, _ in batch:
+            self._revisiting.pop(entry.url, None)
         self._pending -= len(batch)
         now = self._clock()
         self._rate_marks.append((now, self._counters.pages))
@@ -544,25 +651,52 @@ class Crawler:
 
     def _integrate(self, page: CrawledPage, verdict: PageVerdict) -> StoredPage:
         """Deduplicate, queue the links, and build one page's rows (on the loop: it touches the frontier)."""
-        entry, parsed = page.entry, page.parsed
         doc_id = self._next_id
         self._next_id += 1
-        dedup = self.dedup.check(page.fingerprint, page.simhash)
+        self.frontier.complete(page.entry, release=False)
+        dedup = self._deduplicate(doc_id, page)
         if dedup.is_duplicate:
             self._counters.duplicates += 1
-        else:
+        elif dedup.near_duplicate_of is not None:
+            self._counters.near_duplicates += 1
+        return StoredPage(
+            self._record(page, verdict, dedup, self.settings.revisit_after, None),
+            self._link_rows(page, verdict, dedup),
+            doc_id=doc_id,
+        )
+
+    def _deduplicate(self, doc_id: int, page: CrawledPage) -> DedupVerdict:
+        dedup = self.dedup.check(page.fingerprint, page.simhash)
+        if not dedup.is_duplicate:
             self.dedup.add(doc_id, page.fingerprint, page.simhash)
-            if dedup.near_duplicate_of is not None:
-                self._counters.near_duplicates += 1
         self._counters.bytes += page.size
-        self.frontier.complete(entry, release=False)
+        return dedup
+
+    def _link_rows(
+        self, page: CrawledPage, verdict: PageVerdict, dedup: DedupVerdict
+    ) -> tuple[LinkRecord, ...]:
+        """The page's link rows; its redirect hops count as seen, and an original's links are followed."""
         for hop in page.redirects:
             self.frontier.mark_seen(hop, host_of(hop))
         links: list[LinkRecord] = [LinkRecord(hop, host_of(hop), kind="redirect") for hop in page.redirects]
         if not dedup.is_duplicate:
             links.extend(self._follow(page, verdict))
+        return tuple(links)
+
+    def _record(
+        self,
+        page: CrawledPage,
+        verdict: PageVerdict,
+        dedup: DedupVerdict,
+        wait: float,
+        interval: float | None,
+    ) -> DocumentRecord:
+        """The page's row, falling due for a revisit `wait` seconds from now."""
+        entry, parsed = page.entry, page.parsed
         indexable = not dedup.is_duplicate and not parsed.noindex
-        record = DocumentRecord(
+        fetched_at = self._wall()
+        self._next_revisit_check = min(self._next_revisit_check, fetched_at + wait)
+        return DocumentRecord(
             url=entry.url,
             final_url=page.url,
             host=entry.host,
@@ -572,7 +706,7 @@ class Crawler:
             text=parsed.text if indexable else "",
             fingerprint=page.fingerprint,
             simhash=page.simhash,
-            fetched_at=time.time(),
+            fetched_at=fetched_at,
             depth=entry.depth,
             bytes=page.size,
             elapsed=page.elapsed,
@@ -584,8 +718,60 @@ class Crawler:
             duplicate_of=dedup.duplicate_of,
             near_duplicate_of=dedup.near_duplicate_of,
             redirects=page.redirects,
+            etag=page.headers.get("etag"),
+            last_modified=page.headers.get("last-modified"),
+            revisit_at=fetched_at + wait,
+            revisit_interval=interval,
         )
-        return StoredPage(record, tuple(links), doc_id=doc_id)
+
+    def _revisited(
+        self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
+    ) -> _Revisited:
+        """What a revisit found: the page gone, changed (its new rows), or as stored (or unknown: a failed
+        fetch keeps the stored version and tries again sooner)."""
+        after = self.settings.revisit_after
+        if result.error is not None:
+            self._counters.errors[result.error] += 1
+            if result.status in GONE_STATUSES:
+                self.dedup.discard(revisit.fingerprint)
+                return _Revisited("gone", revisit.doc_id)
+            return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
+        if analysed is None:  # 304: as the validators describe it
+            interval = next_interval(revisit.interval, False, after)
+            return self._checked(revisit, interval, interval, result.headers)
+        page, verdict = analysed
+        if page.parsed.error is not None and page.parsed.error != "empty":
+            self._counters.errors["unparsable"] += 1
+            return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
+        if page.fingerprint == revisit.fingerprint:
+            interval = next_interval(revisit.interval, False, after)
+            return self._checked(revisit, interval, interval, result.headers)
+        self.dedup.discard(revisit.fingerprint)
+        dedup = self._deduplicate(revisit.doc_id, page)
+        interval = next_interval(revisit.interval, True, after)
+        record = self._record(page, verdict, dedup, interval, interval)
+        return _Revisited(
+            "changed", revisit.doc_id, StoredPage(record, self._link_rows(page, verdict, dedup))
+        )
+
+    def _checked(
+        self, revisit: Revisit, wait: float, interval: float | None, headers: dict[str, str] | None = None
+    ) -> _Revisited:
+        headers = headers or {}
+        return _Revisited(
+            "checked",
+            revisit.doc_id,
+            due_at=self._wall() + wait,
+            interval=interval,
+            etag=headers.get("etag"),
+            last_modified=headers.get("last-modified"),
+        )
+
+    def _count_revisits(self, revisited: list[_Revisited]) -> None:
+        for outcome in revisited:
+            self._counters.revisits += 1
+            self._counters.changed += outcome.kind == "changed"
+            self._counters.gone += outcome.kind == "gone"
 
     def _follow(self, page: CrawledPage, verdict: PageVerdict) -> list[LinkRecord]:
         """Link rows for the repository, and frontier entries for the links worth following."""
@@ -644,14 +830,24 @@ class Crawler:
     def _write(
         self,
         pages: list[StoredPage],
+        revisited: list[_Revisited],
         changes: dict,
         hosts: list[tuple[str, str, str | None]],
         stats_row: dict[str, Any] | None,
     ) -> None:
-        """One transaction: documents, links, host states, frontier changes (runs in a worker thread)."""
+        """One transaction: documents, links, revisits, host states, frontier changes (in a worker thread)."""
         with self.repo.transaction():
             for page in pages:
                 self.repo.insert_page(page)
+            for outcome in revisited:
+                if outcome.kind == "gone":
+                    self.repo.remove_document(outcome.doc_id)
+                elif outcome.page is not None:
+                    self.repo.replace_page(outcome.doc_id, outcome.page)
+                else:
+                    self.repo.record_revisit(
+                        outcome.doc_id, outcome.due_at, outcome.interval, outcome.etag, outcome.last_modified
+                    )
             for host, state, error in hosts:
                 self.repo.record_host(host, state, 0, error)
             Frontier.write_changes(self.repo, changes)
@@ -679,6 +875,9 @@ class Crawler:
             errors_by_kind=dict(sorted(c.errors.items())),
             duplicates=c.duplicates,
             near_duplicates=c.near_duplicates,
+            revisits=c.revisits,
+            changed=c.changed,
+            gone=c.gone,
             bytes=c.bytes,
             frontier_size=len(self.frontier) + len(self._deferred),
             in_flight=self._in_flight,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import partial
@@ -70,6 +70,11 @@ class FetchResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def not_modified(self) -> bool:
+        """A conditional fetch's answer that the page is as the validators describe it (304, no body)."""
+        return self.error is None and self.status == 304
 
 
 @dataclass(frozen=True)
@@ -171,7 +176,9 @@ class Fetcher:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def fetch(self, url: str) -> FetchResult:
+    async def fetch(self, url: str, validators: Mapping[str, str] | None = None) -> FetchResult:
+        """GET `url`; with `validators` (If-None-Match, If-Modified-Since) an unchanged page answers
+        `not_modified` instead of its body."""
         started = self._clock()
         current = normalize_url(url, settings=self.settings)
         if current is None:
@@ -186,7 +193,9 @@ class Fetcher:
                 return self._failure(url, current, "robots_disallowed", started, redirects)
             if decision.verdict == "defer":
                 return self._failure(url, current, "robots_deferred", started, redirects, decision.retry_at)
-            answer = await self._get_with_retries(current, self.settings.download_maxsize, check_mime=True)
+            answer = await self._get_with_retries(
+                current, self.settings.download_maxsize, check_mime=True, headers=validators
+            )
             if answer.status in REDIRECT_STATUSES and answer.error is None:
                 location = answer.headers.get("location")
                 target = normalize_url(location, base=current, settings=self.settings) if location else None
@@ -243,29 +252,44 @@ class Fetcher:
         )
 
     async def _get_with_retries(
-        self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool = False, retries: int | None = None
+        self,
+        url: str,
+        maxsize: int,
+        check_mime: bool,
+        truncate_ok: bool = False,
+        retries: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> _Answer:
         attempts = (self.settings.retry_times if retries is None else retries) + 1
         for attempt in range(attempts):
             try:
-                answer = await self._request(url, maxsize, check_mime, truncate_ok)
+                answer = await self._request(url, maxsize, check_mime, truncate_ok, headers)
             except HostBadError:
                 return _Answer(error="host_bad")
             if answer.error not in RETRYABLE_KINDS or attempt == attempts - 1:
                 return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _request(self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool) -> _Answer:
+    async def _request(
+        self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool, headers: Mapping[str, str] | None
+    ) -> _Answer:
         host = host_of(url)
         async with self._limiter, self.politeness.slot(host) as grant:
             started = self._clock()
-            answer = await self._exchange(url, maxsize, check_mime, truncate_ok, started, grant)
+            answer = await self._exchange(url, maxsize, check_mime, truncate_ok, started, grant, headers)
         host_failed = answer.error in HOST_FAILURE_KINDS
         self.politeness.record(host, answer.latency, not host_failed, answer.error, answer.status)
         return answer
 
     async def _exchange(
-        self, url: str, maxsize: int, check_mime: bool, truncate_ok: bool, started: float, grant: Grant
+        self,
+        url: str,
+        maxsize: int,
+        check_mime: bool,
+        truncate_ok: bool,
+        started: float,
+        grant: Grant,
+        headers: Mapping[str, str] | None,
     ) -> _Answer:
         response: httpx.Response | None = None
         latency = -1.0
@@ -273,7 +297,7 @@ class Fetcher:
             with trio.fail_after(self.settings.download_timeout):
                 trace = partial(self._trace, host_of(url), grant)
                 request = self._client.build_request(
-                    "GET", url, headers=self._headers, extensions={"trace": trace}
+                    "GET", url, headers={**self._headers, **(headers or {})}, extensions={"trace": trace}
                 )
                 response = await self._client.send(request, stream=True)
                 try:
@@ -309,6 +333,8 @@ class Fetcher:
         status = response.status_code
         headers = dict(response.headers.items())
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if status == 304 and _is_conditional(response.request):
+            return _Answer(status, headers, content_type, latency=latency)  # not modified: no body
         if not 200 <= status < 300:
             if status not in REDIRECT_STATUSES:
                 await self._drain(response)  # small error pages: keep the connection reusable
@@ -388,6 +414,10 @@ async def _abandon(response: httpx.Response, raw_chunks: AsyncIterator[bytes]) -
     with contextlib.suppress(httpx.HTTPError, OSError, trio.ClosedResourceError):
         async for _ in raw_chunks:
             pass
+
+
+def _is_conditional(request: httpx.Request) -> bool:
+    return "if-none-match" in request.headers or "if-modified-since" in request.headers
 
 
 _BINARY_BYTES = re.compile(b"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")

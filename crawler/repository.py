@@ -88,6 +88,10 @@ class DocumentRecord:
     redirects: tuple[str, ...] = ()
     verdict: str | None = None  # restrictive meta verdict: "accepted" | "abstained" | None (not judged)
     origin: str | None = None  # peer id a pooled document came from; None for the node's own crawl
+    etag: str | None = None  # the validators of the stored version, sent when it is revisited
+    last_modified: str | None = None
+    revisit_at: float | None = None  # when the node's crawl fetches it again (crawler.revisits)
+    revisit_interval: float | None = None  # seconds between its revisits; None: the revisit_after setting
 
 
 @dataclass(frozen=True)
@@ -236,7 +240,23 @@ def _schema_v3(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3]
+def _schema_v4(db: sqlite_utils.Database) -> None:
+    """Revisits: the stored version's validators and when it falls due. Pages stored before fall due a week
+    (revisit_after's default) after their fetch."""
+    db.executescript(
+        """
+        ALTER TABLE documents ADD COLUMN etag TEXT;
+        ALTER TABLE documents ADD COLUMN last_modified TEXT;
+        ALTER TABLE documents ADD COLUMN revisit_at REAL;
+        ALTER TABLE documents ADD COLUMN revisit_interval REAL;
+        UPDATE documents SET revisit_at = fetched_at + 604800 WHERE origin IS NULL;
+        CREATE INDEX IF NOT EXISTS documents_revisit ON documents(revisit_at, accepted, duplicate_of)
+            WHERE origin IS NULL;
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3, _schema_v4]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 
@@ -419,26 +439,61 @@ class Repository:
                 [doc_id, *values],
             )
             doc_id = int(cursor.lastrowid)
-        if page.links:
-            self.db.conn.executemany(
-                "INSERT INTO links (source_id, target_url, target_host, anchor_text, dom_path, context, "
-                "nofollow, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        doc_id,
-                        lk.target_url,
-                        lk.target_host,
-                        lk.anchor_text,
-                        lk.dom_path,
-                        lk.context,
-                        int(lk.nofollow),
-                        lk.kind,
-                    )
-                    for lk in page.links
-                ],
-            )
+        self._insert_links(doc_id, page.links)
         self._bump_host(doc.host, pages=1)
         return doc_id
+
+    def _insert_links(self, doc_id: int, links: Sequence[LinkRecord]) -> None:
+        self.db.conn.executemany(
+            "INSERT INTO links (source_id, target_url, target_host, anchor_text, dom_path, context, "
+            "nofollow, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    doc_id,
+                    lk.target_url,
+                    lk.target_host,
+                    lk.anchor_text,
+                    lk.dom_path,
+                    lk.context,
+                    int(lk.nofollow),
+                    lk.kind,
+                )
+                for lk in links
+            ],
+        )
+
+    def replace_page(self, doc_id: int, page: StoredPage) -> None:
+        """A revisited page that changed: its row takes the new version (the search index follows by
+        trigger) and its links are the new version's; the peers it came from (`origins`) stay, and its
+        restrictive verdict is cleared until the node judges the new text (call inside `transaction`)."""
+        assignments = ", ".join(f"{column} = ?" for column in _DOCUMENT_COLUMNS if column != "url")
+        values = [
+            v for c, v in zip(_DOCUMENT_COLUMNS, _document_values(page.document), strict=True) if c != "url"
+        ]
+        self.db.conn.execute(f"UPDATE documents SET {assignments} WHERE id = ?", [*values, doc_id])
+        self.db.conn.execute("DELETE FROM links WHERE source_id = ?", [doc_id])
+        self._insert_links(doc_id, page.links)
+
+    def record_revisit(
+        self,
+        doc_id: int,
+        revisit_at: float,
+        interval: float | None,
+        etag: str | None,
+        last_modified: str | None,
+    ) -> None:
+        """A revisit found the page as stored (or could not tell): only when it falls due again changes,
+        and the validators the server sent, if any (call inside `transaction`)."""
+        self.db.conn.execute(
+            "UPDATE documents SET revisit_at = ?, revisit_interval = ?, etag = coalesce(?, etag), "
+            "last_modified = coalesce(?, last_modified) WHERE id = ?",
+            [revisit_at, interval, etag, last_modified, doc_id],
+        )
+
+    def remove_document(self, doc_id: int) -> None:
+        """A page its server says is gone (404, 410) leaves the repository with its links and index entry;
+        its frontier row stays done, so links to it do not bring it back (call inside `transaction`)."""
+        self.db.conn.execute("DELETE FROM documents WHERE id = ?", [doc_id])
 
     def _claim_pooled(self, pooled_id: int, doc_id: int | None, values: list[Any]) -> int:
         """The node's own crawl of a page a peer's result holds replaces that row: the full text, links and

@@ -86,6 +86,14 @@ class CrawlSettings:
         "Learn link priorities online from the DOM around each link (crawler.apprentice, seed 002) in "
         "focused crawls.",
     )
+    revisit_enabled: bool = doc(
+        True, "Fetch stored pages again when due, to keep the repository true to the Web (crawler.revisits)."
+    )
+    revisit_after: float = doc(
+        604_800.0,
+        "Seconds from a page's fetch to its first revisit (a week). Each later interval doubles while the "
+        "page stays the same and halves when it changed, within an eighth and eight times this.",
+    )
     proxy: str = doc(
         "",
         "Proxy for web requests (http://host:port, or socks5h://host:port for SOCKS such as Tor's); empty: "
@@ -100,3 +108,7 @@ class CrawlSettings:
 
     def __post_init__(self) -> None:
         check_proxy(self.proxy)
+        if not self.revisit_after > 0:
+            raise ValueError(
+                f"revisit_after must be a positive number of seconds, not {self.revisit_after!r}"
+            )

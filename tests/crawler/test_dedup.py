@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from crawler.dedup import DedupIndex, fingerprint, hamming, simhash
+from crawler.dedup import DedupIndex, DedupVerdict, fingerprint, hamming, simhash
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda"]
 
@@ -58,6 +58,19 @@ def test_index_forgets_the_oldest_beyond_its_bound():
     assert index.check(fingerprint(texts[0]), simhash(texts[0])).duplicate_of is None
     assert index.check(fingerprint(texts[0]), simhash(texts[0])).near_duplicate_of is None
     assert index.check(fingerprint(texts[4]), simhash(texts[4])).duplicate_of == 4
+
+
+def test_a_discarded_document_is_neither_an_exact_nor_a_near_duplicate_any_more():
+    index = DedupIndex(max_size=100)
+    old, kept = random_text(20), random_text(21)
+    index.add(1, fingerprint(old), simhash(old))
+    index.add(2, fingerprint(kept), simhash(kept))
+    index.discard(fingerprint(old))
+    index.discard(fingerprint("never indexed"))
+    near = old.replace(old.split()[10], "other", 1)
+    assert index.check(fingerprint(old), simhash(old)) == DedupVerdict()
+    assert index.check(fingerprint(near), simhash(near)) == DedupVerdict()
+    assert len(index) == 1 and index.check(fingerprint(kept), simhash(kept)).duplicate_of == 2
 
 
 def test_distance_beyond_the_block_index_guarantee_is_refused():

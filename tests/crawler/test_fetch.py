@@ -92,6 +92,37 @@ async def test_successful_fetch_has_body_type_and_lowercased_headers(autojump_cl
     assert site.paths() == ["/robots.txt", "/a"]
 
 
+def conditional(request: httpx.Request) -> httpx.Response:
+    """A page with validators: 304 to a request carrying either of them, the page otherwise."""
+    if request.headers.get("if-none-match") == '"v1"' or "if-modified-since" in request.headers:
+        return respond(304, headers={"etag": '"v1"'})
+    return respond(200, "<p>page</p>", {**HTML, "etag": '"v1"'})
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize(
+    "validators", [{"if-none-match": '"v1"'}, {"if-modified-since": "Sat, 21 Nov 2026 10:00:00 GMT"}]
+)
+async def test_a_conditional_fetch_of_an_unchanged_page_is_not_modified_without_a_body(
+    autojump_clock, validators
+):
+    f = fetcher(Site({"/a": conditional}))
+    try:
+        unchanged = await f.fetch("http://example.com/a", validators=validators)
+        plain = await f.fetch("http://example.com/a")
+    finally:
+        await f._client.aclose()
+    assert unchanged.not_modified and unchanged.ok and unchanged.body == b""
+    assert unchanged.headers["etag"] == '"v1"'
+    assert not plain.not_modified and plain.body == b"<p>page</p>"
+
+
+@pytest.mark.trio
+async def test_a_304_to_a_request_without_validators_is_a_protocol_error(autojump_clock):
+    r = await fetch(Site({"/a": lambda request: respond(304)}), "http://example.com/a")
+    assert r.error == "protocol" and not r.not_modified
+
+
 @pytest.mark.trio
 async def test_robots_disallowed_page_is_never_requested(autojump_clock):
     site = Site({"/private/x": page()}, robots="User-agent: *\nDisallow: /private/\n")

@@ -1,0 +1,105 @@
+"""Revisits: the node's crawl fetches its stored pages again, so its repository follows the Web's changes.
+
+A page falls due `revisit_after` seconds after its fetch. Each revisit asks the server with the stored
+version's validators (If-None-Match, If-Modified-Since), so an unchanged page costs a 304 without a body;
+a server without validators sends the page, which is unchanged when its fingerprint is. The interval then
+adapts to how often the page changes, as Heritrix's adaptive revisiting and Cho and Garcia-Molina's
+change-frequency estimates do: doubled while the page stays the same, halved when it changed, within an
+eighth and eight times `revisit_after`. A changed page replaces its stored version (text, links, index
+entry; its new links join the frontier); a page its server says is gone (404, 410) leaves the repository;
+any other failure tries again after a quarter of the interval, the stored version untouched.
+
+Only the node's own accepted originals are revisited: off-topic pages are kept for their links, exact
+duplicates follow their original, and peers' pooled results are their crawlers' to revisit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from crawler.frontier import FrontierEntry
+from crawler.repository import Repository
+
+GROWTH = 2.0  # an unchanged page waits this much longer next time; a changed one this much less
+BOUND = 8.0  # intervals stay within revisit_after / BOUND and revisit_after * BOUND
+RETRY_SHARE = (
+    0.25  # a revisit that failed for a passing reason is tried again after this share of its interval
+)
+GONE_STATUSES = frozenset({404, 410})
+
+_DUE = "origin IS NULL AND accepted = 1 AND duplicate_of IS NULL"  # the documents_revisit index's rows
+
+
+@dataclass(frozen=True)
+class Revisit:
+    """A stored page due for a fetch, with what the fetch is compared with."""
+
+    doc_id: int
+    entry: FrontierEntry
+    fingerprint: str
+    etag: str | None
+    last_modified: str | None
+    interval: float | None  # None: revisit_after
+
+    def validators(self) -> dict[str, str]:
+        """Conditional request headers asking for the page only if it changed."""
+        headers = {}
+        if self.etag:
+            headers["if-none-match"] = self.etag
+        if self.last_modified:
+            headers["if-modified-since"] = self.last_modified
+        return headers
+
+
+def _outside(paused: Collection[str | None]) -> tuple[str, list[str]]:
+    """SQL keeping the pages of topics the user paused out (they fall due when the topic resumes)."""
+    named = [topic for topic in paused if topic is not None]
+    sql = f" AND coalesce(topic, '') NOT IN ({', '.join('?' for _ in named)})" if named else ""
+    if None in paused:
+        sql += " AND topic IS NOT NULL"
+    return sql, named
+
+
+def due_revisits(
+    repo: Repository, now: float, limit: int, paused: Collection[str | None] = ()
+) -> list[Revisit]:
+    """The pages due at `now`, longest overdue first."""
+    outside, params = _outside(paused)
+    rows = repo.db.execute(
+        "SELECT id, url, host, topic, confidence, depth, fingerprint, etag, last_modified, revisit_interval "
+        f"FROM documents WHERE {_DUE} AND revisit_at <= ?{outside} ORDER BY revisit_at LIMIT ?",
+        [now, *params, limit],
+    ).fetchall()
+    return [
+        Revisit(
+            doc_id=doc_id,
+            entry=FrontierEntry(
+                url=url, host=host, priority=float(confidence or 0.0), depth=depth, topic=topic, origin=url
+            ),
+            fingerprint=fingerprint,
+            etag=etag,
+            last_modified=last_modified,
+            interval=interval,
+        )
+        for doc_id, url, host, topic, confidence, depth, fingerprint, etag, last_modified, interval in rows
+    ]
+
+
+def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> float | None:
+    """When the earliest stored page falls due (None: no page will)."""
+    outside, params = _outside(paused)
+    row = repo.db.execute(f"SELECT min(revisit_at) FROM documents WHERE {_DUE}{outside}", params).fetchone()
+    return None if row[0] is None else float(row[0])
+
+
+def next_interval(interval: float | None, changed: bool, revisit_after: float) -> float:
+    """The page's next interval: shorter after a change, longer after none, within the bounds."""
+    current = revisit_after if interval is None else interval
+    proposed = current / GROWTH if changed else current * GROWTH
+    return min(max(proposed, revisit_after / BOUND), revisit_after * BOUND)
+
+
+def retry_interval(interval: float | None, revisit_after: float) -> float:
+    """How long a revisit that failed for a passing reason waits before the next try."""
+    return (revisit_after if interval is None else interval) * RETRY_SHARE
