@@ -357,7 +357,10 @@ class Crawler:
         if self._revisit_queue:
             return 0.0
         due = next_revisit_at(self.repo, self.frontier.paused_topics)
-        return math.inf if due is None else max(0.0, due - self._wall())
+        if due is None:
+            return math.inf
+        self._next_revisit_check = min(self._next_revisit_check, due)  # rows changed by other writers
+        return max(0.0, due - self._wall())
 
     def allows(self, url: str) -> bool:
         """Whether the `allowed_hosts` setting lets the crawl follow `url` (every URL when it is empty)."""

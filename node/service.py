@@ -302,10 +302,9 @@ class NodeService:
         assert self.crawler is not None
         self.crawler.add_listener(self._on_stats)
         while True:
-            if (
-                self._wants_crawl()
-                and self.crawler.frontier.servable_size() > 0
-                and not self._limit_reached()
+            if self._wants_crawl() and (
+                (self.crawler.frontier.servable_size() > 0 and not self._limit_reached())
+                or self.crawler.revisit_due_in() == 0
             ):
                 self._crawl_idle = trio.Event()
                 self._crawl_running = True
@@ -326,9 +325,16 @@ class NodeService:
                     self._publish("log", {"message": self._idle_detail("disk_full", stats.total_pages)})
                     await self._wait_for_room()
                 elif stats.reason in ("exhausted", "blocked", "max_pages", "paused"):
-                    await self._wait_for_change(timeout=30.0 if stats.reason == "blocked" else math.inf)
+                    await self._wait_for_change(
+                        timeout=30.0 if stats.reason == "blocked" else self._revisit_wait()
+                    )
                 continue
-            await self._wait_for_change(timeout=math.inf)
+            await self._wait_for_change(timeout=self._revisit_wait())
+
+    def _revisit_wait(self) -> float:
+        """Seconds until a stored page falls due (crawler.revisits): the crawl wakes up for it."""
+        assert self.crawler is not None
+        return self.crawler.revisit_due_in() if self._wants_crawl() else math.inf
 
     def _limit_reached(self) -> bool:
         assert self.crawler is not None

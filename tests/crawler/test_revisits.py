@@ -1,4 +1,4 @@
-"""Revisits: stored pages fetched again when due, with validators; changed ones replaced, gone ones removed."""
+"""Revisits: stored pages fetched again when due, with validators; changed ones replaced, gone removed."""
 
 from __future__ import annotations
 

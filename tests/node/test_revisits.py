@@ -1,0 +1,58 @@
+"""A node keeps its repository fresh by itself: once its crawl has stopped at its page limit, stored pages
+that fall due are fetched again without anyone starting the crawl."""
+
+from __future__ import annotations
+
+import pytest
+import tomli_w
+import trio
+
+from node.cli.demo import demo_crawler_settings, map_bookmarks
+from node.client import AsyncNodeClient
+from node.config import parse_config
+from node.datadir import DataDir
+from node.service import NodeService
+from simnet.paths import PROJECT_ROOT
+from simnet.web import serve_web_in_subprocess
+
+REVISIT_AFTER = 3.0
+PAGES = 20
+CONFIG = {
+    "crawler": {**demo_crawler_settings(), "revisit_after": REVISIT_AFTER},
+    "node": {"metrics_interval": 0.5, "max_pages": PAGES},
+}
+BOOKMARKS = PROJECT_ROOT / "simnet/webs/fixture-bookmarks.html"
+TIMEOUT = 90.0  # hang guard only
+
+
+def revisit_intervals(repo) -> dict[float | None, int]:
+    """How many own pages have each revisit interval (None: never revisited yet)."""
+    rows = repo.db.execute(
+        "SELECT revisit_interval, count(*) FROM documents WHERE origin IS NULL GROUP BY revisit_interval"
+    )
+    return dict(rows.fetchall())
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tmp_path):
+    data = DataDir(tmp_path / "node")
+    service = NodeService(data, parse_config(tomli_w.dumps(CONFIG)), offline=True)
+    with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            async with AsyncNodeClient.from_data_dir(data) as client:
+                await client.import_topics(
+                    bookmarks_html=map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+                )
+                await client.crawl("start")
+                while (crawl := (await client.status())["crawl"])["active"] or crawl["reason"] != "max_pages":
+                    await trio.sleep(0.2)
+                at_stop = await service.db(revisit_intervals)
+                # the fixture web does not change: each revisited page waits twice as long next time, and
+                # pages fetched in the run's last seconds fall due after it ended
+                while (intervals := await service.db(revisit_intervals)).get(None, 0) == at_stop.get(None, 0):
+                    await trio.sleep(0.2)
+                assert set(intervals) <= {None, 2 * REVISIT_AFTER, 4 * REVISIT_AFTER}
+                assert sum(intervals.values()) == PAGES  # nothing crawled past the limit
+            service.request_stop()
