@@ -43,13 +43,12 @@ class Revisit:
     interval: float | None  # None: revisit_after
 
     def validators(self) -> dict[str, str]:
-        """Conditional request headers asking for the page only if it changed."""
-        headers = {}
-        if self.etag:
-            headers["if-none-match"] = self.etag
-        if self.last_modified:
-            headers["if-modified-since"] = self.last_modified
-        return headers
+        """Conditional request headers asking for the page only if it changed. A value a request cannot
+        carry (a server's non-ASCII ETag) is left out: the page's fingerprint still tells a change."""
+        sent = {"if-none-match": self.etag, "if-modified-since": self.last_modified}
+        return {
+            name: value for name, value in sent.items() if value and value.isascii() and value.isprintable()
+        }
 
 
 def _outside(paused: Collection[str | None]) -> tuple[str, list[str]]:

@@ -475,6 +475,7 @@ class NodeService:
             "errors_by_kind": dict(stats.errors_by_kind),
             "bytes_crawled": stats.bytes,
             "in_flight": stats.in_flight if self._crawl_running else 0,
+            "revisits": {"fetched": stats.revisits, "changed": stats.changed, "gone": stats.gone},
         }
 
     def _session_figures(self, current: CrawlStats) -> dict[str, Any]:

@@ -24,3 +24,8 @@ def add_data_arg(parser: argparse.ArgumentParser) -> None:
 
 def data_dir(args: argparse.Namespace) -> DataDir:
     return DataDir(args.data if args.data is not None else default_data_dir())
+
+
+def revisit_line(fetched: int, changed: int, gone: int) -> str:
+    """Stored pages fetched again (crawler.revisits), in words."""
+    return f"{fetched} stored pages fetched again: {changed} had changed, {gone} were gone"

@@ -21,7 +21,7 @@ from crawler.engine import Crawler, CrawlStats
 from crawler.focus_settings import STRATEGIES, FocusSettings
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
-from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.common import CliError, add_data_arg, data_dir, revisit_line
 from node.config import ConfigError, load_config
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
@@ -249,5 +249,7 @@ def summary(stats: CrawlStats) -> str:
         f"  frontier         {stats.frontier_size} queued",
         f"  errors           {stats.errors}",
     ]
+    if stats.revisits:
+        lines.insert(4, f"  revisits         {revisit_line(stats.revisits, stats.changed, stats.gone)}")
     lines.extend(f"    {kind:<20} {n}" for kind, n in stats.errors_by_kind.items())
     return "\n".join(lines)

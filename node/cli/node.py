@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.common import CliError, add_data_arg, data_dir, revisit_line
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
 from node.datadir import DataDir, write_atomically
@@ -308,14 +308,19 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     else:
         since = "nothing crawled since the node started"
     if crawl.get("active"):
-        return [
+        lines = [
             f"crawl      crawling  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}",
             f"           {since}",
         ]
-    return [
-        f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}",
-        f"           {size}; {since}",
-    ]
+    else:
+        lines = [
+            f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}",
+            f"           {size}; {since}",
+        ]
+    revisits = crawl.get("revisits") or {}
+    if revisits.get("fetched"):
+        lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")
+    return lines
 
 
 def run_peers(args: argparse.Namespace) -> int:

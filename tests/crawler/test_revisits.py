@@ -12,7 +12,7 @@ from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import FrontierEntry
 from crawler.repository import DONE, MIGRATIONS, DocumentRecord, Repository, StoredPage
-from crawler.revisits import BOUND, due_revisits, next_interval, next_revisit_at
+from crawler.revisits import BOUND, Revisit, due_revisits, next_interval, next_revisit_at
 from crawler.search import search
 from crawler.settings import CrawlSettings
 
@@ -295,3 +295,16 @@ def test_pages_stored_before_revisits_existed_fall_due_a_week_after_their_fetch(
         assert repo.schema_version("crawler") == len(MIGRATIONS) == 4
         due = dict(repo.db.execute("SELECT url, revisit_at FROM documents").fetchall())
     assert due == {"http://site.test/own": 50.0 + 7 * 86400, "http://site.test/pooled": None}
+
+
+def test_validators_a_request_cannot_carry_are_left_out():
+    def revisit(etag, last_modified):
+        entry = FrontierEntry("http://site.test/", "site.test")
+        return Revisit(1, entry, "fp", etag, last_modified, None)
+
+    assert revisit('"v1"', "Sat, 21 Nov 2026 10:00:00 GMT").validators() == {
+        "if-none-match": '"v1"',
+        "if-modified-since": "Sat, 21 Nov 2026 10:00:00 GMT",
+    }
+    assert revisit('"caf\u00e9"', None).validators() == {}  # a latin-1 header decoded by httpx
+    assert revisit('"a\x00b"', "").validators() == {}

@@ -8,6 +8,7 @@ import tomli_w
 import trio
 
 from node.cli.demo import demo_crawler_settings, map_bookmarks
+from node.cli.node import crawl_lines
 from node.client import AsyncNodeClient
 from node.config import parse_config
 from node.datadir import DataDir
@@ -55,4 +56,10 @@ async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tm
                     await trio.sleep(0.2)
                 assert set(intervals) <= {None, 2 * REVISIT_AFTER, 4 * REVISIT_AFTER}
                 assert sum(intervals.values()) == PAGES  # nothing crawled past the limit
+                while not (crawl := (await client.status())["crawl"])["revisits"]["fetched"]:
+                    await trio.sleep(0.2)  # the figures of a run are shown once it has ended
+                assert crawl["revisits"]["changed"] == crawl["revisits"]["gone"] == 0
+                assert "stored pages fetched again: 0 had changed, 0 were gone" in "\n".join(
+                    crawl_lines(crawl)
+                )
             service.request_stop()
