@@ -425,7 +425,7 @@ class Crawler:
                 self._release_deferred()
                 self._queue_due_revisits()
                 full = max_pages is not None and self._stored_total() >= max_pages
-                if full and not self._revisit_queue:
+                if full and not self._revisit_queue and not self._revisiting:
                     self._reason = "max_pages"
                     break
                 if self._active_bytes > self.settings.scraper_slot_max_active_size:

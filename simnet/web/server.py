@@ -7,6 +7,7 @@ the bytes cached, so the server stays much faster than the crawlers it serves.
 from __future__ import annotations
 
 import errno
+import hashlib
 import mimetypes
 import posixpath
 import re
@@ -260,7 +261,7 @@ class WebServer:
         start = time.monotonic()
         target = request.target.decode("latin-1")
         method = request.method.decode("ascii", "replace")
-        reply = await self.reply(site, method, target)
+        reply = with_entity_tag(await self.reply(site, method, target), request.headers)
         sent = 0
 
         def log() -> None:
@@ -288,6 +289,8 @@ class WebServer:
             (b"content-length", str(length).encode()),
             *reply.headers,
         ]
+        if reply.status == 304:  # no body, so no body headers (RFC 9110 15.4.5)
+            headers = [(b"server", SERVER_NAME), *reply.headers]
         head = conn.send(
             h11.Response(status_code=reply.status, headers=headers, reason=h11_reason(reply.status))
         )
@@ -314,6 +317,19 @@ class WebServer:
         finally:
             log()
         return True
+
+
+def with_entity_tag(reply: Reply, request_headers: Iterable[tuple[bytes, bytes]]) -> Reply:
+    """A whole page carries an ETag of its bytes, as a static file server's; a request whose If-None-Match
+    names it is answered 304 without the body (what revisiting crawlers rely on)."""
+    if reply.status != 200 or reply.chunks is not None or reply.fault is not None:
+        return reply
+    tag = b'"' + hashlib.blake2b(reply.body, digest_size=8).hexdigest().encode() + b'"'
+    asked = [value for name, value in request_headers if name.lower() == b"if-none-match"]
+    if any(tag in (t.strip() for t in value.split(b",")) or value.strip() == b"*" for value in asked):
+        return Reply(304, b"", reply.content_type, headers=[(b"etag", tag)])
+    reply.headers = [*reply.headers, (b"etag", tag)]
+    return reply
 
 
 async def answer_bad_request(conn: h11.Connection, stream: trio.SocketStream) -> None:

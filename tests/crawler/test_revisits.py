@@ -8,6 +8,7 @@ import httpx
 import pytest
 import trio
 
+from crawler import engine
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import FrontierEntry
@@ -149,7 +150,10 @@ async def test_a_revisit_replaces_a_changed_page_removes_a_gone_one_and_asks_wit
 
 
 @pytest.mark.trio
-async def test_a_node_at_its_page_limit_still_revisits_and_a_failed_revisit_keeps_the_page(tmp_path):
+async def test_a_node_at_its_page_limit_still_revisits_and_a_failed_revisit_keeps_the_page(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(engine, "REVISIT_BATCH", 1)  # due pages are taken one at a time: all in one run
     web = Web(
         {
             "/": (page("Home", "index", ("a.html", "b.html")), None),

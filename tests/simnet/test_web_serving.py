@@ -109,6 +109,25 @@ async def test_head_answers_headers_without_body(fixture_web):
         assert int(response.headers["content-length"]) > 0
 
 
+@pytest.mark.trio
+async def test_a_page_carries_an_etag_and_a_request_naming_it_gets_304_without_a_body(fixture_web):
+    async with serve_web(fixture_web) as web, httpx.AsyncClient() as client:
+        url = f"{web.base_url('python')}/tutorial/"
+        first = await client.get(url)
+        tag = first.headers["etag"]
+        assert re.fullmatch(r'"[0-9a-f]{16}"', tag) and (await client.get(url)).headers["etag"] == tag
+        for asked in (tag, f'"other", {tag}', "*"):
+            unchanged = await client.get(url, headers={"if-none-match": asked})
+            assert unchanged.status_code == 304 and unchanged.content == b""
+            assert unchanged.headers["etag"] == tag and "content-length" not in unchanged.headers
+        changed = await client.get(url, headers={"if-none-match": '"0000000000000000"'})
+        assert changed.status_code == 200 and changed.content == first.content
+        other = await client.get(
+            f"{web.base_url('python')}/no/such/page.html", headers={"if-none-match": "*"}
+        )
+        assert other.status_code == 404 and "etag" not in other.headers
+
+
 def test_fixture_is_small_and_covers_three_groups_with_enough_pages(fixture_web):
     files = [p for p in fixture_web.root.rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in files) <= 5 * 1024 * 1024
