@@ -31,3 +31,9 @@ def test_a_value_error_names_the_file_and_section_once():
     with pytest.raises(ConfigError) as caught:
         parse_config('[crawler]\ndownload_delay = "x"\n', source="/d/config.toml")
     assert str(caught.value) == "/d/config.toml: [crawler] download_delay must be a number, not 'x'"
+
+
+@pytest.mark.parametrize("after", ["0", "-1.0"])
+def test_revisits_need_a_positive_interval(after):
+    with pytest.raises(ConfigError, match="revisit_after must be a positive number of seconds"):
+        parse_config(f"[crawler]\nrevisit_after = {after}\n")
