@@ -33,6 +33,7 @@ import trio
 from crawler.engine import Crawler, CrawlStats
 from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull
+from crawler.revisits import next_revisit_at
 from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
@@ -558,6 +559,9 @@ class NodeService:
     # -- API: status, metrics, topics ---------------------------------------------------------------------
     async def status(self) -> dict[str, Any]:
         figures = self._crawl_figures()
+        if self.crawler is not None and self.crawler.settings.revisit_enabled:
+            due = await self.db(next_revisit_at)
+            figures["revisits"]["next_in_s"] = None if due is None else max(0.0, due - time.time())
         counts = await self.db(document_counts)
         return {
             "peer_id": self.peer_id,

@@ -320,7 +320,17 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     revisits = crawl.get("revisits") or {}
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")
+    if not crawl.get("active") and revisits.get("next_in_s") is not None:
+        lines.append(f"           next stored page due for a revisit in {_wait(revisits['next_in_s'])}")
     return lines
+
+
+def _wait(seconds: float) -> str:
+    """A wait of seconds to weeks, in the largest unit that keeps it readable."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def run_peers(args: argparse.Namespace) -> int:

@@ -83,6 +83,18 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
     assert text.startswith("crawl      finished: reached max_pages") and "pages/s)" in text
     assert "0.0 pages/s" not in text
     assert "will not fetch: reached max_pages" in crawl_answer_text(answer, None)
+    week = 7 * 86400
+    assert week - 600 < crawl["revisits"]["next_in_s"] <= week  # pages just crawled, revisit_after a week
+    assert "next stored page due for a revisit in 7 d" in text
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"), [(90, "90 s"), (150, "2 min"), (5400, "90 min"), (7200, "2 h"), (1_209_600, "14 d")]
+)
+def test_the_wait_for_the_next_revisit_reads_in_its_largest_readable_unit(seconds, said):
+    idle = {"state": "running", "activity": "finished", "pages": 1, "frontier_size": 0, "active": False}
+    text = "\n".join(crawl_lines({**idle, "revisits": {"fetched": 0, "next_in_s": seconds}}))
+    assert text.endswith(f"next stored page due for a revisit in {said}")
 
 
 @pytest.mark.slow
