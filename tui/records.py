@@ -50,11 +50,14 @@ class CrawlFigures:
     activity: str = ""  # what the crawl does: crawling, finished, paused, stopped, waiting, idle
     detail: str = ""  # why it does not crawl, and what to do
     session_pages_per_s: float = 0.0  # pages since the node started over the seconds it crawled
+    revisited: int = 0  # stored pages fetched again (crawler.revisits)
+    changed: int = 0  # of which had changed
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CrawlFigures:
         active = bool(data.get("active", False))
         session = data.get("session") if isinstance(data.get("session"), dict) else {}
+        revisits = data.get("revisits") if isinstance(data.get("revisits"), dict) else {}
         return cls(
             state=str(data.get("state", "stopped")),
             active=active,
@@ -66,6 +69,8 @@ class CrawlFigures:
             activity=str(data.get("activity") or ("crawling" if active else data.get("state", "stopped"))),
             detail=str(data.get("detail") or ""),
             session_pages_per_s=_f(session.get("pages_per_s")),
+            revisited=_i(revisits.get("fetched")),
+            changed=_i(revisits.get("changed")),
         )
 
     def headline(self) -> str:

@@ -31,6 +31,7 @@ from tui.records import (
     Topic,
 )
 from tui.screens.base import NO_TOPICS
+from tui.screens.dashboard import summary
 from tui.screens.meta import MetaScreen, build_report
 from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
@@ -461,3 +462,10 @@ async def test_topics_and_peers_screens_follow_the_node_without_a_refresh_key_an
         link.peers = counted
         await settle(pilot, lambda: fetched[0] >= 2)
         assert table.cursor_row == 2
+
+
+def test_the_dashboard_line_counts_revisits_once_there_are_any():
+    crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling"}
+    revisited = CrawlFigures.from_json({**crawl, "revisits": {"fetched": 3, "changed": 1, "gone": 0}})
+    assert summary(revisited, None).endswith("crawled · 3 revisited, 1 changed")
+    assert "revisited" not in summary(CrawlFigures.from_json(crawl), None)

@@ -76,6 +76,8 @@ def summary(figures: CrawlFigures, status: Status | None) -> str:
         f"[b]{escape(figures.headline())}[/b] · {figures.pages} pages · {figures.rate_text()} · "
         f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
     )
+    if figures.revisited:
+        text += f" · {figures.revisited} revisited, {figures.changed} changed"
     if figures.detail:  # why the crawler does not run, and what to do
         return text + f"\n[dim]{escape(figures.detail)}[/dim]"
     if status is not None:
