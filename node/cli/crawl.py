@@ -139,9 +139,9 @@ async def crawl(
                 crawler.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
         if seeds:
             crawler.add_seeds(seeds, priority=SEED_PRIORITY if policy is not None else 1.0)
-        if len(crawler.frontier) == 0:
+        if len(crawler.frontier) == 0 and crawler.revisit_due_in() > 0:
             detail = "the seeds were crawled before" if seeds else "give a start URL with --seed URL"
-            raise CliError(f"nothing to crawl: the frontier is empty ({detail})")
+            raise CliError(f"nothing to crawl: the frontier is empty and no stored page is due ({detail})")
         if progress is not None:
             crawler.add_listener(ProgressPrinter(progress, extra=getattr(policy, "progress_text", None)))
         if on_crawler is not None:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from crawler.engine import CrawlStats
+from crawler.repository import QUEUED, Repository
 from node.cli import main
 from node.cli.crawl import ProgressPrinter, summary
 from simnet.web import serve_web_in_subprocess
@@ -65,6 +66,22 @@ def test_bad_fts_query_is_a_clear_error(web, tmp_path, capsys):
 def test_crawl_without_seed_on_an_empty_frontier_says_what_to_do(tmp_path, capsys):
     assert main(["crawl", "--data", str(tmp_path / "fresh")]) == 2
     assert "--seed" in capsys.readouterr().err
+
+
+def test_a_crawl_rerun_once_its_pages_fall_due_revisits_them(web, tmp_path, capsys):
+    data = tmp_path / "node"
+    data.mkdir()
+    (data / "config.toml").write_text(CONFIG)
+    assert main(["crawl", "--data", str(data), "--seed", web.hub_url, "--max-pages", "5", "--quiet"]) == 0
+    with Repository(data / "repository.db") as repo, repo.transaction():
+        repo.db.execute(f"DELETE FROM frontier WHERE state = {QUEUED}")  # as if every link was crawled
+    assert main(["crawl", "--data", str(data), "--quiet"]) == 2
+    assert "the frontier is empty and no stored page is due" in capsys.readouterr().err
+    with Repository(data / "repository.db") as repo, repo.transaction():
+        repo.db.execute("UPDATE documents SET revisit_at = 0")  # a week later
+    assert main(["crawl", "--data", str(data), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "frontier exhausted" in out and "5 stored pages fetched again: 0 had changed, 0 were gone" in out
 
 
 def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
