@@ -362,6 +362,12 @@ class Crawler:
         self._next_revisit_check = min(self._next_revisit_check, due)  # rows changed by other writers
         return max(0.0, due - self._wall())
 
+    def revisit_soon(self) -> None:
+        """Pages were made due by another writer (`revisits.mark_due`): look for them before the next
+        expected due time."""
+        self._next_revisit_check = -math.inf
+        self._wake.set()
+
     def allows(self, url: str) -> bool:
         """Whether the `allowed_hosts` setting lets the crawl follow `url` (every URL when it is empty)."""
         return self._allowed is None or self._allowed(url)

@@ -15,11 +15,12 @@ duplicates follow their original, and peers' pooled results are their crawlers' 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from crawler.frontier import FrontierEntry
 from crawler.repository import Repository
+from crawler.urls import normalize_url
 
 GROWTH = 2.0  # an unchanged page waits this much longer next time; a changed one this much less
 BOUND = 8.0  # intervals stay within revisit_after / BOUND and revisit_after * BOUND
@@ -90,6 +91,19 @@ def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> fl
     outside, params = _outside(paused)
     row = repo.db.execute(f"SELECT min(revisit_at) FROM documents WHERE {_DUE}{outside}", params).fetchone()
     return None if row[0] is None else float(row[0])
+
+
+def mark_due(repo: Repository, now: float, urls: Sequence[str] | None = None) -> tuple[int, list[str]]:
+    """Make pages due at `now` (every revisited page when `urls` is None): the user asks for fresh copies.
+    Returns how many fell due, and the URLs that are not among the pages this node revisits (not stored,
+    a peer's result, off-topic or a duplicate)."""
+    with repo.transaction() as db:
+        if urls is None:
+            return db.execute(f"UPDATE documents SET revisit_at = ? WHERE {_DUE}", [now]).rowcount, []
+        asked = list(dict.fromkeys(urls))
+        sql = f"UPDATE documents SET revisit_at = ? WHERE url = ? AND {_DUE}"
+        missing = [url for url in asked if not db.execute(sql, [now, normalize_url(url) or url]).rowcount]
+    return len(asked) - len(missing), missing
 
 
 def next_interval(interval: float | None, changed: bool, revisit_after: float) -> float:

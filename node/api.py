@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 API_HOST = "127.0.0.1"
 SSE_HEARTBEAT = 15.0
 FEEDBACK_KINDS = {True: "relevant", False: "irrelevant"}
+MAX_REVISIT_URLS = 1000  # URLs one revisit request may name
 
 
 def error(kind: str, detail: str, status: int) -> JSONResponse:
@@ -174,15 +175,32 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
     async def crawl(request: Request) -> Any:
         action = request.path_params["action"]
         states = {"start": "running", "pause": "paused", "stop": "stopped"}
+        if action == "revisit":
+            return await revisit(await _json_body(request))
         if action not in states:
             raise NodeServiceError(
-                "not_found", "use /api/crawl/start, /api/crawl/pause or /api/crawl/stop", 404
+                "not_found",
+                "use /api/crawl/start, /api/crawl/pause, /api/crawl/stop or /api/crawl/revisit",
+                404,
             )
         body = await _json_body(request)
         topic = body.get("topic")
         if topic is not None and not isinstance(topic, str):
             raise NodeServiceError("bad_request", "topic must be a topic key string")
         return await service.set_crawl_state(states[action], topic)
+
+    async def revisit(body: dict[str, Any]) -> Any:
+        if body.get("all") is True:
+            return await service.revisit(None)
+        urls = body.get("urls")
+        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+            raise NodeServiceError("bad_request", 'send {"urls": [URL, ...]} or {"all": true}')
+        if len(urls) > MAX_REVISIT_URLS:
+            raise NodeServiceError(
+                "bad_request",
+                f'at most {MAX_REVISIT_URLS} URLs at a time; {{"all": true}} makes every page due',
+            )
+        return await service.revisit(urls)
 
     async def search(request: Request) -> Any:
         q = request.query_params.get("q", "")

@@ -166,6 +166,12 @@ class _Endpoints:
         """`action`: start, pause or stop; all topics when `topic` is None."""
         return self._call("POST", f"/api/crawl/{action}", body={"topic": topic} if topic else {})
 
+    def revisit(self, urls: list[str] | None = None) -> Any:
+        """Make these stored pages (every one when `urls` is None) due for a revisit now."""
+        return self._call(
+            "POST", "/api/crawl/revisit", body={"all": True} if urls is None else {"urls": urls}
+        )
+
     def search(
         self,
         q: str,

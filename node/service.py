@@ -33,7 +33,7 @@ import trio
 from crawler.engine import Crawler, CrawlStats
 from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull
-from crawler.revisits import next_revisit_at
+from crawler.revisits import mark_due, next_revisit_at
 from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
@@ -368,6 +368,18 @@ class NodeService:
         if self._states.get(ALL_TOPICS, RUNNING) != RUNNING:
             return self._states[ALL_TOPICS]
         return self._states.get(topic, RUNNING)
+
+    async def revisit(self, urls: list[str] | None) -> dict[str, Any]:
+        """Make stored pages (all when `urls` is None) due now: the crawl fetches them before new links."""
+        due, missing = await self.db(mark_due, time.time(), urls)
+        if self.crawler is not None:
+            self.crawler.revisit_soon()
+        self._poke()
+        self._publish("log", {"message": f"{due} stored pages due for a revisit now"})
+        answer: dict[str, Any] = {"due": due, "not_revisited": missing, "state": self.crawl_state()}
+        if due and not self._wants_crawl():
+            answer["detail"] = "the crawl is not running: `topicswarm crawl start` fetches them"
+        return answer
 
     async def set_crawl_state(self, state: str, topic: str | None = None) -> dict[str, Any]:
         if state not in CRAWL_STATES:

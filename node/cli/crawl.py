@@ -62,9 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "action",
         nargs="?",
-        choices=["start", "pause", "stop"],
-        help="control the running node's crawl instead (`topicswarm node run`)",
+        choices=["start", "pause", "stop", "revisit"],
+        help="control the running node's crawl instead (`topicswarm node run`); revisit: fetch stored pages "
+        "again now (--url URL, repeatable, or --all)",
     )
+    parser.add_argument(
+        "--url", action="append", default=[], metavar="URL", help="with revisit: a stored page"
+    )
+    parser.add_argument("--all", action="store_true", help="with revisit: every page the node revisits")
     parser.add_argument("--topic", default=None, help="with start/pause/stop: only this topic")
     parser.add_argument("--json", action="store_true", help="with start/pause/stop: print the answer as JSON")
     parser.set_defaults(func=run)
@@ -78,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         return control_crawl(args)
     from node.client import node_running
 
+    if args.url or args.all:
+        raise CliError("--url and --all go with `topicswarm crawl revisit` (a running node)")
     if node_running(data):
         raise CliError(
             f"a node is running for {data.root} and crawls there: control it with "

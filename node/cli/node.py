@@ -596,12 +596,36 @@ def node_client_or_none(data: DataDir) -> NodeClient | None:
 
 def control_crawl(args: argparse.Namespace) -> int:
     """`topicswarm crawl start|pause|stop [--topic T]` (registered by `node.cli.crawl`)."""
+    if args.action == "revisit":
+        return revisit_pages(args)
+    if args.url or args.all:
+        raise CliError("--url and --all go with `topicswarm crawl revisit`")
     with connect(args) as client:
         answer = client.crawl(args.action, args.topic)
     if args.json:
         print_json(answer)
         return 0
     print(crawl_answer_text(answer, args.topic))
+    return 0
+
+
+def revisit_pages(args: argparse.Namespace) -> int:
+    """`topicswarm crawl revisit --url URL ... | --all`: fresh copies of stored pages, before new links."""
+    if bool(args.url) == bool(args.all):
+        raise CliError("name the pages to fetch again with --url URL (repeatable), or give --all")
+    with connect(args) as client:
+        answer = client.revisit(None if args.all else args.url)
+    if args.json:
+        print_json(answer)
+        return 0
+    lines = [f"{answer['due']} stored pages due for a revisit now; the crawl fetches them before new links"]
+    lines += [
+        f"not revisited: {url} (not stored by this node's crawl, off-topic or a duplicate)"
+        for url in answer["not_revisited"]
+    ]
+    if answer.get("detail"):
+        lines.append(answer["detail"])
+    print("\n".join(lines))
     return 0
 
 

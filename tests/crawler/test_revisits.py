@@ -13,7 +13,7 @@ from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import FrontierEntry
 from crawler.repository import DONE, MIGRATIONS, DocumentRecord, Repository, StoredPage
-from crawler.revisits import BOUND, Revisit, due_revisits, next_interval, next_revisit_at
+from crawler.revisits import BOUND, Revisit, due_revisits, mark_due, next_interval, next_revisit_at
 from crawler.search import search
 from crawler.settings import CrawlSettings
 
@@ -312,3 +312,17 @@ def test_validators_a_request_cannot_carry_are_left_out():
     }
     assert revisit('"caf\u00e9"', None).validators() == {}  # a latin-1 header decoded by httpx
     assert revisit('"a\x00b"', "").validators() == {}
+
+
+def test_pages_made_due_by_the_user_are_named_as_search_shows_them_or_reported_missing(tmp_path):
+    repo = Repository(tmp_path / "repo.db")
+    stored(repo, "http://site.test/a", "Roses", 0.0)
+    stored(repo, "http://site.test/b", "Roses", 0.0)
+    stored(repo, "http://site.test/pooled", "Roses", 0.0, origin="peer")
+    due, missing = mark_due(
+        repo, 5.0, ["HTTP://Site.test/a#top", "http://site.test/pooled", "http://x.test/"]
+    )
+    assert (due, missing) == (1, ["http://site.test/pooled", "http://x.test/"])
+    assert [r.entry.url for r in due_revisits(repo, now=5.0, limit=10)] == ["http://site.test/a"]
+    assert mark_due(repo, 6.0) == (2, [])  # every page the node revisits: pooled results are not
+    repo.close()

@@ -109,3 +109,17 @@ def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path,
     assert main(["crawl", "--data", str(data), "--seed", web.hub_url, "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "is full" in err and "7 pages stored and none lost" in err and "same command again" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["crawl", "revisit"], "name the pages to fetch again with --url URL"),
+        (["crawl", "revisit", "--all", "--url", "http://a.test/"], "name the pages to fetch again"),
+        (["crawl", "--all"], "--url and --all go with `topicswarm crawl revisit`"),
+        (["crawl", "start", "--url", "http://a.test/"], "--url and --all go with `topicswarm crawl revisit`"),
+    ],
+)
+def test_revisit_arguments_are_checked_before_any_node_is_asked(tmp_path, capsys, argv, said):
+    assert main([*argv, "--data", str(tmp_path / "node")]) == 2
+    assert said in capsys.readouterr().err

@@ -9,7 +9,7 @@ import trio
 
 from node.cli.demo import demo_crawler_settings, map_bookmarks
 from node.cli.node import crawl_lines
-from node.client import AsyncNodeClient
+from node.client import AsyncNodeClient, NodeError
 from node.config import parse_config
 from node.datadir import DataDir
 from node.service import NodeService
@@ -63,3 +63,47 @@ async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tm
                     crawl_lines(crawl)
                 )
             service.request_stop()
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_pages_the_user_asks_to_revisit_are_fetched_again_at_once(tmp_path):
+    config = {"crawler": demo_crawler_settings(), "node": {"metrics_interval": 0.5, "max_pages": PAGES}}
+    data = DataDir(tmp_path / "node")
+    service = NodeService(data, parse_config(tomli_w.dumps(config)), offline=True)
+    with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            async with AsyncNodeClient.from_data_dir(data) as client:
+                await client.import_topics(
+                    bookmarks_html=map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+                )
+                await client.crawl("start")
+                while (crawl := (await client.status())["crawl"])["active"] or crawl["reason"] != "max_pages":
+                    await trio.sleep(0.2)
+                url = await service.db(lambda repo: revisited_urls(repo)[0])
+                with pytest.raises(NodeError, match="urls"):
+                    await client.revisit([])
+                answer = await client.revisit([url, "http://127.0.0.1:9/never-crawled.html"])
+                assert answer["due"] == 1 and answer["not_revisited"] == [
+                    "http://127.0.0.1:9/never-crawled.html"
+                ]
+                week = 7 * 86400.0
+                # the simulated web answers 304 to the stored ETag: unchanged, so it waits twice as long
+                while await service.db(interval_of, url) != 2 * week:
+                    await trio.sleep(0.2)
+                everything = await client.revisit()
+                assert everything["due"] == len(await service.db(revisited_urls))
+            service.request_stop()
+
+
+def revisited_urls(repo) -> list[str]:
+    """The pages the node revisits: its own accepted originals."""
+    rows = repo.db.execute(
+        "SELECT url FROM documents WHERE origin IS NULL AND accepted = 1 AND duplicate_of IS NULL ORDER BY id"
+    )
+    return [url for (url,) in rows]
+
+
+def interval_of(repo, url: str) -> float | None:
+    return repo.db.execute("SELECT revisit_interval FROM documents WHERE url = ?", [url]).fetchone()[0]
