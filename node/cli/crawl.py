@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--all", action="store_true", help="with revisit: every page the node revisits")
     parser.add_argument("--topic", default=None, help="with start/pause/stop: only this topic")
-    parser.add_argument("--json", action="store_true", help="with start/pause/stop: print the answer as JSON")
+    parser.add_argument("--json", action="store_true", help="with an action: print the answer as JSON")
     parser.set_defaults(func=run)
 
 
