@@ -16,7 +16,7 @@ from node.service import NodeService
 from simnet.paths import PROJECT_ROOT
 from simnet.web import serve_web_in_subprocess
 
-REVISIT_AFTER = 3.0
+REVISIT_AFTER = 5.0  # far longer than the 20-page crawl takes: its last pages fall due after it ends
 PAGES = 20
 CONFIG = {
     "crawler": {**demo_crawler_settings(), "revisit_after": REVISIT_AFTER},
