@@ -3,11 +3,11 @@
 A page falls due `revisit_after` seconds after its fetch. Each revisit asks the server with the stored
 version's validators (If-None-Match, If-Modified-Since), so an unchanged page costs a 304 without a body;
 a server without validators sends the page, which is unchanged when its fingerprint is. The interval then
-adapts to how often the page changes, as Heritrix's adaptive revisiting and Cho and Garcia-Molina's
-change-frequency estimates do: doubled while the page stays the same, halved when it changed, within an
-eighth and eight times `revisit_after`. A changed page replaces its stored version (text, links, index
-entry; its new links join the frontier); a page its server says is gone (404, 410) leaves the repository;
-any other failure tries again after a quarter of the interval, the stored version untouched.
+adapts to how often the page changes, as Heritrix's adaptive revisiting does (a cheap stand-in for Cho and
+Garcia-Molina's change-rate estimates): doubled while the page stays the same, halved when it changed,
+within an eighth and eight times `revisit_after`. A changed page replaces its stored version (text, links,
+index entry; its new links join the frontier); a page its server says is gone (404, 410) leaves the
+repository; any other failure tries again after a quarter of the interval, the stored version untouched.
 
 Only the node's own accepted originals are revisited: off-topic pages are kept for their links, exact
 duplicates follow their original, and peers' pooled results are their crawlers' to revisit.
@@ -24,9 +24,7 @@ from crawler.urls import normalize_url
 
 GROWTH = 2.0  # an unchanged page waits this much longer next time; a changed one this much less
 BOUND = 8.0  # intervals stay within revisit_after / BOUND and revisit_after * BOUND
-RETRY_SHARE = (
-    0.25  # a revisit that failed for a passing reason is tried again after this share of its interval
-)
+RETRY_SHARE = 0.25  # of its interval: when a revisit that failed for a passing reason is tried again
 GONE_STATUSES = frozenset({404, 410})
 
 _DUE = "origin IS NULL AND accepted = 1 AND duplicate_of IS NULL"  # the documents_revisit index's rows
