@@ -745,16 +745,13 @@ class Crawler:
                 self.dedup.discard(revisit.fingerprint)
                 return _Revisited("gone", revisit.doc_id)
             return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
-        if analysed is None:  # 304: as the validators describe it
+        if analysed is not None and analysed[0].parsed.error not in (None, "empty"):
+            self._counters.errors["unparsable"] += 1
+            return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
+        if analysed is None or analysed[0].fingerprint == revisit.fingerprint:  # None: a 304
             interval = next_interval(revisit.interval, False, after)
             return self._checked(revisit, interval, interval, result.headers)
         page, verdict = analysed
-        if page.parsed.error is not None and page.parsed.error != "empty":
-            self._counters.errors["unparsable"] += 1
-            return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
-        if page.fingerprint == revisit.fingerprint:
-            interval = next_interval(revisit.interval, False, after)
-            return self._checked(revisit, interval, interval, result.headers)
         self.dedup.discard(revisit.fingerprint)
         dedup = self._deduplicate(revisit.doc_id, page)
         interval = next_interval(revisit.interval, True, after)

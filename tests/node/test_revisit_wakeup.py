@@ -3,6 +3,9 @@ that fall due are fetched again without anyone starting the crawl."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
 import tomli_w
 import trio
@@ -26,49 +29,11 @@ BOOKMARKS = PROJECT_ROOT / "simnet/webs/fixture-bookmarks.html"
 TIMEOUT = 90.0  # hang guard only
 
 
-def revisit_intervals(repo) -> dict[float | None, int]:
-    """How many own pages have each revisit interval (None: never revisited yet)."""
-    rows = repo.db.execute(
-        "SELECT revisit_interval, count(*) FROM documents WHERE origin IS NULL GROUP BY revisit_interval"
-    )
-    return dict(rows.fetchall())
-
-
-@pytest.mark.slow
-@pytest.mark.trio
-async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tmp_path):
-    data = DataDir(tmp_path / "node")
-    service = NodeService(data, parse_config(tomli_w.dumps(CONFIG)), offline=True)
-    with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(service.run)
-            async with AsyncNodeClient.from_data_dir(data) as client:
-                await client.import_topics(
-                    bookmarks_html=map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
-                )
-                await client.crawl("start")
-                while (crawl := (await client.status())["crawl"])["active"] or crawl["reason"] != "max_pages":
-                    await trio.sleep(0.2)
-                at_stop = await service.db(revisit_intervals)
-                # the fixture web does not change: each revisited page waits twice as long next time, and
-                # pages fetched in the run's last seconds fall due after it ended
-                while (intervals := await service.db(revisit_intervals)).get(None, 0) == at_stop.get(None, 0):
-                    await trio.sleep(0.2)
-                assert set(intervals) <= {None, 2 * REVISIT_AFTER, 4 * REVISIT_AFTER}
-                assert sum(intervals.values()) == PAGES  # nothing crawled past the limit
-                while not (crawl := (await client.status())["crawl"])["revisits"]["fetched"]:
-                    await trio.sleep(0.2)  # the figures of a run are shown once it has ended
-                assert crawl["revisits"]["changed"] == crawl["revisits"]["gone"] == 0
-                assert "stored pages fetched again: 0 had changed, 0 were gone" in "\n".join(
-                    crawl_lines(crawl)
-                )
-            service.request_stop()
-
-
-@pytest.mark.slow
-@pytest.mark.trio
-async def test_pages_the_user_asks_to_revisit_are_fetched_again_at_once(tmp_path):
-    config = {"crawler": demo_crawler_settings(), "node": {"metrics_interval": 0.5, "max_pages": PAGES}}
+@asynccontextmanager
+async def node_at_its_page_limit(
+    tmp_path, config: dict
+) -> AsyncIterator[tuple[NodeService, AsyncNodeClient]]:
+    """A node that crawled the fixture web up to its page limit, and its client; stopped on leaving."""
     data = DataDir(tmp_path / "node")
     service = NodeService(data, parse_config(tomli_w.dumps(config)), offline=True)
     with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
@@ -81,20 +46,51 @@ async def test_pages_the_user_asks_to_revisit_are_fetched_again_at_once(tmp_path
                 await client.crawl("start")
                 while (crawl := (await client.status())["crawl"])["active"] or crawl["reason"] != "max_pages":
                     await trio.sleep(0.2)
-                url = await service.db(lambda repo: revisited_urls(repo)[0])
-                with pytest.raises(NodeError, match="urls"):
-                    await client.revisit([])
-                answer = await client.revisit([url, "http://127.0.0.1:9/never-crawled.html"])
-                assert answer["due"] == 1 and answer["not_revisited"] == [
-                    "http://127.0.0.1:9/never-crawled.html"
-                ]
-                week = 7 * 86400.0
-                # the simulated web answers 304 to the stored ETag: unchanged, so it waits twice as long
-                while await service.db(interval_of, url) != 2 * week:
-                    await trio.sleep(0.2)
-                everything = await client.revisit()
-                assert everything["due"] == len(await service.db(revisited_urls))
+                yield service, client
             service.request_stop()
+
+
+def revisit_intervals(repo) -> dict[float | None, int]:
+    """How many own pages have each revisit interval (None: never revisited yet)."""
+    rows = repo.db.execute(
+        "SELECT revisit_interval, count(*) FROM documents WHERE origin IS NULL GROUP BY revisit_interval"
+    )
+    return dict(rows.fetchall())
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tmp_path):
+    async with node_at_its_page_limit(tmp_path, CONFIG) as (service, client):
+        at_stop = await service.db(revisit_intervals)
+        # the fixture web does not change: each revisited page waits twice as long next time, and
+        # pages fetched in the run's last seconds fall due after it ended
+        while (intervals := await service.db(revisit_intervals)).get(None, 0) == at_stop.get(None, 0):
+            await trio.sleep(0.2)
+        assert set(intervals) <= {None, 2 * REVISIT_AFTER, 4 * REVISIT_AFTER}
+        assert sum(intervals.values()) == PAGES  # nothing crawled past the limit
+        while not (crawl := (await client.status())["crawl"])["revisits"]["fetched"]:
+            await trio.sleep(0.2)  # the figures of a run are shown once it has ended
+        assert crawl["revisits"]["changed"] == crawl["revisits"]["gone"] == 0
+        assert "stored pages fetched again: 0 had changed, 0 were gone" in "\n".join(crawl_lines(crawl))
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_pages_the_user_asks_to_revisit_are_fetched_again_at_once(tmp_path):
+    config = {"crawler": demo_crawler_settings(), "node": {"metrics_interval": 0.5, "max_pages": PAGES}}
+    async with node_at_its_page_limit(tmp_path, config) as (service, client):
+        url = await service.db(lambda repo: revisited_urls(repo)[0])
+        with pytest.raises(NodeError, match="urls"):
+            await client.revisit([])
+        answer = await client.revisit([url, "http://127.0.0.1:9/never-crawled.html"])
+        assert answer["due"] == 1 and answer["not_revisited"] == ["http://127.0.0.1:9/never-crawled.html"]
+        week = 7 * 86400.0
+        # the simulated web answers 304 to the stored ETag: unchanged, so it waits twice as long
+        while await service.db(interval_of, url) != 2 * week:
+            await trio.sleep(0.2)
+        everything = await client.revisit()
+        assert everything["due"] == len(await service.db(revisited_urls))
 
 
 def revisited_urls(repo) -> list[str]:
