@@ -49,6 +49,7 @@ from crawler.revisits import (
     retry_interval,
 )
 from crawler.settings import CrawlSettings
+from crawler.sitemaps import Sitemap, listed_hosts, may_be_sitemap, parse_sitemap
 from crawler.urls import host_of, looks_like_trap, normalize_url
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class CrawledPage:
     size: int
     elapsed: float
     redirects: tuple[str, ...] = ()
+    sitemap: Sitemap | None = None  # a sitemap, not a page (`crawler.sitemaps`): `parsed` is empty
 
     @property
     def depth(self) -> int:
@@ -139,6 +141,9 @@ class FocusPolicy(Protocol):
 
     # Optional: `link_topic(page, verdict) -> str | None`, the topic queue of the page's links (default:
     # verdict.topic); a focused crawl tunnels the links of a rejected page in its entry's topic.
+
+
+NOT_JUDGED = PageVerdict(None, 0.0, False)  # a sitemap's: not classified
 
 
 class BreadthFirst:
@@ -196,6 +201,8 @@ class CrawlStats:
     revisits: int = 0  # stored pages fetched again (crawler.revisits)
     changed: int = 0  # of which had changed and were replaced
     gone: int = 0  # of which their server said were gone, and were removed
+    sitemaps: int = 0  # sitemaps read (crawler.sitemaps)
+    sitemap_urls: int = 0  # URLs they listed that were queued
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -212,6 +219,8 @@ class _Counters:
     revisits: int = 0
     changed: int = 0
     gone: int = 0
+    sitemaps: int = 0
+    sitemap_urls: int = 0
 
 
 class _Revisited(NamedTuple):
@@ -299,6 +308,7 @@ class Crawler:
         self._revisit_queue: list[Revisit] = []  # due, not yet dispatched
         self._revisiting: dict[str, Revisit] = {}  # dispatched, by URL
         self._next_revisit_check = -math.inf  # wall time before which no stored page is due
+        self._sitemap_hosts: set[str] = set()  # hosts whose sitemaps were queued (or that name none)
         self._started = 0.0
         self._last_stats_row = -math.inf
         self._rate_marks: list[tuple[float, int]] = []
@@ -593,6 +603,10 @@ class Crawler:
                 hosts[host] = result.error
                 continue
             crawled, verdict = by_url[id(entry)]
+            if crawled.sitemap is not None:
+                self._read_sitemap(crawled)
+                hosts.setdefault(host, None)
+                continue
             if crawled.parsed.error is not None and crawled.parsed.error != "empty":
                 self._counters.errors["unparsable"] += 1
                 self.frontier.fail(entry, "unparsable", release=False)
@@ -625,11 +639,17 @@ class Crawler:
         self._wake.set()
 
     def _analyse(self, fetched: list[tuple[FrontierEntry, Any]]) -> list[tuple[CrawledPage, PageVerdict]]:
-        """CPU work of a batch (parsing, hashing, classifying): safe to run in a worker thread."""
-        pages = []
+        """CPU work of a batch (parsing, hashing, classifying): safe to run in a worker thread. Sitemaps are
+        not classified: nothing in them speaks for a topic."""
+        crawled = []
         for entry, result in fetched:
-            parsed = parse_page(result.body, result.final_url, result.content_type, result.headers)
-            pages.append(
+            sitemap = self._as_sitemap(result)
+            if sitemap is not None:
+                parsed, prints = ParsedPage(url=result.final_url, base_url=result.final_url), ("", 0)
+            else:
+                parsed = parse_page(result.body, result.final_url, result.content_type, result.headers)
+                prints = (fingerprint(parsed.title + "\n" + parsed.text), simhash(parsed.text))
+            crawled.append(
                 CrawledPage(
                     entry=entry,
                     url=result.final_url,
@@ -637,15 +657,29 @@ class Crawler:
                     content_type=result.content_type,
                     headers=result.headers,
                     parsed=parsed,
-                    fingerprint=fingerprint(parsed.title + "\n" + parsed.text),
-                    simhash=simhash(parsed.text),
+                    fingerprint=prints[0],
+                    simhash=prints[1],
                     size=len(result.body),
                     elapsed=result.elapsed,
                     redirects=tuple(result.redirects),
+                    sitemap=sitemap,
                 )
             )
-        verdicts = self.policy.score_pages(pages) if pages else []
-        return list(zip(pages, verdicts, strict=True))
+        pages = [page for page in crawled if page.sitemap is None]
+        verdicts = iter(self.policy.score_pages(pages) if pages else [])
+        return [(page, NOT_JUDGED if page.sitemap else next(verdicts)) for page in crawled]
+
+    def _as_sitemap(self, result: Any) -> Sitemap | None:
+        """The response read as a sitemap, if it may be one; None for a page. XML that is no sitemap is a
+        page only where `allowed_mime_types` admits it (else it fails as unparsable)."""
+        if not self.settings.sitemaps_enabled:
+            return None
+        if not may_be_sitemap(result.content_type, urlsplit(result.final_url).path):
+            return None
+        sitemap = parse_sitemap(result.body, result.final_url)
+        if sitemap.error is not None and result.content_type in self.settings.allowed_mime_types:
+            return None
+        return sitemap
 
     def _fail(self, entry: FrontierEntry, result: Any) -> None:
         kind = result.error
@@ -668,6 +702,8 @@ class Crawler:
             self._counters.duplicates += 1
         elif dedup.near_duplicate_of is not None:
             self._counters.near_duplicates += 1
+        if verdict.accepted and not dedup.is_duplicate:
+            self._queue_sitemaps(page, verdict)
         return StoredPage(
             self._record(page, verdict, dedup, self.settings.revisit_after, None),
             self._link_rows(page, verdict, dedup),
@@ -807,10 +843,19 @@ class Crawler:
             candidates.append((canonical, records[-1].target_host, entry.depth))
         if parsed.nofollow:  # <meta name=robots content=nofollow>: links are kept for analysis, not followed
             return records
+        self._enqueue(page, verdict, candidates)
+        return records
+
+    def _enqueue(
+        self, page: CrawledPage, verdict: PageVerdict, candidates: Iterable[tuple[Link, str, int]]
+    ) -> int:
+        """Queue the (link, its host, depth) candidates worth following from `page`; returns how many were."""
+        entry = page.entry
         tunnel = 0 if verdict.accepted else entry.tunnel + 1
         origin = entry.origin or entry.url
         link_topic = getattr(self.policy, "link_topic", None)  # optional: the queue a page's links join
         topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
+        queued = 0
         for link, host, depth in candidates:
             if self.frontier.seen(link.url) or looks_like_trap(link.url, self.settings):
                 continue
@@ -819,7 +864,7 @@ class Crawler:
             priority = self.policy.link_priority(page, link, verdict)
             if priority is None:
                 continue
-            self.frontier.add(
+            queued += self.frontier.add(
                 FrontierEntry(
                     url=link.url,
                     host=host,
@@ -831,7 +876,46 @@ class Crawler:
                     origin=origin,
                 )
             )
-        return records
+        return queued
+
+    # -- sitemaps (crawler.sitemaps) ---------------------------------------------------------------------
+    def _queue_sitemaps(self, page: CrawledPage, verdict: PageVerdict) -> None:
+        """An accepted page's host has shown it holds a topic: queue the sitemaps its robots.txt names, as
+        links of the page (once per host)."""
+        host = page.entry.host
+        if not self.settings.sitemaps_enabled or host in self._sitemap_hosts:
+            return
+        robots = getattr(self.fetcher, "robots", None)
+        declared = robots.sitemaps(host) if robots is not None else ()
+        if declared is None:  # robots.txt not known (expired): the host's next accepted page asks again
+            return
+        self._sitemap_hosts.add(host)
+        links = (Link(url, "", "sitemap", 0, 0) for url in declared)
+        self._enqueue(page, verdict, ((link, host_of(link.url), page.depth + 1) for link in links))
+
+    def _read_sitemap(self, page: CrawledPage) -> None:
+        """Queue what a fetched sitemap lists: an index's sitemaps in the index's place (same priority and
+        path), a urlset's pages as links tunnelled through it. Nothing is stored for the sitemap itself."""
+        sitemap, entry = page.sitemap, page.entry
+        assert sitemap is not None
+        self._counters.bytes += page.size
+        if sitemap.error is not None:
+            self._counters.errors["unparsable"] += 1
+            self.frontier.fail(entry, "unparsable", release=False)
+            return
+        self.frontier.complete(entry, release=False)
+        self._counters.sitemaps += 1
+        hosts = listed_hosts(page.url, entry.source)
+        listed = [(item.url, host_of(item.url)) for item in sitemap.entries]
+        listed = [(url, host) for url, host in listed if host in hosts]
+        if sitemap.kind == "index":
+            for url, host in listed:
+                if not self.frontier.seen(url) and self.allows(url):
+                    self.frontier.add(replace(entry, url=url, host=host, retries=0))
+            return
+        links = ((Link(url, "", "sitemap", 0, 0), host, entry.depth + 1) for url, host in listed)
+        unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
+        self._counters.sitemap_urls += self._enqueue(page, unjudged, links)
 
     def _write(
         self,
@@ -884,6 +968,8 @@ class Crawler:
             revisits=c.revisits,
             changed=c.changed,
             gone=c.gone,
+            sitemaps=c.sitemaps,
+            sitemap_urls=c.sitemap_urls,
             bytes=c.bytes,
             frontier_size=len(self.frontier) + len(self._deferred),
             in_flight=self._in_flight,

@@ -25,6 +25,8 @@ from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
 from crawler.proxies import proxy_resolver
 from crawler.robots import RobotsCache, RobotsResponse
 from crawler.settings import CrawlSettings
+from crawler.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
+from crawler.sitemaps import is_gzip, may_be_sitemap
 from crawler.transport import PerHostTransport
 from crawler.urls import host_of, normalize_url
 
@@ -161,6 +163,7 @@ class Fetcher:
             "accept-encoding": "gzip, deflate",
         }
         self._allowed_mime = frozenset(m.lower() for m in settings.allowed_mime_types)
+        self._sitemaps = settings.sitemaps_enabled
         self._limiter = trio.CapacityLimiter(settings.concurrent_requests)
         self.robots = RobotsCache(
             settings, self._fetch_robots, on_crawl_delay=self.politeness.set_crawl_delay, clock=clock
@@ -339,10 +342,13 @@ class Fetcher:
             if status not in REDIRECT_STATUSES:
                 await self._drain(response)  # small error pages: keep the connection reusable
             return _Answer(status, headers, content_type, error=_status_error(status), latency=latency)
-        if check_mime and content_type and content_type not in self._allowed_mime:
+        sitemap = check_mime and self._may_be_sitemap(content_type, response.request.url.path)
+        if check_mime and content_type and content_type not in self._allowed_mime and not sitemap:
             return _Answer(status, headers, content_type, error="bad_mime", latency=latency)
         if check_mime and content_type == PDF_TYPE:
             maxsize = max(maxsize, self.settings.download_maxsize_pdf)
+        if sitemap:
+            maxsize = max(maxsize, SITEMAP_MAX_BYTES)
         declared = headers.get("content-length", "")
         if not truncate_ok and declared.isdigit() and int(declared) > maxsize:
             return _Answer(status, headers, content_type, error="too_large", latency=latency)
@@ -371,9 +377,13 @@ class Fetcher:
         if check_mime and is_pdf(body, content_type):  # however the server labelled it
             if PDF_TYPE not in self._allowed_mime:
                 return _Answer(status, headers, content_type, error="bad_mime", latency=latency)
-        elif check_mime and _looks_binary(body):
+        elif check_mime and _looks_binary(body) and not (sitemap and is_gzip(body)):
             return _Answer(status, headers, content_type, error="binary", latency=latency)
         return _Answer(status, headers, content_type, body, latency=latency)
+
+    def _may_be_sitemap(self, content_type: str, path: str) -> bool:
+        """Sitemaps are read whatever `allowed_mime_types` says (`crawler.sitemaps`)."""
+        return self._sitemaps and may_be_sitemap(content_type, path)
 
     async def _drain(self, response: httpx.Response) -> None:
         received = 0

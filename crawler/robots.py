@@ -16,6 +16,7 @@ import trio
 from protego import Protego
 
 from crawler.settings import CrawlSettings
+from crawler.sitemaps import declared_sitemaps
 from crawler.urls import host_of, origin_of
 
 
@@ -38,6 +39,7 @@ class RobotsDecision:
 class _Rules:
     parser: Protego | None  # None: every path allowed
     expires_at: float
+    sitemaps: tuple[str, ...] = ()  # its Sitemap lines, absolute
 
 
 @dataclass
@@ -99,6 +101,11 @@ class RobotsCache:
             return ALLOW
         return self._cached(host_of(url), url)
 
+    def sitemaps(self, host: str) -> tuple[str, ...] | None:
+        """The sitemaps the host's robots.txt names (`crawler.sitemaps`); None while it is not known."""
+        rules = self._rules.get(host)
+        return None if rules is None else rules.sitemaps
+
     def _cached(self, host: str, url: str) -> RobotsDecision | None:
         now = self._clock()
         deferred = self._deferred.get(host)
@@ -122,12 +129,14 @@ class RobotsCache:
             return
         self._deferred.pop(host, None)
         parser = None
+        sitemaps: tuple[str, ...] = ()
         if 200 <= response.status < 300:
             parser = Protego.parse(response.body.decode("utf-8", errors="replace"))
             delay = parser.crawl_delay(self._settings.user_agent)
             if delay is not None and self._on_crawl_delay is not None and math.isfinite(delay):
                 self._on_crawl_delay(host, min(float(delay), self._settings.crawl_delay_cap))
-        self._rules[host] = _Rules(parser, now + self._settings.robotstxt_cache_ttl)
+            sitemaps = tuple(declared_sitemaps(origin_of(url) + "/robots.txt", list(parser.sitemaps)))
+        self._rules[host] = _Rules(parser, now + self._settings.robotstxt_cache_ttl, sitemaps)
         self._rules.move_to_end(host)
         while len(self._rules) > self._max_hosts:
             self._rules.popitem(last=False)

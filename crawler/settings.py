@@ -94,6 +94,11 @@ class CrawlSettings:
         "Seconds from a page's fetch to its first revisit (a week). Each later interval doubles while the "
         "page stays the same and halves when it changed, within an eighth and eight times this.",
     )
+    sitemaps_enabled: bool = doc(
+        True,
+        "Read the sitemaps a host's robots.txt names once one of its pages is accepted, and queue the pages "
+        "they list (crawler.sitemaps).",
+    )
     proxy: str = doc(
         "",
         "Proxy for web requests (http://host:port, or socks5h://host:port for SOCKS such as Tor's); empty: "

@@ -26,6 +26,11 @@ def data_dir(args: argparse.Namespace) -> DataDir:
     return DataDir(args.data if args.data is not None else default_data_dir())
 
 
+def sitemap_line(read: int, queued: int) -> str:
+    """Sitemaps of on-topic hosts (crawler.sitemaps), in words."""
+    return f"{read} sitemaps read, {queued} pages they list queued"
+
+
 def revisit_line(fetched: int, changed: int, gone: int) -> str:
     """Stored pages fetched again (crawler.revisits), in words."""
     return f"{fetched} stored pages fetched again: {changed} had changed, {gone} were gone"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from node.cli.common import CliError, add_data_arg, data_dir, revisit_line
+from node.cli.common import CliError, add_data_arg, data_dir, revisit_line, sitemap_line
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
 from node.datadir import DataDir, write_atomically
@@ -320,6 +320,9 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     revisits = crawl.get("revisits") or {}
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")
+    sitemaps = crawl.get("sitemaps") or {}
+    if sitemaps.get("read"):
+        lines.append(f"           {sitemap_line(sitemaps['read'], sitemaps['urls_queued'])}")
     if not crawl.get("active") and revisits.get("next_in_s") is not None:
         lines.append(f"           next stored page due for a revisit in {_wait(revisits['next_in_s'])}")
     return lines

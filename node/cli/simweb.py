@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="inject a fault, e.g. slow:python,delay=0.5 or robots:sqlite:/c3ref/,crawl_delay=2",
     )
     serve.add_argument(
+        "--sitemaps", action="store_true", help="serve a sitemap per site, named in its robots.txt"
+    )
+    serve.add_argument(
         "--bookmarks-out",
         type=Path,
         default=None,
@@ -68,7 +71,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with serve_web(corpus, plan, args.port) as web:
+            async with serve_web(corpus, plan, args.port, sitemaps=args.sitemaps) as web:
                 if args.bookmarks_out is not None:
                     write_bookmarks(web, bookmarks, args.bookmarks_out)
                 print_web(web, corpus, plan)

@@ -34,6 +34,7 @@ import trio
 from crawler.engine import Crawler
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.repository import Repository
+from crawler.settings import CrawlSettings
 from crawler.taxonomy import Taxonomy, read_taxonomy
 from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import load_web, serve_web_in_subprocess
@@ -48,8 +49,9 @@ async def crawl_variant(
     hub_url: str | None,
     pages: int,
     focus: FocusSettings,
+    settings: CrawlSettings | None = None,
 ) -> TopicFocus:
-    settings = crawl_settings()
+    settings = settings or crawl_settings()
     policy = TopicFocus(taxonomy, dataclasses.replace(focus, retrain=variant == "focused_retrain"))
     crawler = Crawler(repo, settings, policy=None if variant == "bfs" else policy)
     try:

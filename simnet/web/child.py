@@ -51,9 +51,11 @@ class SubprocessWeb(WebLayout):
         workers: list[subprocess.Popen],
         cross_links: int = 0,
         seed: int = 0,
+        sitemaps: bool = False,
     ):
         super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
+        self.sitemaps = sitemaps
         self._workers = workers
         self._final_log: list[RequestRecord] | None = None
 
@@ -118,8 +120,10 @@ def serve_web_in_subprocess(
     port: int = 0,
     cross_links: int = 0,
     seed: int = 0,
+    sitemaps: bool = False,
 ) -> Iterator[SubprocessWeb]:
-    """Serve a web (a name or folder, as `load_web` takes, or a loaded corpus) from `workers` processes."""
+    """Serve a web (a name or folder, as `load_web` takes, or a loaded corpus) from `workers` processes;
+    the other options are `serve_web`'s."""
     faults = faults or FaultPlan()
     # loading here also unpacks or builds a named web once, before the workers start
     loaded = corpus if isinstance(corpus, WebCorpus) else load_web(corpus)
@@ -131,6 +135,7 @@ def serve_web_in_subprocess(
         "reuse_port": workers > 1,
         "cross_links": cross_links,
         "seed": seed,
+        "sitemaps": sitemaps,
     }
     started: list[subprocess.Popen] = []
     web = None
@@ -139,7 +144,7 @@ def serve_web_in_subprocess(
         started.append(first)
         for _ in range(workers - 1):
             started.append(start_worker({**config, "port": chosen})[0])
-        web = SubprocessWeb(loaded, chosen, faults, started, cross_links, seed)
+        web = SubprocessWeb(loaded, chosen, faults, started, cross_links, seed, sitemaps)
         yield web
     finally:
         if web is not None:

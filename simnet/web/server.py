@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import mimetypes
+import os
 import posixpath
 import re
 import socket
@@ -17,15 +18,17 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import lru_cache
 from http import HTTPStatus
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
+from xml.sax.saxutils import escape
 
 import h11
 import trio
 
-from simnet.web.corpus import Site, WebCorpus, load_web
+from simnet.web.corpus import LABELS_FILE, Site, WebCorpus, load_web
 from simnet.web.crosslinks import link_fragments
 from simnet.web.errors import PortError
 from simnet.web.faults import Fault, FaultPlan
@@ -49,6 +52,10 @@ BIND_ATTEMPTS = 50
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 ALLOW_ALL_ROBOTS = b"User-agent: *\nDisallow:\n"
 HTML_SNIFF = re.compile(rb"<(!doctype html|html|head|title|body)[\s>]", re.IGNORECASE)
+SITEMAP_PART = 1000  # URLs per sitemap document; a bigger site gets an index of parts
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+SITEMAP_PATH = re.compile(r"/sitemap(?:-([1-9][0-9]*))?\.xml")
+PAGE_TYPES = (*HTML_TYPES, "text/plain", "application/pdf")
 
 
 @dataclass
@@ -77,6 +84,63 @@ def content_type_of(path: Path, body: bytes) -> str:
     return "text/html" if HTML_SNIFF.search(body[:2048]) else "application/octet-stream"
 
 
+def page_type(file: Path) -> str:
+    """`content_type_of` reading only the head of a file whose extension says nothing (never a huge one)."""
+    by_name = content_type_of(file, b"")
+    if by_name != "application/octet-stream":
+        return by_name
+    try:
+        with file.open("rb") as fh:
+            return content_type_of(file, fh.read(2048))
+    except OSError:
+        return by_name
+
+
+def site_pages(root: Path) -> list[tuple[str, float]]:
+    """The pages a site serves as (path relative to `root`, mtime), sorted by path: HTML, text and PDF
+    files, not hidden ones nor the site's labels file. Walks the disk: call off the event loop."""
+    pages = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            file = Path(folder, name)
+            relative = file.relative_to(root).as_posix()
+            if name.startswith(".") or relative == LABELS_FILE or page_type(file) not in PAGE_TYPES:
+                continue
+            try:
+                pages.append((relative, file.stat().st_mtime))
+            except OSError:
+                continue
+    return sorted(pages)
+
+
+def sitemap_documents(base_url: str, pages: list[tuple[str, float]]) -> list[bytes]:
+    """A site's sitemaps (sitemaps.org 0.9): [urlset] for up to SITEMAP_PART pages, else [index, part 1,
+    part 2, ...], the index naming the parts at /sitemap-N.xml."""
+    entries = []
+    for relative, mtime in pages:
+        try:
+            loc = f"{base_url}/{quote(relative, safe='/')}"
+        except UnicodeEncodeError:  # a name that is not UTF-8 cannot be asked for, so it is no page
+            continue
+        lastmod = datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds")
+        entries.append(f"<url><loc>{escape(loc)}</loc><lastmod>{lastmod}</lastmod></url>\n")
+    parts = [entries[i : i + SITEMAP_PART] for i in range(0, len(entries), SITEMAP_PART)] or [[]]
+    urlsets = [xml_document("urlset", part) for part in parts]
+    if len(urlsets) == 1:
+        return urlsets
+    locs = [
+        f"<sitemap><loc>{escape(f'{base_url}/sitemap-{n}.xml')}</loc></sitemap>\n"
+        for n in range(1, len(parts) + 1)
+    ]
+    return [xml_document("sitemapindex", locs), *urlsets]
+
+
+def xml_document(root: str, children: list[str]) -> bytes:
+    head = f'<?xml version="1.0" encoding="UTF-8"?>\n<{root} xmlns="{SITEMAP_NS}">\n'
+    return (head + "".join(children) + f"</{root}>\n").encode("utf-8")
+
+
 def error_reply(status: int, fault: str | None = None) -> Reply:
     reason = h11_reason(status).decode()
     title = f"<title>{status} {reason}</title>"
@@ -95,9 +159,12 @@ def h11_reason(status: int) -> bytes:
 class WebServer:
     """Answers requests for one web: static files, the hub, robots.txt and the injected faults."""
 
-    def __init__(self, layout: WebLayout, faults: FaultPlan):
+    def __init__(self, layout: WebLayout, faults: FaultPlan, sitemaps: bool = False):
         self.layout = layout
         self.faults = faults
+        self.sitemaps = sitemaps
+        self._sitemaps: dict[str, list[bytes]] = {}  # site -> its sitemap documents, built at first request
+        self._sitemap_lock = trio.Lock()
         self.request_log: list[RequestRecord] = []
         self._cache: dict[tuple[str, str], tuple[bytes, str]] = {}  # (site, path) -> (body, type)
         self._cached_bytes = 0
@@ -130,7 +197,10 @@ class WebServer:
                 special = await self.fault_reply(fault, path, raw_path, query)
                 if special is not None:
                     return special
-        reply = self.file_reply(site, path, raw_path, query)
+        if self.sitemaps and (match := SITEMAP_PATH.fullmatch(path)):
+            reply = await self.sitemap_reply(site, int(match.group(1) or 0))
+        else:
+            reply = self.file_reply(site, path, raw_path, query)
         if trap is not None and reply.status == 200 and reply.content_type in HTML_TYPES:
             reply.body = with_trap_link(reply.body, trap.trap_prefix)
         if fault is not None:
@@ -160,10 +230,25 @@ class WebServer:
             return None  # the file is answered, then cut (see serve_request)
         return None
 
+    async def sitemap_reply(self, site: Site, part: int) -> Reply:
+        """/sitemap.xml (part 0) or /sitemap-N.xml; a site's documents are built once, in a thread, as a
+        big site has thousands of files to walk."""
+        async with self._sitemap_lock:  # concurrent first requests build once
+            if site.name not in self._sitemaps:
+                pages = await trio.to_thread.run_sync(site_pages, site.root)
+                self._sitemaps[site.name] = sitemap_documents(self.layout.base_url(site), pages)
+        documents = self._sitemaps[site.name]
+        if part >= len(documents):
+            return error_reply(404)
+        return Reply(200, documents[part], "application/xml")
+
+    def sitemap_line(self, site: Site) -> str:
+        return f"Sitemap: {self.layout.base_url(site)}/sitemap.xml\n" if self.sitemaps else ""
+
     def robots(self, site: Site) -> Reply:
         fault = self.faults.robots_fault(site.name)
         if fault is None:
-            return Reply(200, ALLOW_ALL_ROBOTS, "text/plain")
+            return Reply(200, ALLOW_ALL_ROBOTS + self.sitemap_line(site).encode(), "text/plain")
         if fault.kind == "robots_429":
             return Reply(
                 429, b"slow down\n", "text/plain", headers=[(b"retry-after", b"5")], fault=fault.kind
@@ -173,7 +258,8 @@ class WebServer:
         lines = ["User-agent: *", f"Disallow: {fault.disallowed}".rstrip()]
         if fault.crawl_delay is not None:
             lines.append(f"Crawl-delay: {fault.crawl_delay:g}")
-        return Reply(200, ("\n".join(lines) + "\n").encode(), "text/plain", fault=fault.kind)
+        body = "\n".join(lines) + "\n" + self.sitemap_line(site)
+        return Reply(200, body.encode(), "text/plain", fault=fault.kind)
 
     def file_reply(self, site: Site, path: str, raw_path: str, query: str) -> Reply:
         cached = self._cache.get((site.name, path))  # a page served before: no path work, no stat
@@ -398,10 +484,19 @@ def bind_all(
 class ServedWeb(WebLayout):
     """A web being served: its layout (URLs, labels, upstream mapping) plus the server's request log."""
 
-    def __init__(self, corpus: WebCorpus, port: int, faults: FaultPlan, cross_links: int = 0, seed: int = 0):
+    def __init__(
+        self,
+        corpus: WebCorpus,
+        port: int,
+        faults: FaultPlan,
+        cross_links: int = 0,
+        seed: int = 0,
+        sitemaps: bool = False,
+    ):
         super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
-        self.server = WebServer(self, faults)
+        self.sitemaps = sitemaps
+        self.server = WebServer(self, faults, sitemaps)
 
     @property
     def request_log(self) -> list[RequestRecord]:
@@ -434,18 +529,20 @@ async def serve_web(
     reuse_port: bool = False,
     cross_links: int = 0,
     seed: int = 0,
+    sitemaps: bool = False,
 ) -> AsyncIterator[ServedWeb]:
     """Serve a web in this trio process until the block ends.
 
     `cross_links` injects that many links between pages of different groups (drawn from `seed`; listed in
-    `web.cross_links`); `reuse_port` lets several processes serve the same port (SO_REUSEPORT).
+    `web.cross_links`); `reuse_port` lets several processes serve the same port (SO_REUSEPORT); `sitemaps`
+    serves each site's pages at /sitemap.xml, named in its robots.txt.
     """
     if not isinstance(corpus, WebCorpus):
         corpus = load_web(corpus)
     probe = WebLayout(corpus, 0)
     sockets, chosen = bind_all(all_addresses(probe.addresses.values()), port, reuse_port)
     try:
-        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed)
+        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed, sitemaps)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_listeners, web.server, web, sockets)
             try:

@@ -93,9 +93,11 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2 and "timeout 2" in lines[0] and lines[1].startswith("pages 3")
     text = summary(CrawlStats(pages=3, errors=2, errors_by_kind={"timeout": 2}, reason="exhausted"))
-    assert "frontier exhausted" in text and "timeout" in text and "revisits" not in text
+    assert "frontier exhausted" in text and "timeout" in text
+    assert "revisits" not in text and "sitemaps" not in text
     revisited = summary(CrawlStats(revisits=5, changed=2, gone=1, reason="max_pages"))
     assert "5 stored pages fetched again: 2 had changed, 1 were gone" in revisited
+    assert "2 sitemaps read, 40 pages they list queued" in summary(CrawlStats(sitemaps=2, sitemap_urls=40))
 
 
 def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path, capsys, monkeypatch):

@@ -97,6 +97,13 @@ def test_the_wait_for_the_next_revisit_reads_in_its_largest_readable_unit(second
     assert text.endswith(f"next stored page due for a revisit in {said}")
 
 
+def test_status_counts_sitemaps_once_one_was_read():
+    idle = {"state": "running", "activity": "finished", "pages": 9, "frontier_size": 0, "active": False}
+    assert "sitemaps" not in "\n".join(crawl_lines({**idle, "sitemaps": {"read": 0, "urls_queued": 0}}))
+    text = "\n".join(crawl_lines({**idle, "sitemaps": {"read": 3, "urls_queued": 120}}))
+    assert "3 sitemaps read, 120 pages they list queued" in text
+
+
 @pytest.mark.slow
 @pytest.mark.trio
 async def test_peers_pooled_results_do_not_use_up_the_page_limit_after_a_restart(tmp_path):

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
+from datetime import UTC, datetime
+from urllib.parse import quote, urlsplit
+from xml.etree import ElementTree
 
 import httpx
 import pytest
 import trio
 
-from simnet.web import load_web, serve_web
+import simnet.web.server
+from simnet.web import Fault, FaultPlan, load_web, serve_web
+
+SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 
 
 @pytest.fixture
@@ -175,3 +182,115 @@ async def test_odd_requests_get_answers_and_the_server_keeps_serving(fixture_web
             await stream.send_all(b"NONSENSE\r\n\r\n")
             assert (await stream.receive_some(100)).startswith(b"HTTP/1.1 400 ")
         assert (await client.get(web.site_url("python"))).status_code == 200
+
+
+def sitemap_locs(content: bytes, kind: str) -> list[str]:
+    """The <loc>s of a sitemap document, checking it is a `kind` ("urlset" or "sitemapindex")."""
+    root = ElementTree.fromstring(content)
+    assert root.tag == SITEMAP + kind
+    entries = root.findall(SITEMAP + ("url" if kind == "urlset" else "sitemap"))
+    return [entry.findtext(SITEMAP + "loc") for entry in entries]
+
+
+@pytest.mark.trio
+async def test_with_sitemaps_each_sites_robots_txt_names_its_sitemap(fixture_web):
+    faults = FaultPlan(
+        [Fault("robots", host="python", path_prefix="/tutorial/"), Fault("robots_5xx", host="sqlite")]
+    )
+    async with serve_web(fixture_web, faults, sitemaps=True) as web, httpx.AsyncClient() as client:
+        for site in ("postgresql", "gnuplot"):
+            robots = (await client.get(web.base_url(site) + "/robots.txt")).text
+            assert robots == f"User-agent: *\nDisallow:\nSitemap: {web.base_url(site)}/sitemap.xml\n"
+        faulted = (await client.get(web.base_url("python") + "/robots.txt")).text
+        assert faulted.splitlines() == [
+            "User-agent: *",
+            "Disallow: /tutorial/",
+            f"Sitemap: {web.base_url('python')}/sitemap.xml",
+        ]
+        broken = await client.get(web.base_url("sqlite") + "/robots.txt")
+        assert broken.status_code == 503 and "Sitemap" not in broken.text
+        assert "Sitemap" not in (await client.get(web.hub_url + "robots.txt")).text
+
+
+@pytest.mark.trio
+async def test_sitemap_lists_exactly_the_sites_pages_each_of_which_is_served(fixture_web):
+    site = fixture_web.site("python")
+    async with serve_web(fixture_web, sitemaps=True) as web, httpx.AsyncClient() as client:
+        base = web.base_url(site)
+        response = await client.get(base + "/sitemap.xml")
+        assert response.status_code == 200 and response.headers["content-type"] == "application/xml"
+        assert response.content.startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
+        locs = sitemap_locs(response.content, "urlset")
+        files = sorted(p.relative_to(site.root).as_posix() for p in site.root.rglob("*.html"))
+        assert len(files) >= 40 and locs == [f"{base}/{name}" for name in files]
+        for loc in locs:
+            assert (await client.get(loc)).status_code == 200, loc
+        entry = ElementTree.fromstring(response.content).find(SITEMAP + "url")
+        mtime = (site.root / files[0]).stat().st_mtime
+        assert entry.findtext(SITEMAP + "lastmod") == datetime.fromtimestamp(mtime, UTC).isoformat(
+            timespec="seconds"
+        )
+        # the normal reply path: an ETag, a 304 for it, and the request log
+        again = await client.get(base + "/sitemap.xml", headers={"if-none-match": response.headers["etag"]})
+        assert again.status_code == 304
+        assert [r.status for r in web.request_log if r.path == "/sitemap.xml"] == [200, 304]
+        assert (await client.get(base + "/sitemap-1.xml")).status_code == 404
+
+
+@pytest.mark.trio
+async def test_without_sitemaps_robots_txt_names_none_and_sitemap_xml_is_404(fixture_web):
+    async with serve_web(fixture_web) as web, httpx.AsyncClient() as client:
+        base = web.base_url("python")
+        assert (await client.get(base + "/robots.txt")).text == "User-agent: *\nDisallow:\n"
+        assert (await client.get(base + "/sitemap.xml")).status_code == 404
+
+
+@pytest.mark.trio
+async def test_a_site_over_the_part_size_gets_an_index_of_parts_holding_the_whole_urlset(
+    fixture_web, monkeypatch
+):
+    async with serve_web(fixture_web, sitemaps=True) as web, httpx.AsyncClient() as client:
+        whole = sitemap_locs((await client.get(web.base_url("gnuplot") + "/sitemap.xml")).content, "urlset")
+        whole = [urlsplit(loc).path for loc in whole]  # the next server has another port
+    monkeypatch.setattr(simnet.web.server, "SITEMAP_PART", 3)
+    async with serve_web(fixture_web, sitemaps=True) as web, httpx.AsyncClient() as client:
+        base = web.base_url("gnuplot")
+        index = sitemap_locs((await client.get(base + "/sitemap.xml")).content, "sitemapindex")
+        count = -(-len(whole) // 3)
+        assert count > 1 and index == [f"{base}/sitemap-{n}.xml" for n in range(1, count + 1)]
+        parts = [sitemap_locs((await client.get(loc)).content, "urlset") for loc in index]
+        assert all(len(part) == 3 for part in parts[:-1]) and 1 <= len(parts[-1]) <= 3
+        assert [loc for part in parts for loc in part] == [base + path for path in whole]
+        assert (await client.get(f"{base}/sitemap-{count + 1}.xml")).status_code == 404
+
+
+@pytest.mark.trio
+async def test_sitemap_takes_text_pdf_and_sniffed_html_quotes_names_and_skips_the_rest(tmp_path):
+    (tmp_path / "sites.tsv").write_text("site\tgroup\tentry\tupstream_prefixes\ns\tg\tindex.html\t\n")
+    root = tmp_path / "s"
+    files = {
+        "index.html": b"<html><body>hi</body></html>",
+        "a b/notes.txt": b"text",
+        "a b/paper.pdf": b"%PDF-1.4",
+        "docs/page": b"<!DOCTYPE html><html></html>",  # no extension: sniffed as HTML
+        "docs/blob": b"\x00\x01binary",
+        "image.png": b"\x89PNG",
+        "labels.tsv": b"/index.html\tg\n",
+        ".hidden.html": b"<html></html>",
+        ".git/x.html": b"<html></html>",
+    }
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(body)
+    os.utime(root / "index.html", (0, 1714564800))
+    async with serve_web(tmp_path, sitemaps=True) as web, httpx.AsyncClient() as client:
+        base = web.base_url("s")
+        content = (await client.get(base + "/sitemap.xml")).content
+        locs = sitemap_locs(content, "urlset")
+        names = ["a b/notes.txt", "a b/paper.pdf", "docs/page", "index.html"]
+        assert locs == [f"{base}/{quote(name)}" for name in names]
+        assert "%20" in locs[0]
+        for loc, name in zip(locs, names, strict=True):
+            answer = await client.get(loc)
+            assert answer.status_code == 200 and answer.content == files[name]
+        assert b"<lastmod>2024-05-01T12:00:00+00:00</lastmod>" in content

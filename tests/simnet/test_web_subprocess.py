@@ -38,3 +38,13 @@ def test_parent_and_server_process_agree_on_injected_cross_links():
         assert len(web.cross_links) == 4
         for source, target in web.cross_links:
             assert f'href="{target}"' in client.get(source).text
+
+
+def test_the_server_process_serves_sitemaps_when_asked():
+    with serve_web_in_subprocess("fixture", sitemaps=True) as web, httpx.Client() as client:
+        assert web.sitemaps
+        robots = client.get(web.base_url("sqlite") + "/robots.txt").text
+        assert f"Sitemap: {web.base_url('sqlite')}/sitemap.xml" in robots
+        assert client.get(web.base_url("sqlite") + "/sitemap.xml").status_code == 200
+    with serve_web_in_subprocess("fixture") as web, httpx.Client() as client:
+        assert client.get(web.base_url("sqlite") + "/sitemap.xml").status_code == 404

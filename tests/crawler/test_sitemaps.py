@@ -1,0 +1,243 @@
+"""Sitemaps: read when a host's page is accepted, their pages queued as tunnelled links, never stored."""
+
+from __future__ import annotations
+
+import gzip
+
+import httpx
+import pytest
+import trio
+
+from crawler.engine import CrawledPage, Crawler, PageVerdict
+from crawler.fetch import Fetcher
+from crawler.parse import Link
+from crawler.repository import Repository
+from crawler.settings import CrawlSettings
+from crawler.sitemaps import MAX_BYTES, parse_lastmod, parse_sitemap
+
+SETTINGS = CrawlSettings(download_delay=0.0, autothrottle_enabled=False)
+NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def urlset(*locs: str, lastmod: str | None = None) -> bytes:
+    stamp = f"<lastmod>{lastmod}</lastmod>" if lastmod else ""
+    items = "".join(f"<url><loc>{loc}</loc>{stamp}</url>" for loc in locs)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{NS}">{items}</urlset>'.encode()
+
+
+def index(*locs: str) -> bytes:
+    items = "".join(f"<sitemap><loc>{loc}</loc></sitemap>" for loc in locs)
+    return f'<?xml version="1.0"?><sitemapindex xmlns="{NS}">{items}</sitemapindex>'.encode()
+
+
+def page(title: str, *links: str) -> bytes:
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+    return f"<html><title>{title}</title><body><p>{title} text</p>{anchors}</body></html>".encode()
+
+
+async def _stream(data: bytes):
+    yield data
+
+
+def respond(status: int, kind: str, body: bytes) -> httpx.Response:
+    """A response whose body arrives as a stream, as the fetcher reads a real server's."""
+    headers = {"content-type": kind, "content-length": str(len(body))}
+    return httpx.Response(status, headers=headers, content=_stream(body))
+
+
+class Web:
+    """Hosts on httpx's mock transport: (host, path) -> (content type, body); logs every request."""
+
+    def __init__(self, files: dict[tuple[str, str], tuple[str, bytes]]) -> None:
+        self.files = files
+        self.log: list[tuple[str, str]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        key = (request.url.host, request.url.path)
+        self.log.append(key)
+        if key not in self.files:
+            return respond(404, "text/html", b"gone")
+        return respond(200, *self.files[key])
+
+    def requested(self, path: str) -> bool:
+        return any(p == path for _, p in self.log)
+
+
+def robots(*sitemaps: str) -> tuple[str, bytes]:
+    lines = ["User-agent: *", "Disallow:", *(f"Sitemap: {url}" for url in sitemaps)]
+    return "text/plain", "\n".join(lines).encode()
+
+
+def html(body: bytes) -> tuple[str, bytes]:
+    return "text/html", body
+
+
+def crawler_for(web: Web, tmp_path, settings: CrawlSettings = SETTINGS, **policy) -> Crawler:
+    fetcher = Fetcher(settings, client=httpx.AsyncClient(transport=httpx.MockTransport(web)))
+    return Crawler(Repository(tmp_path / "repo.db"), settings, fetcher, **policy)
+
+
+async def crawl(crawler: Crawler, seed: str):
+    crawler.add_seeds([seed])
+    with trio.fail_after(30):
+        return await crawler.run()
+
+
+def stored(crawler: Crawler) -> set[str]:
+    return {doc["url"] for doc in crawler.repo.documents()}
+
+
+def docs_site(sitemap_body: bytes, sitemap_type: str = "application/xml", path: str = "/sitemap.xml"):
+    """A site whose home page links to nothing; only its sitemap lists its other pages."""
+    return {
+        ("docs.test", "/robots.txt"): robots(f"http://docs.test{path}"),
+        ("docs.test", "/"): html(page("Home")),
+        ("docs.test", path): (sitemap_type, sitemap_body),
+        ("docs.test", "/a.html"): html(page("A")),
+        ("docs.test", "/b.html"): html(page("B", "c.html")),
+        ("docs.test", "/c.html"): html(page("C")),
+        ("other.test", "/robots.txt"): robots(),
+        ("other.test", "/x.html"): html(page("X")),
+    }
+
+
+# -- parsing -----------------------------------------------------------------------------------------------
+def test_a_urlset_gives_its_locs_resolved_and_once_with_their_lastmod():
+    body = urlset("http://docs.test/a.html", "/b.html", "http://docs.test/a.html#part", lastmod="2024-05-01")
+    sitemap = parse_sitemap(body, "http://docs.test/sitemap.xml")
+    assert sitemap.error is None and sitemap.kind == "urlset"
+    assert [e.url for e in sitemap.entries] == ["http://docs.test/a.html", "http://docs.test/b.html"]
+    assert {e.lastmod for e in sitemap.entries} == {parse_lastmod("2024-05-01T00:00:00+00:00")}
+
+
+def test_an_index_and_a_gzipped_sitemap_are_read():
+    sitemap = parse_sitemap(gzip.compress(index("http://docs.test/s1.xml")), "http://docs.test/s.xml.gz")
+    assert sitemap.kind == "index" and [e.url for e in sitemap.entries] == ["http://docs.test/s1.xml"]
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"<html><body>no sitemap</body></html>", "not a sitemap"),
+        (b'<?xml version="1.0"?><urlset><url><loc>http://docs.test/a', "ParseError"),
+        (
+            b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+            b"<urlset><url><loc>&b;</loc></url></urlset>",
+            "DTDForbidden",
+        ),
+        (gzip.compress(b"<urlset>" + b" " * (MAX_BYTES + 10)), "more than"),
+        (gzip.compress(urlset("http://docs.test/a.html"))[:-12], "truncated"),
+    ],
+    ids=["html", "malformed", "entity-bomb", "gzip-bomb", "cut-gzip"],
+)
+def test_malformed_or_hostile_sitemaps_give_an_error_not_an_exception(body, error):
+    sitemap = parse_sitemap(body, "http://docs.test/sitemap.xml")
+    assert sitemap.error is not None and error in sitemap.error and sitemap.entries == ()
+
+
+def test_a_sitemap_is_read_up_to_its_limit():
+    body = urlset(*(f"http://docs.test/{i}.html" for i in range(10)))
+    assert len(parse_sitemap(body, "http://docs.test/s.xml", max_urls=4).entries) == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2004", "2004-01-01T00:00:00+00:00"),
+        ("2004-12", "2004-12-01T00:00:00+00:00"),
+        ("2004-12-23T18:00:15+01:00", "2004-12-23T17:00:15+00:00"),
+        ("2004-12-23T18:00:15Z", "2004-12-23T18:00:15+00:00"),
+    ],
+)
+def test_lastmod_takes_the_w3c_datetime_forms(text, expected):
+    assert parse_lastmod(text) == parse_lastmod(expected) is not None
+
+
+def test_an_unreadable_lastmod_is_none():
+    assert parse_lastmod("last tuesday") is None
+
+
+# -- crawling ----------------------------------------------------------------------------------------------
+@pytest.mark.trio
+async def test_the_sitemap_of_a_host_with_an_accepted_page_finds_its_unlinked_pages(tmp_path):
+    body = urlset("http://docs.test/a.html", "http://docs.test/b.html", "http://other.test/x.html")
+    web = Web(docs_site(body))
+    crawler = crawler_for(web, tmp_path)
+    stats = await crawl(crawler, "http://docs.test/")
+    # b.html's own link to c.html is followed as any link; other.test is not the sitemap's to list
+    assert stored(crawler) == {f"http://docs.test/{p}" for p in ("", "a.html", "b.html", "c.html")}
+    assert not web.requested("/x.html")
+    assert stats.sitemaps == 1 and stats.sitemap_urls == 2 and stats.errors == 0
+    assert web.log.count(("docs.test", "/sitemap.xml")) == 1
+
+
+@pytest.mark.trio
+async def test_an_index_queues_its_sitemaps_which_queue_their_pages(tmp_path):
+    files = docs_site(index("http://docs.test/part-1.xml", "http://docs.test/part-2.xml.gz"))
+    files[("docs.test", "/part-1.xml")] = ("text/xml", urlset("http://docs.test/a.html"))
+    files[("docs.test", "/part-2.xml.gz")] = (
+        "application/octet-stream",
+        gzip.compress(urlset("http://docs.test/b.html")),
+    )
+    crawler = crawler_for(Web(files), tmp_path)
+    stats = await crawl(crawler, "http://docs.test/")
+    assert stored(crawler) == {f"http://docs.test/{p}" for p in ("", "a.html", "b.html", "c.html")}
+    assert stats.sitemaps == 3 and stats.sitemap_urls == 2
+
+
+@pytest.mark.trio
+async def test_sitemaps_are_not_read_when_off_nor_for_hosts_with_no_accepted_page(tmp_path):
+    files = docs_site(urlset("http://docs.test/a.html"))
+    off = Web(files)
+    await crawl(
+        crawler_for(off, tmp_path / "off", CrawlSettings(**{**vars(SETTINGS), "sitemaps_enabled": False})),
+        "http://docs.test/",
+    )
+    assert not off.requested("/sitemap.xml")
+
+    rejecting = Web(files)
+    crawler = crawler_for(rejecting, tmp_path / "rejecting", score_page=lambda page: (None, 0.1, False))
+    await crawl(crawler, "http://docs.test/")
+    assert not rejecting.requested("/sitemap.xml") and stored(crawler) == {"http://docs.test/"}
+
+
+@pytest.mark.trio
+async def test_sitemap_pages_are_links_of_a_page_nobody_judged_in_the_accepted_pages_queue(tmp_path):
+    calls: list[tuple[str, bool, int]] = []
+
+    def priority(page: CrawledPage, link: Link, verdict: PageVerdict) -> float:
+        calls.append((link.url, verdict.accepted, page.entry.tunnel))
+        return 0.5
+
+    web = Web(docs_site(urlset("http://docs.test/a.html")))
+    crawler = crawler_for(web, tmp_path, score_page=lambda page: ("docs", 0.9, True), link_priority=priority)
+    await crawl(crawler, "http://docs.test/")
+    # the sitemap is a link of the accepted home page; its page, a link of the unjudged sitemap
+    assert ("http://docs.test/sitemap.xml", True, 0) in calls
+    assert ("http://docs.test/a.html", False, 0) in calls
+    assert {doc["topic"] for doc in crawler.repo.documents()} == {"docs"}
+    row = crawler.repo.db.execute("SELECT tunnel, topic FROM frontier WHERE url LIKE '%a.html'").fetchone()
+    assert tuple(row) == (1, "docs")
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize(
+    "body",
+    [b'<?xml version="1.0"?><urlset><url><loc>', b'<?xml version="1.0"?><rss><channel/></rss>'],
+    ids=["malformed", "not-a-sitemap"],
+)
+async def test_a_broken_sitemap_or_other_xml_is_an_error_never_a_document(tmp_path, body):
+    crawler = crawler_for(Web(docs_site(body)), tmp_path)
+    stats = await crawl(crawler, "http://docs.test/")
+    assert stored(crawler) == {"http://docs.test/"}
+    assert stats.errors_by_kind == {"unparsable": 1} and stats.sitemaps == 0
+
+
+@pytest.mark.trio
+async def test_a_crawl_reading_sitemaps_still_refuses_other_xml_it_is_not_asked_to_store(tmp_path):
+    files = docs_site(urlset("http://docs.test/a.html"))
+    files[("docs.test", "/")] = html(page("Home", "feed.xml"))
+    files[("docs.test", "/feed.xml")] = ("application/xml", b'<?xml version="1.0"?><rss><channel/></rss>')
+    crawler = crawler_for(Web(files), tmp_path)
+    await crawl(crawler, "http://docs.test/")
+    assert "http://docs.test/feed.xml" not in stored(crawler)
