@@ -8,7 +8,8 @@ The web is served with a sitemap per site, named in its robots.txt (`serve_web_i
 True)`). Both crawls are the harvest experiment's `focused_retrain` (same bookmarks, hub, focus settings),
 one with `sitemaps_enabled` off and one with it on, each storing `--pages` pages. Per crawl, from the
 repository and the web's ground truth: stored pages, relevant pages (whose group is a topic's target group),
-harvest rate (relevant / stored), and from the server's request log: requests, sitemap requests, and
+harvest rate (relevant / stored), recall (relevant / the web's pages of target groups), and from the
+server's request log: requests, sitemap requests, and
 seconds. Prints the figures, then one JSON line with both crawls and the ratios (with / without).
 """
 
@@ -23,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import trio
 
@@ -32,8 +34,20 @@ from crawler.taxonomy import read_taxonomy
 from simnet.experiments.harvest import crawl_variant
 from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
+from simnet.web.server import site_pages
 
 SITEMAP_REQUEST = re.compile(r"/sitemap(-\d+)?\.xml")
+
+
+def relevant_in_web(web: SubprocessWeb, targets: dict[str, str]) -> int:
+    """Pages the web serves whose group is a topic's target group: what a crawl could find at most."""
+    groups = set(targets.values())
+    return sum(
+        1
+        for site in web.sites
+        for relative, _ in site_pages(site.root)
+        if web.label_of(f"{web.base_url(site)}/{quote(relative, safe='/')}") in groups
+    )
 
 
 def relevant_pages(repo: Repository, web: SubprocessWeb, targets: dict[str, str]) -> tuple[int, int]:
@@ -44,7 +58,12 @@ def relevant_pages(repo: Repository, web: SubprocessWeb, targets: dict[str, str]
 
 
 async def one_crawl(
-    web: SubprocessWeb, training: Any, targets: dict[str, str], args: argparse.Namespace, sitemaps: bool
+    web: SubprocessWeb,
+    training: Any,
+    targets: dict[str, str],
+    args: argparse.Namespace,
+    sitemaps: bool,
+    findable: int,
 ) -> dict[str, Any]:
     focus = FocusSettings(learning_pages=args.pages // 5, retrain_every=max(args.pages // 6, 1))
     settings = dataclasses.replace(crawl_settings(), sitemaps_enabled=sitemaps)
@@ -64,6 +83,7 @@ async def one_crawl(
         "stored": stored,
         "relevant": relevant,
         "harvest_rate": round(relevant / stored, 4) if stored else 0.0,
+        "recall": round(relevant / findable, 4) if findable else 0.0,
         "requests": len(requests),
         "sitemap_requests": sum(1 for r in requests if SITEMAP_REQUEST.fullmatch(r.path.split("?")[0])),
         "seconds": round(seconds, 2),
@@ -74,8 +94,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = load_web(args.web)
     with serve_web_in_subprocess(corpus, sitemaps=True) as web:
         training, targets = await prepare_training(web, read_taxonomy(args.bookmarks))
+        findable = relevant_in_web(web, targets)
         crawls = {
-            name: await one_crawl(web, training, targets, args, sitemaps)
+            name: await one_crawl(web, training, targets, args, sitemaps, findable)
             for name, sitemaps in (("without_sitemaps", False), ("with_sitemaps", True))
         }
     without, with_ = crawls["without_sitemaps"], crawls["with_sitemaps"]
@@ -83,7 +104,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         key: round(with_[key] / without[key], 3) if without[key] else None
         for key in ("relevant", "harvest_rate", "requests", "seconds")
     }
-    return {"web": corpus.name, "pages": args.pages, "targets": targets, **crawls, "ratio": ratios}
+    report = {"web": corpus.name, "pages": args.pages, "targets": targets, "relevant_in_web": findable}
+    return {**report, **crawls, "ratio": ratios}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         figures = report[name]
         print(
             f"{name:>17}: {figures['stored']} stored, {figures['relevant']} relevant "
-            f"(harvest {figures['harvest_rate']:.3f}), {figures['requests']} requests "
+            f"(harvest {figures['harvest_rate']:.3f}, recall {figures['recall']:.3f} of "
+            f"{report['relevant_in_web']}), {figures['requests']} requests "
             f"({figures['sitemap_requests']} sitemaps), {figures['seconds']} s",
             file=sys.stderr,
         )

@@ -18,4 +18,6 @@ def test_only_the_crawl_reading_sitemaps_asks_for_them_and_both_store_the_same_n
     for figures in (without, with_):
         assert 0 < figures["relevant"] <= figures["stored"] < figures["requests"]
         assert figures["harvest_rate"] == round(figures["relevant"] / figures["stored"], 4)
+        assert figures["relevant"] <= result["relevant_in_web"]
+        assert figures["recall"] == round(figures["relevant"] / result["relevant_in_web"], 4)
     assert result["ratio"]["requests"] == round(with_["requests"] / without["requests"], 3)
