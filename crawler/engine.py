@@ -15,7 +15,8 @@ The BINGO! pipeline (thesis 2.3.3) as three stages:
 
 Stored pages that fall due (`crawler.revisits`) are fetched again before new links: keeping the repository
 true comes before growing it, and a node at its `max_pages` still revisits. A revisit that changed a page
-replaces its row in the batch's transaction.
+replaces its row in the batch's transaction. Sitemaps (`crawler.sitemaps`) are read when a host's first
+page is accepted, and again when due with the revisits.
 
 The focus loop plugs in through a `FocusPolicy` (or the `score_page` / `link_priority` callables): the
 default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7 strategy 1).
@@ -44,6 +45,8 @@ from crawler.revisits import (
     GONE_STATUSES,
     Revisit,
     due_revisits,
+    due_sitemaps,
+    mark_changed,
     next_interval,
     next_revisit_at,
     retry_interval,
@@ -234,6 +237,15 @@ class _Revisited(NamedTuple):
     interval: float | None = None
     etag: str | None = None
     last_modified: str | None = None
+
+
+class _SitemapRead(NamedTuple):
+    """A sitemap read (`urls`: how many it listed; None: it could not be read, and is tried again sooner),
+    written with its batch; `lastmods`: (URL, lastmod) of the pages it listed with one."""
+
+    entry: FrontierEntry
+    urls: int | None
+    lastmods: tuple[tuple[str, float], ...] = ()
 
 
 class Crawler:
@@ -490,6 +502,9 @@ class Crawler:
             return
         paused = self.frontier.paused_topics
         self._revisit_queue = due_revisits(self.repo, now, REVISIT_BATCH, paused)
+        if self.settings.sitemaps_enabled:
+            sitemaps = due_sitemaps(self.repo, now, REVISIT_BATCH, paused)
+            self._revisit_queue.extend(Revisit.of_sitemap(entry) for entry in sitemaps)
         if not self._revisit_queue:
             due = next_revisit_at(self.repo, paused)
             self._next_revisit_check = math.inf if due is None else due
@@ -585,6 +600,7 @@ class Crawler:
             analysed = self._analyse(fetched)
         pages: list[StoredPage] = []
         revisited: list[_Revisited] = []
+        sitemaps: list[_SitemapRead] = []
         hosts: dict[str, str | None] = {}
         by_url = {id(entry): item for item, (entry, _) in zip(analysed, fetched, strict=True)}
         for entry, result in batch:
@@ -592,7 +608,11 @@ class Crawler:
             host = entry.host
             revisit = self._revisiting.get(entry.url)  # in flight until written: else it is due still
             if revisit is not None:
-                revisited.append(self._revisited(revisit, result, by_url.get(id(entry))))
+                analysed_page = by_url.get(id(entry))
+                if revisit.sitemap:
+                    sitemaps.append(self._reread_sitemap(entry, result, analysed_page))
+                else:
+                    revisited.append(self._revisited(revisit, result, analysed_page))
                 if result.error is not None:
                     hosts[host] = result.error
                 else:
@@ -604,7 +624,7 @@ class Crawler:
                 continue
             crawled, verdict = by_url[id(entry)]
             if crawled.sitemap is not None:
-                self._read_sitemap(crawled)
+                sitemaps.append(self._read_sitemap(crawled, first=True))
                 hosts.setdefault(host, None)
                 continue
             if crawled.parsed.error is not None and crawled.parsed.error != "empty":
@@ -617,12 +637,16 @@ class Crawler:
         changes = self.frontier.take_changes()
         stats_row = self._stats_row_if_due()
         try:
-            await trio.to_thread.run_sync(self._write, pages, revisited, changes, host_rows, stats_row)
+            await trio.to_thread.run_sync(
+                self._write, pages, revisited, sitemaps, changes, host_rows, stats_row
+            )
         except RepositoryFull as exc:
             self._note_full_disk(exc)
         else:
             self._counters.pages += len(pages)
             self._count_revisits(revisited)
+            if sitemaps:  # they fall due again, and pages their lastmod names may be due now
+                self._next_revisit_check = -math.inf
         for entry, _ in batch:
             self._revisiting.pop(entry.url, None)
         self._pending -= len(batch)
@@ -893,40 +917,63 @@ class Crawler:
         links = (Link(url, "", "sitemap", 0, 0) for url in declared)
         self._enqueue(page, verdict, ((link, host_of(link.url), page.depth + 1) for link in links))
 
-    def _read_sitemap(self, page: CrawledPage) -> None:
-        """Queue what a fetched sitemap lists: an index's sitemaps in the index's place (same priority and
-        path), a urlset's pages as links tunnelled through it. Nothing is stored for the sitemap itself."""
+    def _read_sitemap(self, page: CrawledPage, first: bool) -> _SitemapRead:
+        """Queue what a fetched sitemap lists that the crawl has not seen: an index's sitemaps in the
+        index's place (same priority and path), a urlset's pages as links tunnelled through it. Nothing is
+        stored for the sitemap itself but when to read it again. `first`: popped from the frontier."""
         sitemap, entry = page.sitemap, page.entry
         assert sitemap is not None
         self._counters.bytes += page.size
         if sitemap.error is not None:
             self._counters.errors["unparsable"] += 1
-            self.frontier.fail(entry, "unparsable", release=False)
-            return
-        self.frontier.complete(entry, release=False)
+            if first:
+                self.frontier.fail(entry, "unparsable", release=False)
+            return _SitemapRead(entry, None)
+        if first:
+            self.frontier.complete(entry, release=False)
         self._counters.sitemaps += 1
         hosts = listed_hosts(page.url, entry.source)
-        listed = [(item.url, host_of(item.url)) for item in sitemap.entries]
-        listed = [(url, host) for url, host in listed if host in hosts]
+        listed = [item for item in sitemap.entries if host_of(item.url) in hosts]
         if sitemap.kind == "index":
-            for url, host in listed:
-                if not self.frontier.seen(url) and self.allows(url):
-                    self.frontier.add(replace(entry, url=url, host=host, retries=0))
-            return
-        links = ((Link(url, "", "sitemap", 0, 0), host, entry.depth + 1) for url, host in listed)
+            for item in listed:
+                if not self.frontier.seen(item.url) and self.allows(item.url):
+                    self.frontier.add(replace(entry, url=item.url, host=host_of(item.url), retries=0))
+            return _SitemapRead(entry, len(listed))
+        links = ((Link(item.url, "", "sitemap", 0, 0), host_of(item.url), entry.depth + 1) for item in listed)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
         self._counters.sitemap_urls += self._enqueue(page, unjudged, links)
+        lastmods = tuple((item.url, item.lastmod) for item in listed if item.lastmod is not None)
+        return _SitemapRead(entry, len(listed), lastmods)
+
+    def _reread_sitemap(
+        self, entry: FrontierEntry, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
+    ) -> _SitemapRead:
+        """A due sitemap read again; one that failed, or is no sitemap now, is tried again sooner."""
+        if result.error is not None:
+            self._counters.errors[result.error] += 1
+            return _SitemapRead(entry, None)
+        if analysed is None or analysed[0].sitemap is None:
+            self._counters.errors["unparsable"] += 1
+            return _SitemapRead(entry, None)
+        return self._read_sitemap(analysed[0], first=False)
 
     def _write(
         self,
         pages: list[StoredPage],
         revisited: list[_Revisited],
+        sitemaps: list[_SitemapRead],
         changes: dict,
         hosts: list[tuple[str, str, str | None]],
         stats_row: dict[str, Any] | None,
     ) -> None:
-        """One transaction: documents, links, revisits, host states, frontier changes (in a worker thread)."""
+        """One transaction: documents, links, revisits, sitemaps read, host states, frontier changes (in a
+        worker thread)."""
+        now, after = self._wall(), self.settings.revisit_after
         with self.repo.transaction():
+            for read in sitemaps:
+                wait = after if read.urls is not None else retry_interval(None, after)
+                self.repo.record_sitemap(read.entry, now, now + wait, read.urls)
+                mark_changed(self.repo, now, read.lastmods)
             for page in pages:
                 self.repo.insert_page(page)
             for outcome in revisited:

@@ -256,9 +256,32 @@ def _schema_v4(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3, _schema_v4]
+def _schema_v5(db: sqlite_utils.Database) -> None:
+    """Sitemaps read (crawler.sitemaps): where each came from, to read it again when due."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS sitemaps (
+            url TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            topic TEXT,
+            priority REAL NOT NULL,
+            depth INTEGER NOT NULL,
+            tunnel INTEGER NOT NULL DEFAULT 0,
+            source TEXT,
+            origin TEXT,
+            read_at REAL NOT NULL,
+            due_at REAL NOT NULL,
+            urls INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX IF NOT EXISTS sitemaps_due ON sitemaps(due_at);
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3, _schema_v4, _schema_v5]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
+_SITEMAP_ENTRY = ("url", "host", "topic", "priority", "depth", "tunnel", "source", "origin")  # its entry
 
 
 def _document_values(doc: DocumentRecord) -> list[Any]:
@@ -488,6 +511,17 @@ class Repository:
             "UPDATE documents SET revisit_at = ?, revisit_interval = ?, etag = coalesce(?, etag), "
             "last_modified = coalesce(?, last_modified) WHERE id = ?",
             [revisit_at, interval, etag, last_modified, doc_id],
+        )
+
+    def record_sitemap(self, entry: Any, read_at: float, due_at: float, urls: int | None) -> None:
+        """A sitemap was read (`urls` listed) or could not be (None: its count kept), and is read again at
+        `due_at` (call inside `transaction`)."""
+        self.db.conn.execute(
+            "INSERT INTO sitemaps (url, host, topic, priority, depth, tunnel, source, origin, read_at, "
+            "due_at, urls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 0)) "
+            "ON CONFLICT(url) DO UPDATE SET read_at = excluded.read_at, due_at = excluded.due_at, "
+            "urls = coalesce(?, urls)",
+            [*(getattr(entry, name) for name in _SITEMAP_ENTRY), read_at, due_at, urls, urls],
         )
 
     def remove_document(self, doc_id: int) -> None:

@@ -11,6 +11,10 @@ repository; any other failure tries again after a quarter of the interval, the s
 
 Only the node's own accepted originals are revisited: off-topic pages are kept for their links, exact
 duplicates follow their original, and peers' pooled results are their crawlers' to revisit.
+
+The sitemaps the crawl read (`crawler.sitemaps`) fall due `revisit_after` after each reading too: read
+again, they queue the pages their host added since, and a stored page whose `<lastmod>` is later than its
+fetch falls due at once, rather than whenever its interval says.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ class Revisit:
     etag: str | None
     last_modified: str | None
     interval: float | None  # None: revisit_after
+    sitemap: bool = False  # a sitemap read again (doc_id 0, no fingerprint)
+
+    @classmethod
+    def of_sitemap(cls, entry: FrontierEntry) -> Revisit:
+        return cls(0, entry, "", None, None, None, sitemap=True)
 
     def validators(self) -> dict[str, str]:
         """Conditional request headers asking for the page only if it changed. A value a request cannot
@@ -85,10 +94,41 @@ def due_revisits(
 
 
 def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> float | None:
-    """When the earliest stored page falls due (None: no page will)."""
+    """When the earliest stored page or sitemap falls due (None: none will)."""
     outside, params = _outside(paused)
-    row = repo.db.execute(f"SELECT min(revisit_at) FROM documents WHERE {_DUE}{outside}", params).fetchone()
-    return None if row[0] is None else float(row[0])
+    row = repo.db.execute(
+        f"SELECT min(revisit_at) FROM documents WHERE {_DUE}{outside} "
+        f"UNION ALL SELECT min(due_at) FROM sitemaps WHERE 1{outside}",
+        [*params, *params],
+    ).fetchall()
+    times = [float(at) for (at,) in row if at is not None]
+    return min(times) if times else None
+
+
+def due_sitemaps(
+    repo: Repository, now: float, limit: int, paused: Collection[str | None] = ()
+) -> list[FrontierEntry]:
+    """The sitemaps due to be read again at `now`, longest overdue first, as the entries that first read
+    them."""
+    outside, params = _outside(paused)
+    rows = repo.db.execute(
+        "SELECT url, host, topic, priority, depth, tunnel, source, origin FROM sitemaps "
+        f"WHERE due_at <= ?{outside} ORDER BY due_at LIMIT ?",
+        [now, *params, limit],
+    ).fetchall()
+    return [
+        FrontierEntry(url, host, priority, depth, topic, tunnel, source, origin)
+        for url, host, topic, priority, depth, tunnel, source, origin in rows
+    ]
+
+
+def mark_changed(repo: Repository, now: float, lastmods: Sequence[tuple[str, float]]) -> int:
+    """Stored pages a sitemap says changed after their fetch fall due at `now`; returns how many did (call
+    inside `transaction`)."""
+    sql = (
+        f"UPDATE documents SET revisit_at = ? WHERE url = ? AND {_DUE} AND fetched_at < ? AND revisit_at > ?"
+    )
+    return sum(repo.db.conn.execute(sql, [now, url, lastmod, now]).rowcount for url, lastmod in lastmods)
 
 
 def mark_due(repo: Repository, now: float, urls: Sequence[str] | None = None) -> tuple[int, list[str]]:

@@ -5,7 +5,8 @@ accepted the host has shown it holds the topic, and its sitemap finds pages no c
 (documentation sites are shallow in links and deep in pages). The engine queues a host's sitemaps when it
 accepts the host's first page; the URLs a sitemap lists are queued as links tunnelled through a page that
 was not judged on-topic (`crawler.focus`), since nothing but their host speaks for them. A sitemap is not
-a document: it is never stored, indexed or classified.
+a document: it is never stored, indexed or classified; the repository keeps where it came from, and it is
+read again when due (`crawler.revisits`), for the pages added since and the `<lastmod>` of those stored.
 
 Bounds, as the protocol sets them: at most `MAX_URLS` entries per file and `MAX_BYTES` of XML (after gzip);
 a sitemap lists only pages of its own host or of the host whose robots.txt named it, so a hostile host

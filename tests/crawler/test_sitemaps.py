@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -50,11 +51,14 @@ class Web:
 
     def __init__(self, files: dict[tuple[str, str], tuple[str, bytes]]) -> None:
         self.files = files
+        self.status: dict[str, int] = {}  # path -> an error status to answer instead
         self.log: list[tuple[str, str]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         key = (request.url.host, request.url.path)
         self.log.append(key)
+        if request.url.path in self.status:
+            return respond(self.status[request.url.path], "text/html", b"error")
         if key not in self.files:
             return respond(404, "text/html", b"gone")
         return respond(200, *self.files[key])
@@ -72,9 +76,9 @@ def html(body: bytes) -> tuple[str, bytes]:
     return "text/html", body
 
 
-def crawler_for(web: Web, tmp_path, settings: CrawlSettings = SETTINGS, **policy) -> Crawler:
+def crawler_for(web: Web, tmp_path, settings: CrawlSettings = SETTINGS, **options) -> Crawler:
     fetcher = Fetcher(settings, client=httpx.AsyncClient(transport=httpx.MockTransport(web)))
-    return Crawler(Repository(tmp_path / "repo.db"), settings, fetcher, **policy)
+    return Crawler(Repository(tmp_path / "repo.db"), settings, fetcher, **options)
 
 
 async def crawl(crawler: Crawler, seed: str):
@@ -241,3 +245,82 @@ async def test_a_crawl_reading_sitemaps_still_refuses_other_xml_it_is_not_asked_
     crawler = crawler_for(Web(files), tmp_path)
     await crawl(crawler, "http://docs.test/")
     assert "http://docs.test/feed.xml" not in stored(crawler)
+
+
+class Calendar:
+    """The crawler's wall clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def fetched_at(crawler: Crawler) -> dict[str, float]:
+    rows = crawler.repo.db.execute("SELECT url, fetched_at FROM documents").fetchall()
+    return {url.rsplit("/", 1)[-1]: at for url, at in rows}
+
+
+@pytest.mark.trio
+async def test_a_sitemap_read_again_when_due_queues_new_pages_and_makes_pages_changed_since_due(tmp_path):
+    after = 100.0
+    calendar = Calendar()
+    files = docs_site(urlset("http://docs.test/a.html", "http://docs.test/b.html", lastmod=stamp(0)))
+    web = Web(files)
+    settings = CrawlSettings(**{**vars(SETTINGS), "revisit_after": after})
+    crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
+    first = await crawl(crawler, "http://docs.test/")
+    assert first.sitemaps == 1 and set(fetched_at(crawler)) == {"", "a.html", "b.html", "c.html"}
+    row = crawler.repo.db.execute("SELECT read_at, due_at, urls FROM sitemaps").fetchone()
+    assert tuple(row) == (calendar.now, calendar.now + after, 2)
+
+    calendar.now += after + 1  # pages and sitemap due: pages unchanged (their interval doubles)
+    with trio.fail_after(30):
+        second = await crawler.run()
+    assert second.revisits == 4 and second.changed == 0 and second.sitemaps == 2
+    assert web.log.count(("docs.test", "/sitemap.xml")) == 2
+
+    # only the sitemap is due next: it names a new page, and a page changed since its fetch
+    calendar.now += after + 1
+    files[("docs.test", "/a.html")] = html(page("A revised"))
+    files[("docs.test", "/d.html")] = html(page("D"))
+    files[("docs.test", "/sitemap.xml")] = (
+        "application/xml",
+        b"".join(
+            [
+                urlset("http://docs.test/a.html", lastmod=stamp(calendar.now - 10))[:-9],
+                b"<url><loc>http://docs.test/b.html</loc><lastmod>1970-01-01</lastmod></url>",
+                b"<url><loc>http://docs.test/d.html</loc></url></urlset>",
+            ]
+        ),
+    )
+    before = fetched_at(crawler)
+    with trio.fail_after(30):
+        third = await crawler.run()
+    now = fetched_at(crawler)
+    assert third.sitemaps == 3 and third.changed == 1 and third.revisits == 5
+    assert now["a.html"] == calendar.now and now["d.html"] == calendar.now  # revised, and new
+    assert now["b.html"] == before["b.html"] and now["c.html"] == before["c.html"]  # not due yet
+    assert "revised" in next(d["title"] for d in crawler.repo.documents() if d["url"].endswith("a.html"))
+
+
+@pytest.mark.trio
+async def test_a_sitemap_that_cannot_be_read_again_keeps_its_count_and_is_tried_again_sooner(tmp_path):
+    after = 100.0
+    calendar = Calendar()
+    web = Web(docs_site(urlset("http://docs.test/a.html")))
+    settings = CrawlSettings(**{**vars(SETTINGS), "revisit_after": after, "retry_times": 0})
+    crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
+    await crawl(crawler, "http://docs.test/")
+    calendar.now += after + 1
+    web.status["/sitemap.xml"] = 503
+    with trio.fail_after(30):
+        stats = await crawler.run()
+    assert stats.errors_by_kind.get("http_5xx") == 1
+    row = crawler.repo.db.execute("SELECT due_at, urls FROM sitemaps").fetchone()
+    assert tuple(row) == (calendar.now + after / 4, 1)
