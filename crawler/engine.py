@@ -227,8 +227,8 @@ class _Counters:
 
 
 class _Revisited(NamedTuple):
-    """A revisit's outcome, written with its batch: "checked" (`due_at`, `interval` and validators), or
-    "changed" (the new version's `page`), or "gone"."""
+    """A revisit's outcome, written with its batch: "checked" (`due_at`, `interval` and validators;
+    `checked_at` when the page was found as stored), or "changed" (the new version's `page`), or "gone"."""
 
     kind: str
     doc_id: int
@@ -237,6 +237,7 @@ class _Revisited(NamedTuple):
     interval: float | None = None
     etag: str | None = None
     last_modified: str | None = None
+    checked_at: float | None = None
 
 
 class _SitemapRead(NamedTuple):
@@ -823,14 +824,16 @@ class Crawler:
     def _checked(
         self, revisit: Revisit, wait: float, interval: float | None, headers: dict[str, str] | None = None
     ) -> _Revisited:
-        headers = headers or {}
+        """`headers`: of a response that found the page as stored (None: the revisit could not tell)."""
+        now = self._wall()
         return _Revisited(
             "checked",
             revisit.doc_id,
-            due_at=self._wall() + wait,
+            due_at=now + wait,
             interval=interval,
-            etag=headers.get("etag"),
-            last_modified=headers.get("last-modified"),
+            etag=(headers or {}).get("etag"),
+            last_modified=(headers or {}).get("last-modified"),
+            checked_at=None if headers is None else now,
         )
 
     def _count_revisits(self, revisited: list[_Revisited]) -> None:
@@ -983,7 +986,12 @@ class Crawler:
                     self.repo.replace_page(outcome.doc_id, outcome.page)
                 else:
                     self.repo.record_revisit(
-                        outcome.doc_id, outcome.due_at, outcome.interval, outcome.etag, outcome.last_modified
+                        outcome.doc_id,
+                        outcome.due_at,
+                        outcome.interval,
+                        outcome.etag,
+                        outcome.last_modified,
+                        outcome.checked_at,
                     )
             for host, state, error in hosts:
                 self.repo.record_host(host, state, 0, error)

@@ -257,9 +257,11 @@ def _schema_v4(db: sqlite_utils.Database) -> None:
 
 
 def _schema_v5(db: sqlite_utils.Database) -> None:
-    """Sitemaps read (crawler.sitemaps): where each came from, to read it again when due."""
+    """Sitemaps read (crawler.sitemaps): where each came from, to read it again when due; and when a
+    revisit last found a page as stored, which a sitemap's lastmod is compared with."""
     db.executescript(
         """
+        ALTER TABLE documents ADD COLUMN checked_at REAL;
         CREATE TABLE IF NOT EXISTS sitemaps (
             url TEXT PRIMARY KEY,
             host TEXT NOT NULL,
@@ -504,13 +506,15 @@ class Repository:
         interval: float | None,
         etag: str | None,
         last_modified: str | None,
+        checked_at: float | None = None,
     ) -> None:
-        """A revisit found the page as stored (or could not tell): only when it falls due again changes,
-        and the validators the server sent, if any (call inside `transaction`)."""
+        """A revisit found the page as stored at `checked_at` (None: it could not tell): only when it falls
+        due again changes, the validators the server sent, if any, and when it was last found so (call
+        inside `transaction`)."""
         self.db.conn.execute(
             "UPDATE documents SET revisit_at = ?, revisit_interval = ?, etag = coalesce(?, etag), "
-            "last_modified = coalesce(?, last_modified) WHERE id = ?",
-            [revisit_at, interval, etag, last_modified, doc_id],
+            "last_modified = coalesce(?, last_modified), checked_at = coalesce(?, checked_at) WHERE id = ?",
+            [revisit_at, interval, etag, last_modified, checked_at, doc_id],
         )
 
     def record_sitemap(self, entry: Any, read_at: float, due_at: float, urls: int | None) -> None:

@@ -123,10 +123,11 @@ def due_sitemaps(
 
 
 def mark_changed(repo: Repository, now: float, lastmods: Sequence[tuple[str, float]]) -> int:
-    """Stored pages a sitemap says changed after their fetch fall due at `now`; returns how many did (call
-    inside `transaction`)."""
+    """Stored pages a sitemap says changed after their fetch (or after a revisit last found them as
+    stored) fall due at `now`; returns how many did (call inside `transaction`)."""
     sql = (
-        f"UPDATE documents SET revisit_at = ? WHERE url = ? AND {_DUE} AND fetched_at < ? AND revisit_at > ?"
+        f"UPDATE documents SET revisit_at = ? WHERE url = ? AND {_DUE} "
+        "AND max(fetched_at, coalesce(checked_at, fetched_at)) < ? AND revisit_at > ?"
     )
     return sum(repo.db.conn.execute(sql, [now, url, lastmod, now]).rowcount for url, lastmod in lastmods)
 
