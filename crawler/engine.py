@@ -936,16 +936,16 @@ class Crawler:
             self.frontier.complete(entry, release=False)
         self._counters.sitemaps += 1
         hosts = listed_hosts(page.url, entry.source)
-        listed = [item for item in sitemap.entries if host_of(item.url) in hosts]
+        listed = [(item, host) for item in sitemap.entries if (host := host_of(item.url)) in hosts]
         if sitemap.kind == "index":
-            for item in listed:
+            for item, host in listed:
                 if not self.frontier.seen(item.url) and self.allows(item.url):
-                    self.frontier.add(replace(entry, url=item.url, host=host_of(item.url), retries=0))
+                    self.frontier.add(replace(entry, url=item.url, host=host, retries=0))
             return _SitemapRead(entry, len(listed))
-        links = ((Link(item.url, "", "sitemap", 0, 0), host_of(item.url), entry.depth + 1) for item in listed)
+        links = ((Link(item.url, "", "sitemap", 0, 0), host, entry.depth + 1) for item, host in listed)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
         self._counters.sitemap_urls += self._enqueue(page, unjudged, links)
-        lastmods = tuple((item.url, item.lastmod) for item in listed if item.lastmod is not None)
+        lastmods = tuple((item.url, item.lastmod) for item, _ in listed if item.lastmod is not None)
         return _SitemapRead(entry, len(listed), lastmods)
 
     def _reread_sitemap(

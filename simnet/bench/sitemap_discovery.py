@@ -24,7 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import trio
 
@@ -34,7 +33,7 @@ from crawler.taxonomy import read_taxonomy
 from simnet.experiments.harvest import crawl_variant
 from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
-from simnet.web.server import site_pages
+from simnet.web.server import page_url, site_pages
 
 SITEMAP_REQUEST = re.compile(r"/sitemap(-\d+)?\.xml")
 
@@ -42,12 +41,10 @@ SITEMAP_REQUEST = re.compile(r"/sitemap(-\d+)?\.xml")
 def relevant_in_web(web: SubprocessWeb, targets: dict[str, str]) -> int:
     """Pages the web serves whose group is a topic's target group: what a crawl could find at most."""
     groups = set(targets.values())
-    return sum(
-        1
-        for site in web.sites
-        for relative, _ in site_pages(site.root)
-        if web.label_of(f"{web.base_url(site)}/{quote(relative, safe='/')}") in groups
+    urls = (
+        page_url(web.base_url(site), relative) for site in web.sites for relative, _ in site_pages(site.root)
     )
+    return sum(1 for url in urls if url is not None and web.label_of(url) in groups)
 
 
 def relevant_pages(repo: Repository, web: SubprocessWeb, targets: dict[str, str]) -> tuple[int, int]:

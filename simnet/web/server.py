@@ -114,14 +114,22 @@ def site_pages(root: Path) -> list[tuple[str, float]]:
     return sorted(pages)
 
 
+def page_url(base_url: str, relative: str) -> str | None:
+    """The URL a site serves its file at `relative` under; None for a name that is not UTF-8 (it cannot be
+    asked for, so it is no page)."""
+    try:
+        return f"{base_url}/{quote(relative, safe='/')}"
+    except UnicodeEncodeError:
+        return None
+
+
 def sitemap_documents(base_url: str, pages: list[tuple[str, float]]) -> list[bytes]:
     """A site's sitemaps (sitemaps.org 0.9): [urlset] for up to SITEMAP_PART pages, else [index, part 1,
     part 2, ...], the index naming the parts at /sitemap-N.xml."""
     entries = []
     for relative, mtime in pages:
-        try:
-            loc = f"{base_url}/{quote(relative, safe='/')}"
-        except UnicodeEncodeError:  # a name that is not UTF-8 cannot be asked for, so it is no page
+        loc = page_url(base_url, relative)
+        if loc is None:
             continue
         lastmod = datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds")
         entries.append(f"<url><loc>{escape(loc)}</loc><lastmod>{lastmod}</lastmod></url>\n")

@@ -16,22 +16,15 @@ from crawler.repository import DONE, MIGRATIONS, DocumentRecord, Repository, Sto
 from crawler.revisits import BOUND, Revisit, due_revisits, mark_due, next_interval, next_revisit_at
 from crawler.search import search
 from crawler.settings import CrawlSettings
+from tests.mock_web import Calendar, streamed_response
 
 AFTER = 100.0
 SETTINGS = CrawlSettings(download_delay=0.0, autothrottle_enabled=False, revisit_after=AFTER)
 HTML = {"content-type": "text/html; charset=utf-8"}
 
 
-async def _stream(data: bytes):
-    yield data
-
-
 def respond(status: int, text: str = "", headers: dict[str, str] | None = None) -> httpx.Response:
-    """A response whose body arrives as a stream, as the fetcher reads a real server's."""
-    data = text.encode()
-    return httpx.Response(
-        status, headers={**(headers or {}), "content-length": str(len(data))}, content=_stream(data)
-    )
+    return streamed_response(status, text.encode(), headers)
 
 
 class Web:
@@ -66,16 +59,6 @@ class Web:
 
     def fetched(self, since: int = 0) -> list[str]:
         return [path for path, _, _ in self.log[since:]]
-
-
-class Calendar:
-    """The crawler's wall clock, moved by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def crawler_for(

@@ -15,6 +15,7 @@ from crawler.parse import Link
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
 from crawler.sitemaps import MAX_BYTES, parse_lastmod, parse_sitemap
+from tests.mock_web import Calendar, streamed_response
 
 SETTINGS = CrawlSettings(download_delay=0.0, autothrottle_enabled=False)
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -36,14 +37,8 @@ def page(title: str, *links: str) -> bytes:
     return f"<html><title>{title}</title><body><p>{title} text</p>{anchors}</body></html>".encode()
 
 
-async def _stream(data: bytes):
-    yield data
-
-
 def respond(status: int, kind: str, body: bytes) -> httpx.Response:
-    """A response whose body arrives as a stream, as the fetcher reads a real server's."""
-    headers = {"content-type": kind, "content-length": str(len(body))}
-    return httpx.Response(status, headers=headers, content=_stream(body))
+    return streamed_response(status, body, {"content-type": kind})
 
 
 class Web:
@@ -245,16 +240,6 @@ async def test_a_crawl_reading_sitemaps_still_refuses_other_xml_it_is_not_asked_
     crawler = crawler_for(Web(files), tmp_path)
     await crawl(crawler, "http://docs.test/")
     assert "http://docs.test/feed.xml" not in stored(crawler)
-
-
-class Calendar:
-    """The crawler's wall clock, moved by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def stamp(seconds: float) -> str:
