@@ -25,3 +25,7 @@ class InvalidUrlError(CrawlerError, ValueError):
 
 class TaxonomyError(CrawlerError):
     """A bookmarks file or document folder that cannot be imported; the message names the place."""
+
+
+class SearchError(CrawlerError, ValueError):
+    """The query cannot be run (FTS5 syntax error, an empty query, a `site:` that names no host)."""

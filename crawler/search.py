@@ -1,7 +1,8 @@
 """Full-text search over the repository: FTS5 with BM25 ranking (title weighted above body) and snippets.
 
 User input must never crash a search: FTS5 query syntax errors become `SearchError` with a hint, and
-`search(..., syntax="plain")` (the CLI's default) quotes every word so any text is a valid query.
+`syntax="plain"` (the CLI's default) reads the query as a search engine does (`crawler.query`: words,
+"phrases", -exclusions, site:) and quotes every word, so any text is a valid query.
 Plain words match whole words (stemmed); where that finds few results, `ranked_search` also matches them as
 the starts of words ("postgres" finds the PostgreSQL pages, whole-word matches ranked first) and says so in
 `SearchResults.prefix`.
@@ -18,8 +19,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from crawler.dedup import fingerprint, simhash
-from crawler.errors import CrawlerError
+from crawler.errors import SearchError
 from crawler.preview import preview, repeated_lines, term_probes, topic_term_weights
+from crawler.query import MIN_PREFIX, PlainQuery, parse_query
 from crawler.ranking import (
     GLOBAL_SCOPE,
     SIGNALS,
@@ -34,13 +36,7 @@ from crawler.taxonomy import load_taxonomy
 from crawler.urls import host_of
 
 SNIPPET_TOKENS = 24
-MIN_PREFIX = 3  # shorter words stay whole-word matches in a prefix search: "a*" would match nearly every page
 WIDEN_BELOW = 10  # fewer results than this for the words as typed: the starts of words are searched too
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-class SearchError(CrawlerError, ValueError):
-    """The query cannot be run (FTS5 syntax error or an empty query)."""
 
 
 @dataclass(frozen=True)
@@ -73,14 +69,19 @@ def text_document(
     return DocumentRecord(url=url, title=title, text=text, **values)
 
 
-def plain_query(text: str, prefix: bool = False) -> str:
-    """Every word of `text` as a quoted FTS5 term, all required: safe for any user input. With `prefix`,
-    words of `MIN_PREFIX` letters or more also match the words they start (FTS5 stems both, as it indexed):
-    `("w" OR "w"*)`, so that BM25 scores a whole-word match above a match of a longer word alone."""
-    words = _WORD.findall(text)
-    if not prefix:
-        return " ".join(f'"{w}"' for w in words)
-    return " AND ".join(f'("{w}" OR "{w}"*)' if len(w) >= MIN_PREFIX else f'"{w}"' for w in words)
+def _parsed(query: str, syntax: str) -> PlainQuery | None:
+    """The plain query, or None for FTS5 syntax; a query with nothing to look for is an error."""
+    if syntax != "plain":
+        if not query.strip():
+            raise SearchError("the query is empty: give at least one word")
+        return None
+    parsed = parse_query(query)
+    if parsed.empty:
+        raise SearchError(
+            "the query is empty: give at least one word to look for"
+            + (" (-word and site: only narrow a search)" if parsed != PlainQuery() else "")
+        )
+    return parsed
 
 
 def search(
@@ -97,11 +98,13 @@ def search(
     Exact duplicates are left out (they carry no text); near duplicates are left out unless
     `include_duplicates`, so one page reachable under several URLs shows once.
     """
-    match = plain_query(query) if syntax == "plain" else query.strip()
-    if not match:
-        raise SearchError("the query is empty: give at least one word")
+    parsed = _parsed(query, syntax)
     where = ["documents_fts MATCH ?"]
-    params: list[object] = [match]
+    params: list[object] = [parsed.match() if parsed else query.strip()]
+    if parsed:
+        sites, site_params = parsed.site_filter()
+        where.extend(sites)
+        params.extend(site_params)
     if not include_duplicates:
         where.append("d.duplicate_of IS NULL AND d.near_duplicate_of IS NULL")
     if topic is not None:
@@ -275,13 +278,15 @@ def ranked_search(
     the starts of words too, and those results are kept when they are more (`prefix` in the results).
     """
     weights = weights or RankingWeights()
-    match = plain_query(query) if syntax == "plain" else query.strip()
-    if not match:
-        raise SearchError("the query is empty: give at least one word")
+    parsed = _parsed(query, syntax)
+    match = parsed.match() if parsed else query.strip()
     if limit < 0 or offset < 0:
         raise SearchError("limit and offset must not be negative")
     ensure_schema(repo)
     where, params = _filters(topic, include_descendants, verdict, origin)
+    if parsed:
+        sites, site_params = parsed.site_filter()
+        where, params = where + sites, params + site_params
     depth = max(CANDIDATES, 3 * (offset + limit))
     context = context if context is not None else topic
     confidence_sql, confidence_params = "d.confidence", []
@@ -292,7 +297,7 @@ def ranked_search(
     filters = (where, params)
     ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
     prefix = False
-    widened = plain_query(query, prefix=True) if syntax == "plain" and total < WIDEN_BELOW else match
+    widened = parsed.match(prefix=True) if parsed and total < WIDEN_BELOW else match
     if widened != match:
         more, more_total = _bm25_candidates(repo, widened, filters, topic_filter, depth, query, bm25_budget)
         if more_total > total:
@@ -328,7 +333,8 @@ def ranked_search(
     )
     position = {c.doc_id: i for i, c in enumerate(candidates)}
     page = groups[offset : offset + limit]
-    previews_of = _previews(repo, query, [g[0] for g in page], prefix) if previews else {}
+    wanted = parsed.wanted_text if parsed else query
+    previews_of = _previews(repo, wanted, [g[0] for g in page], prefix) if previews else {}
     hits = []
     for group in page:
         best = group[0]

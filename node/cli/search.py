@@ -27,7 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_data_arg(parser)
     parser.add_argument(
-        "query", nargs="+", help="words to look for, quoted or not (with --fts: SQLite FTS5 query syntax)"
+        "query",
+        nargs="+",
+        help='words to look for, quoted or not; "a phrase", -word or -"a phrase" to leave pages out, '
+        "site:HOST[/PATH] (quote a query that starts with -); with --fts: SQLite FTS5 query syntax",
     )
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="most hits shown (default 10)")
     parser.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N hits (paging)")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from crawler.query import parse_query
 from crawler.repository import DocumentRecord, Repository, StoredPage
-from crawler.search import WIDEN_BELOW, SearchError, plain_query, ranked_search, search
+from crawler.search import WIDEN_BELOW, SearchError, ranked_search, search
 
 
 def store(repo: Repository, url: str, title: str, text: str, **kw) -> int:
@@ -92,7 +93,8 @@ def test_plain_syntax_accepts_any_input(repo, query):
 def test_empty_query_is_an_error(repo):
     with pytest.raises(SearchError, match="empty"):
         search(repo, "  ")
-    assert plain_query("!!!") == ""
+    with pytest.raises(SearchError, match="empty"):
+        search(repo, "!!! ''", syntax="plain")
 
 
 def test_default_verdict_filter_leaves_out_pages_no_topic_accepted(repo):
@@ -163,7 +165,7 @@ def test_a_word_found_whole_on_enough_pages_is_not_widened(repo):
 
 
 def test_a_prefix_search_leaves_short_words_whole_and_keeps_the_filters(repo):
-    assert plain_query("go postgres", prefix=True) == '"go" AND ("postgres" OR "postgres"*)'
+    assert parse_query("go postgres").match(prefix=True) == '"go" AND ("postgres" OR "postgres"*)'
     assert not ranked_search(repo, "pl", verdict="any").hits  # "pl" starts "plotting" but is too short
     with repo.transaction():
         store(repo, "http://h/pgnoise", "Noise", "postgresql noise", topic=None, accepted=False)

@@ -132,7 +132,10 @@ class ResultsScreen(NodeScreen):
 
     def body(self) -> ComposeResult:
         with Horizontal(id="search-row"):
-            yield SearchInput(placeholder="search local and pooled results (Enter)", id="query")
+            yield SearchInput(
+                placeholder='search local and pooled results: words, "a phrase", -word, site:host (Enter)',
+                id="query",
+            )
             yield Select([("all topics", ALL_TOPICS)], value=ALL_TOPICS, allow_blank=False, id="topic-filter")
             yield Select(ORIGINS, value="any", allow_blank=False, id="origin-filter")
             yield Select(VERDICTS, value="accepted", allow_blank=False, id="verdict-filter")
