@@ -24,6 +24,7 @@ default accepts every page and gives links breadth-first priorities (1 / depth, 
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import logging
@@ -206,6 +207,7 @@ class CrawlStats:
     gone: int = 0  # of which their server said were gone, and were removed
     sitemaps: int = 0  # sitemaps read (crawler.sitemaps)
     sitemap_urls: int = 0  # URLs they listed that were queued
+    sitemaps_unchanged: int = 0  # sitemaps read again and found unchanged (304 or the same bytes)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -224,6 +226,7 @@ class _Counters:
     gone: int = 0
     sitemaps: int = 0
     sitemap_urls: int = 0
+    sitemaps_unchanged: int = 0
 
 
 class _Revisited(NamedTuple):
@@ -241,12 +244,17 @@ class _Revisited(NamedTuple):
 
 
 class _SitemapRead(NamedTuple):
-    """A sitemap read (`urls`: how many it listed; None: it could not be read, and is tried again sooner),
-    written with its batch; `lastmods`: (URL, lastmod) of the pages it listed with one."""
+    """A sitemap read, found unchanged, or not read, written with its batch: `urls`, how many it listed
+    (None: unchanged or unreadable, the count kept); `wait` until it is read again and the `interval` to
+    adapt next time (None: revisit_after); `lastmods`: (URL, lastmod) of the pages it listed with one;
+    `validators`: ETag, Last-Modified and fingerprint of the reading (None: the stored ones kept)."""
 
     entry: FrontierEntry
     urls: int | None
+    wait: float
+    interval: float | None = None
     lastmods: tuple[tuple[str, float], ...] = ()
+    validators: tuple[str | None, str | None, str | None] = (None, None, None)
 
 
 class Crawler:
@@ -504,8 +512,7 @@ class Crawler:
         paused = self.frontier.paused_topics
         self._revisit_queue = due_revisits(self.repo, now, REVISIT_BATCH, paused)
         if self.settings.sitemaps_enabled:
-            sitemaps = due_sitemaps(self.repo, now, REVISIT_BATCH, paused)
-            self._revisit_queue.extend(Revisit.of_sitemap(entry) for entry in sitemaps)
+            self._revisit_queue.extend(due_sitemaps(self.repo, now, REVISIT_BATCH, paused))
         if not self._revisit_queue:
             due = next_revisit_at(self.repo, paused)
             self._next_revisit_check = math.inf if due is None else due
@@ -611,7 +618,7 @@ class Crawler:
             if revisit is not None:
                 analysed_page = by_url.get(id(entry))
                 if revisit.sitemap:
-                    sitemaps.append(self._reread_sitemap(entry, result, analysed_page))
+                    sitemaps.append(self._reread_sitemap(revisit, result, analysed_page))
                 else:
                     revisited.append(self._revisited(revisit, result, analysed_page))
                 if result.error is not None:
@@ -625,7 +632,7 @@ class Crawler:
                 continue
             crawled, verdict = by_url[id(entry)]
             if crawled.sitemap is not None:
-                sitemaps.append(self._read_sitemap(crawled, first=True))
+                sitemaps.append(self._read_sitemap(crawled))
                 hosts.setdefault(host, None)
                 continue
             if crawled.parsed.error is not None and crawled.parsed.error != "empty":
@@ -669,8 +676,9 @@ class Crawler:
         crawled = []
         for entry, result in fetched:
             sitemap = self._as_sitemap(result)
-            if sitemap is not None:
-                parsed, prints = ParsedPage(url=result.final_url, base_url=result.final_url), ("", 0)
+            if sitemap is not None:  # its fingerprint is of its bytes: unchanged bytes need no reading
+                parsed = ParsedPage(url=result.final_url, base_url=result.final_url)
+                prints = (hashlib.blake2b(result.body, digest_size=16).hexdigest(), 0)
             else:
                 parsed = parse_page(result.body, result.final_url, result.content_type, result.headers)
                 prints = (fingerprint(parsed.title + "\n" + parsed.text), simhash(parsed.text))
@@ -920,45 +928,65 @@ class Crawler:
         links = (Link(url, "", "sitemap", 0, 0) for url in declared)
         self._enqueue(page, verdict, ((link, host_of(link.url), page.depth + 1) for link in links))
 
-    def _read_sitemap(self, page: CrawledPage, first: bool) -> _SitemapRead:
+    def _read_sitemap(self, page: CrawledPage, revisit: Revisit | None = None) -> _SitemapRead:
         """Queue what a fetched sitemap lists that the crawl has not seen: an index's sitemaps in the
         index's place (same priority and path), a urlset's pages as links tunnelled through it. Nothing is
-        stored for the sitemap itself but when to read it again. `first`: popped from the frontier."""
+        stored for the sitemap itself but when to read it again. `revisit`: the due reading that fetched it
+        (None: popped from the frontier)."""
         sitemap, entry = page.sitemap, page.entry
         assert sitemap is not None
+        first, after = revisit is None, self.settings.revisit_after
         self._counters.bytes += page.size
         if sitemap.error is not None:
             self._counters.errors["unparsable"] += 1
             if first:
                 self.frontier.fail(entry, "unparsable", release=False)
-            return _SitemapRead(entry, None)
+            interval = None if first else revisit.interval
+            return _SitemapRead(entry, None, retry_interval(interval, after), interval)
         if first:
             self.frontier.complete(entry, release=False)
         self._counters.sitemaps += 1
+        interval = None if first else next_interval(revisit.interval, True, after)
+        wait = after if interval is None else interval
+        validators = (page.headers.get("etag"), page.headers.get("last-modified"), page.fingerprint)
         hosts = listed_hosts(page.url, entry.source)
         listed = [(item, host) for item in sitemap.entries if (host := host_of(item.url)) in hosts]
         if sitemap.kind == "index":
             for item, host in listed:
                 if not self.frontier.seen(item.url) and self.allows(item.url):
                     self.frontier.add(replace(entry, url=item.url, host=host, retries=0))
-            return _SitemapRead(entry, len(listed))
+            return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
         links = ((Link(item.url, "", "sitemap", 0, 0), host, entry.depth + 1) for item, host in listed)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
         self._counters.sitemap_urls += self._enqueue(page, unjudged, links)
         lastmods = tuple((item.url, item.lastmod) for item, _ in listed if item.lastmod is not None)
-        return _SitemapRead(entry, len(listed), lastmods)
+        return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators)
 
     def _reread_sitemap(
-        self, entry: FrontierEntry, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
+        self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
     ) -> _SitemapRead:
-        """A due sitemap read again; one that failed, or is no sitemap now, is tried again sooner."""
+        """A due sitemap read again: unchanged (304, or the same bytes) it waits longer, as an unchanged
+        page does; one that failed, or is no sitemap now, is tried again sooner."""
+        entry, after = revisit.entry, self.settings.revisit_after
         if result.error is not None:
             self._counters.errors[result.error] += 1
-            return _SitemapRead(entry, None)
-        if analysed is None or analysed[0].sitemap is None:
+            return _SitemapRead(entry, None, retry_interval(revisit.interval, after), revisit.interval)
+        page = analysed[0] if analysed is not None else None
+        if result.status == 304 or (page is not None and page.fingerprint == revisit.fingerprint):
+            self._counters.sitemaps_unchanged += 1
+            interval = next_interval(revisit.interval, False, after)
+            headers = result.headers
+            return _SitemapRead(
+                entry,
+                None,
+                interval,
+                interval,
+                validators=(headers.get("etag"), headers.get("last-modified"), None),
+            )
+        if page is None or page.sitemap is None:
             self._counters.errors["unparsable"] += 1
-            return _SitemapRead(entry, None)
-        return self._read_sitemap(analysed[0], first=False)
+            return _SitemapRead(entry, None, retry_interval(revisit.interval, after), revisit.interval)
+        return self._read_sitemap(page, revisit)
 
     def _write(
         self,
@@ -971,11 +999,12 @@ class Crawler:
     ) -> None:
         """One transaction: documents, links, revisits, sitemaps read, host states, frontier changes (in a
         worker thread)."""
-        now, after = self._wall(), self.settings.revisit_after
+        now = self._wall()
         with self.repo.transaction():
             for read in sitemaps:
-                wait = after if read.urls is not None else retry_interval(None, after)
-                self.repo.record_sitemap(read.entry, now, now + wait, read.urls)
+                self.repo.record_sitemap(
+                    read.entry, now, now + read.wait, read.urls, read.interval, read.validators
+                )
                 mark_changed(self.repo, now, read.lastmods)
             for page in pages:
                 self.repo.insert_page(page)
@@ -1025,6 +1054,7 @@ class Crawler:
             gone=c.gone,
             sitemaps=c.sitemaps,
             sitemap_urls=c.sitemap_urls,
+            sitemaps_unchanged=c.sitemaps_unchanged,
             bytes=c.bytes,
             frontier_size=len(self.frontier) + len(self._deferred),
             in_flight=self._in_flight,

@@ -280,7 +280,20 @@ def _schema_v5(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3, _schema_v4, _schema_v5]
+def _schema_v6(db: sqlite_utils.Database) -> None:
+    """A sitemap is read again as a page is revisited: with the validators of its last reading, a
+    fingerprint of its bytes, and an interval that adapts to how often it changes."""
+    db.executescript(
+        """
+        ALTER TABLE sitemaps ADD COLUMN etag TEXT;
+        ALTER TABLE sitemaps ADD COLUMN last_modified TEXT;
+        ALTER TABLE sitemaps ADD COLUMN fingerprint TEXT;
+        ALTER TABLE sitemaps ADD COLUMN interval REAL;
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3, _schema_v4, _schema_v5, _schema_v6]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 _SITEMAP_ENTRY = ("url", "host", "topic", "priority", "depth", "tunnel", "source", "origin")  # its entry
@@ -517,15 +530,36 @@ class Repository:
             [revisit_at, interval, etag, last_modified, checked_at, doc_id],
         )
 
-    def record_sitemap(self, entry: Any, read_at: float, due_at: float, urls: int | None) -> None:
-        """A sitemap was read (`urls` listed) or could not be (None: its count kept), and is read again at
-        `due_at` (call inside `transaction`)."""
+    def record_sitemap(
+        self,
+        entry: Any,
+        read_at: float,
+        due_at: float,
+        urls: int | None,
+        interval: float | None = None,
+        validators: tuple[str | None, str | None, str | None] = (None, None, None),
+    ) -> None:
+        """A sitemap was read (`urls` listed) or found unchanged or could not be read (None: its count
+        kept), and is read again at `due_at` after `interval` (None: revisit_after); `validators` (ETag,
+        Last-Modified, fingerprint of its bytes) replace the stored ones they name (call inside
+        `transaction`)."""
         self.db.conn.execute(
             "INSERT INTO sitemaps (url, host, topic, priority, depth, tunnel, source, origin, read_at, "
-            "due_at, urls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 0)) "
+            "due_at, urls, interval, etag, last_modified, fingerprint) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 0), ?, ?, ?, ?) "
             "ON CONFLICT(url) DO UPDATE SET read_at = excluded.read_at, due_at = excluded.due_at, "
-            "urls = coalesce(?, urls)",
-            [*(getattr(entry, name) for name in _SITEMAP_ENTRY), read_at, due_at, urls, urls],
+            "urls = coalesce(?, urls), interval = excluded.interval, "
+            "etag = coalesce(excluded.etag, etag), last_modified = coalesce(excluded.last_modified, "
+            "last_modified), fingerprint = coalesce(excluded.fingerprint, fingerprint)",
+            [
+                *(getattr(entry, name) for name in _SITEMAP_ENTRY),
+                read_at,
+                due_at,
+                urls,
+                interval,
+                *validators,
+                urls,
+            ],
         )
 
     def remove_document(self, doc_id: int) -> None:

@@ -12,9 +12,11 @@ repository; any other failure tries again after a quarter of the interval, the s
 Only the node's own accepted originals are revisited: off-topic pages are kept for their links, exact
 duplicates follow their original, and peers' pooled results are their crawlers' to revisit.
 
-The sitemaps the crawl read (`crawler.sitemaps`) fall due `revisit_after` after each reading too: read
-again, they queue the pages their host added since, and a stored page whose `<lastmod>` is later than its
-fetch falls due at once, rather than whenever its interval says.
+The sitemaps the crawl read (`crawler.sitemaps`) are read again the same way: asked with their last
+reading's validators, unchanged when the server answers 304 or sends the same bytes, their interval
+adapting as a page's does. Read again with changes, they queue the pages their host added since, and a
+stored page whose `<lastmod>` is later than its fetch falls due at once, rather than whenever its interval
+says.
 """
 
 from __future__ import annotations
@@ -44,11 +46,7 @@ class Revisit:
     etag: str | None
     last_modified: str | None
     interval: float | None  # None: revisit_after
-    sitemap: bool = False  # a sitemap read again (doc_id 0, no fingerprint)
-
-    @classmethod
-    def of_sitemap(cls, entry: FrontierEntry) -> Revisit:
-        return cls(0, entry, "", None, None, None, sitemap=True)
+    sitemap: bool = False  # a sitemap read again (doc_id 0; fingerprint: of its bytes)
 
     def validators(self) -> dict[str, str]:
         """Conditional request headers asking for the page only if it changed. A value a request cannot
@@ -107,18 +105,18 @@ def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> fl
 
 def due_sitemaps(
     repo: Repository, now: float, limit: int, paused: Collection[str | None] = ()
-) -> list[FrontierEntry]:
+) -> list[Revisit]:
     """The sitemaps due to be read again at `now`, longest overdue first, as the entries that first read
-    them."""
+    them with what their last reading was."""
     outside, params = _outside(paused)
     rows = repo.db.execute(
-        "SELECT url, host, topic, priority, depth, tunnel, source, origin FROM sitemaps "
-        f"WHERE due_at <= ?{outside} ORDER BY due_at LIMIT ?",
+        "SELECT url, host, priority, depth, topic, tunnel, source, origin, fingerprint, etag, last_modified, "
+        f"interval FROM sitemaps WHERE due_at <= ?{outside} ORDER BY due_at LIMIT ?",
         [now, *params, limit],
     ).fetchall()
     return [
-        FrontierEntry(url, host, priority, depth, topic, tunnel, source, origin)
-        for url, host, topic, priority, depth, tunnel, source, origin in rows
+        Revisit(0, FrontierEntry(*row[:8]), row[8] or "", row[9], row[10], row[11], sitemap=True)
+        for row in rows
     ]
 
 

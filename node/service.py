@@ -489,7 +489,11 @@ class NodeService:
             "bytes_crawled": stats.bytes,
             "in_flight": stats.in_flight if self._crawl_running else 0,
             "revisits": {"fetched": stats.revisits, "changed": stats.changed, "gone": stats.gone},
-            "sitemaps": {"read": stats.sitemaps, "urls_queued": stats.sitemap_urls},
+            "sitemaps": {
+                "read": stats.sitemaps,
+                "urls_queued": stats.sitemap_urls,
+                "unchanged": stats.sitemaps_unchanged,
+            },
         }
 
     def _session_figures(self, current: CrawlStats) -> dict[str, Any]:

@@ -258,7 +258,8 @@ def summary(stats: CrawlStats) -> str:
     ]
     if stats.revisits:
         lines.insert(4, f"  revisits         {revisit_line(stats.revisits, stats.changed, stats.gone)}")
-    if stats.sitemaps:
-        lines.insert(4, f"  sitemaps         {sitemap_line(stats.sitemaps, stats.sitemap_urls)}")
+    if stats.sitemaps or stats.sitemaps_unchanged:
+        line = sitemap_line(stats.sitemaps, stats.sitemap_urls, stats.sitemaps_unchanged)
+        lines.insert(4, f"  sitemaps         {line}")
     lines.extend(f"    {kind:<20} {n}" for kind, n in stats.errors_by_kind.items())
     return "\n".join(lines)

@@ -321,10 +321,11 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")
     sitemaps = crawl.get("sitemaps") or {}
-    if sitemaps.get("read"):
-        lines.append(f"           {sitemap_line(sitemaps['read'], sitemaps['urls_queued'])}")
+    if sitemaps.get("read") or sitemaps.get("unchanged"):
+        line = sitemap_line(sitemaps["read"], sitemaps["urls_queued"], sitemaps.get("unchanged", 0))
+        lines.append(f"           {line}")
     if not crawl.get("active") and revisits.get("next_in_s") is not None:
-        lines.append(f"           next stored page due for a revisit in {_wait(revisits['next_in_s'])}")
+        lines.append(f"           next stored page or sitemap due again in {_wait(revisits['next_in_s'])}")
     return lines
 
 

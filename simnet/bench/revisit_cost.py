@@ -3,10 +3,12 @@
 A breadth-first crawl of a served web stores `--pages` pages; its repository is copied, the crawler's
 calendar is moved past `revisit_after`, and each copy is revisited once: one asking with the stored ETags
 (the web answers 304 without a body for an unchanged page), one without them (every page is sent and
-compared by its fingerprint). Both find every page unchanged. Prints the figures, then one JSON line with
-the bytes and seconds of both revisits and their ratios (with / without).
+compared by its fingerprint). Both find every page unchanged. With `--sitemaps` the web serves a sitemap
+per site and the crawl reads them, so the revisits read the sitemaps again too (unchanged: 304 with their
+ETag, the same bytes without). Prints the figures, then one JSON line with the bytes and seconds of both
+revisits and their ratios (with / without).
 
-    python -m simnet.bench.revisit_cost --web devweb --pages 1000
+    python -m simnet.bench.revisit_cost --web devweb --pages 1000 [--sitemaps]
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class MeteredFetcher:
     def __init__(self, fetcher: Fetcher, validators: bool) -> None:
         self.fetcher = fetcher
         self.politeness = fetcher.politeness
+        self.robots = fetcher.robots  # the crawler asks it for the sitemaps a host's robots.txt names
         self.validators = validators
         self.body_bytes = 0
         self.not_modified = 0
@@ -79,6 +82,8 @@ async def crawl(
         "revisits": stats.revisits,
         "changed": stats.changed,
         "gone": stats.gone,
+        "sitemaps_read": stats.sitemaps,
+        "sitemaps_unchanged": stats.sitemaps_unchanged,
         "not_modified": metered.not_modified,
         "body_bytes": metered.body_bytes,
         "seconds": round(seconds, 3),
@@ -89,6 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--web", default="fixture", help="a named web or a web folder (default: fixture)")
     parser.add_argument("--pages", type=int, default=300, help="pages crawled, then revisited")
+    parser.add_argument(
+        "--sitemaps", action="store_true", help="the web serves sitemaps and the crawl reads them"
+    )
     args = parser.parse_args(argv)
     settings = CrawlSettings(
         download_delay=0.0,
@@ -98,7 +106,10 @@ def main(argv: list[str] | None = None) -> None:
         allowed_hosts=("127.0.0.0/8",),
     )
     calendar = Calendar()
-    with serve_web_in_subprocess(args.web) as web, tempfile.TemporaryDirectory() as tmp:
+    with (
+        serve_web_in_subprocess(args.web, sitemaps=args.sitemaps) as web,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         first_path = Path(tmp) / "crawled.db"
         first = trio.run(
             lambda: crawl(first_path, settings, calendar, True, seed=web.hub_url, max_pages=args.pages)
@@ -117,16 +128,21 @@ def main(argv: list[str] | None = None) -> None:
     megabytes = first["body_bytes"] / 1e6
     print(f"web {args.web}: crawled {first['pages']} pages, {megabytes:.1f} MB in {first['seconds']} s")
     for name, figures in runs.items():
+        fetched = f"{figures['revisits']} pages"
+        if args.sitemaps:
+            sitemaps = figures["sitemaps_unchanged"] + figures["sitemaps_read"]
+            fetched += f" and {sitemaps} sitemaps ({figures['sitemaps_unchanged']} unchanged)"
         outcome = (
-            f"{figures['not_modified']} not modified, {figures['changed']} changed, {figures['gone']} gone"
+            f"{figures['not_modified']} answered 304, {figures['changed']} changed, {figures['gone']} gone"
         )
         megabytes = figures["body_bytes"] / 1e6
         print(
-            f"revisit {name.replace('_', ' ')}: {figures['revisits']} pages ({outcome}), "
+            f"revisit {name.replace('_', ' ')}: {fetched}: {outcome}; "
             f"{megabytes:.2f} MB in {figures['seconds']} s"
         )
     result = {
         "web": args.web,
+        "sitemaps": args.sitemaps,
         "crawled": first,
         **runs,
         "bytes_ratio": round(with_v["body_bytes"] / max(without_v["body_bytes"], 1), 4),

@@ -13,7 +13,15 @@ from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import FrontierEntry
 from crawler.repository import DONE, MIGRATIONS, DocumentRecord, Repository, StoredPage
-from crawler.revisits import BOUND, Revisit, due_revisits, mark_due, next_interval, next_revisit_at
+from crawler.revisits import (
+    BOUND,
+    Revisit,
+    due_revisits,
+    due_sitemaps,
+    mark_due,
+    next_interval,
+    next_revisit_at,
+)
 from crawler.search import search
 from crawler.settings import CrawlSettings
 from tests.mock_web import Calendar, streamed_response
@@ -283,6 +291,28 @@ def test_pages_stored_before_revisits_existed_fall_due_a_week_after_their_fetch(
         assert repo.schema_version("crawler") == len(MIGRATIONS)
         due = dict(repo.db.execute("SELECT url, revisit_at FROM documents").fetchall())
     assert due == {"http://site.test/own": 50.0 + 7 * 86400, "http://site.test/pooled": None}
+
+
+def test_sitemaps_read_before_their_validators_were_kept_are_read_again_as_before(tmp_path):
+    path = tmp_path / "repo.db"
+    entry = FrontierEntry("http://site.test/sitemap.xml", "site.test:80", topic="Roses")
+    with Repository(path) as repo, repo.transaction():
+        repo.record_sitemap(entry, 10.0, 20.0, 5)
+    with Repository(path) as repo:
+        for column in ("etag", "last_modified", "fingerprint", "interval"):
+            repo.db.execute(f"ALTER TABLE sitemaps DROP COLUMN {column}")
+        repo.db.execute("UPDATE schema_versions SET version = 5 WHERE component = 'crawler'")
+    with Repository(path) as repo:
+        assert repo.schema_version("crawler") == len(MIGRATIONS)
+        [due] = due_sitemaps(repo, 20.0, 10)
+    assert due.entry == entry and due.sitemap
+    assert (due.fingerprint, due.etag, due.last_modified, due.interval, due.validators()) == (
+        "",
+        None,
+        None,
+        None,
+        {},
+    )
 
 
 def test_validators_a_request_cannot_carry_are_left_out():

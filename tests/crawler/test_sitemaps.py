@@ -47,16 +47,25 @@ class Web:
     def __init__(self, files: dict[tuple[str, str], tuple[str, bytes]]) -> None:
         self.files = files
         self.status: dict[str, int] = {}  # path -> an error status to answer instead
+        self.etags: dict[str, str] = {}  # path -> the ETag its answers carry (304 to an If-None-Match of it)
         self.log: list[tuple[str, str]] = []
+        self.asked: list[dict[str, str]] = []  # each request's headers
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         key = (request.url.host, request.url.path)
         self.log.append(key)
+        self.asked.append(dict(request.headers))
         if request.url.path in self.status:
             return respond(self.status[request.url.path], "text/html", b"error")
         if key not in self.files:
             return respond(404, "text/html", b"gone")
-        return respond(200, *self.files[key])
+        tag = self.etags.get(request.url.path)
+        if tag is None:
+            return respond(200, *self.files[key])
+        if request.headers.get("if-none-match") == tag:
+            return streamed_response(304, b"", {"etag": tag})
+        kind, body = self.files[key]
+        return streamed_response(200, body, {"content-type": kind, "etag": tag})
 
     def requested(self, path: str) -> bool:
         return any(p == path for _, p in self.log)
@@ -264,15 +273,23 @@ async def test_a_sitemap_read_again_when_due_queues_new_pages_and_makes_pages_ch
     row = crawler.repo.db.execute("SELECT read_at, due_at, urls FROM sitemaps").fetchone()
     assert tuple(row) == (calendar.now, calendar.now + after, 2)
 
-    calendar.now += after + 1  # pages and sitemap due: pages unchanged (their interval doubles)
+    # pages and sitemap due: pages unchanged (their interval doubles), the sitemap changed (it lists c.html,
+    # which the crawl knows): read again, and read sooner next time
+    calendar.now += after + 1
+    files[("docs.test", "/sitemap.xml")] = (
+        "application/xml",
+        urlset(*(f"http://docs.test/{name}.html" for name in "abc"), lastmod=stamp(0)),
+    )
     with trio.fail_after(30):
         second = await crawler.run()
     assert second.revisits == 4 and second.changed == 0 and second.sitemaps == 2
     assert web.log.count(("docs.test", "/sitemap.xml")) == 2
+    row = crawler.repo.db.execute("SELECT due_at, interval, urls FROM sitemaps").fetchone()
+    assert tuple(row) == (calendar.now + after / 2, after / 2, 3)
 
     # only the sitemap is due next: it names a new page, and two pages changed since their fetch, one of
     # them in truth (the other's lastmod is wrong: its server's clock, say)
-    calendar.now += after + 1
+    calendar.now += after / 2 + 1
     files[("docs.test", "/a.html")] = html(page("A revised"))
     files[("docs.test", "/d.html")] = html(page("D"))
     recent = stamp(calendar.now - 10)
@@ -291,11 +308,71 @@ async def test_a_sitemap_read_again_when_due_queues_new_pages_and_makes_pages_ch
     assert web.log.count(("docs.test", "/b.html")) == 3 and now["b.html"] == before["b.html"]  # as stored
     assert "revised" in next(d["title"] for d in crawler.repo.documents() if d["url"].endswith("a.html"))
 
-    # read again, the same lastmod says nothing new: b was found as stored after it
-    calendar.now += after + 1
+    # read again (it lists one more page), the same lastmod says nothing new: b was found as stored after it
+    calendar.now += after / 4 + 1
+    files[("docs.test", "/e.html")] = html(page("E"))
+    body = files[("docs.test", "/sitemap.xml")][1]
+    files[("docs.test", "/sitemap.xml")] = (
+        "application/xml",
+        body[:-9] + b"<url><loc>http://docs.test/e.html</loc></url></urlset>",
+    )
     with trio.fail_after(30):
         fourth = await crawler.run()
     assert fourth.sitemaps == 4 and web.log.count(("docs.test", "/b.html")) == 3
+    assert "e.html" in fetched_at(crawler)
+
+
+@pytest.mark.trio
+async def test_a_sitemap_found_unchanged_waits_longer_and_its_etag_spares_its_body(tmp_path):
+    after = 100.0
+    calendar = Calendar()
+    files = docs_site(urlset("http://docs.test/a.html"))
+    web = Web(files)
+    web.etags["/sitemap.xml"] = '"v1"'
+    settings = CrawlSettings(**{**vars(SETTINGS), "revisit_after": after})
+    crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
+    await crawl(crawler, "http://docs.test/")
+    query = "SELECT due_at, interval, urls, etag FROM sitemaps"
+    assert tuple(crawler.repo.db.execute(query).fetchone()) == (calendar.now + after, None, 1, '"v1"')
+
+    calendar.now += after + 1  # the server answers 304 to the stored ETag: unchanged, read half as often
+    with trio.fail_after(30):
+        second = await crawler.run()
+    sitemap_requests = [h for (_, path), h in zip(web.log, web.asked, strict=True) if path == "/sitemap.xml"]
+    assert sitemap_requests[-1].get("if-none-match") == '"v1"'
+    assert second.sitemaps == 1 and second.sitemaps_unchanged == 1
+    assert tuple(crawler.repo.db.execute(query).fetchone()) == (
+        calendar.now + 2 * after,
+        2 * after,
+        1,
+        '"v1"',
+    )
+
+    # it changed: its new page is fetched and it is read twice as often, with its new ETag
+    calendar.now += 2 * after + 1
+    files[("docs.test", "/sitemap.xml")] = (
+        "application/xml",
+        urlset("http://docs.test/a.html", "http://docs.test/b.html"),
+    )
+    web.etags["/sitemap.xml"] = '"v2"'
+    with trio.fail_after(30):
+        third = await crawler.run()
+    assert third.sitemaps == 2 and "b.html" in fetched_at(crawler)
+    assert tuple(crawler.repo.db.execute(query).fetchone()) == (calendar.now + after, after, 2, '"v2"')
+
+    # a server that stops sending validators: the same bytes are unchanged all the same, and not read
+    calendar.now += 2 * after + 1
+    del web.etags["/sitemap.xml"]
+    queued = third.sitemap_urls
+    with trio.fail_after(30):
+        fourth = await crawler.run()
+    assert fourth.sitemaps == 2 and fourth.sitemaps_unchanged == 2 and fourth.sitemap_urls == queued
+    assert tuple(crawler.repo.db.execute(query).fetchone()) == (
+        calendar.now + 2 * after,
+        2 * after,
+        2,
+        '"v2"',
+    )
 
 
 @pytest.mark.trio
@@ -311,5 +388,5 @@ async def test_a_sitemap_that_cannot_be_read_again_keeps_its_count_and_is_tried_
     with trio.fail_after(30):
         stats = await crawler.run()
     assert stats.errors_by_kind.get("http_5xx") == 1
-    row = crawler.repo.db.execute("SELECT due_at, urls FROM sitemaps").fetchone()
-    assert tuple(row) == (calendar.now + after / 4, 1)
+    row = crawler.repo.db.execute("SELECT due_at, urls, interval FROM sitemaps").fetchone()
+    assert tuple(row) == (calendar.now + after / 4, 1, None)

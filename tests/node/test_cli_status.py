@@ -85,7 +85,7 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
     assert "will not fetch: reached max_pages" in crawl_answer_text(answer, None)
     week = 7 * 86400
     assert week - 600 < crawl["revisits"]["next_in_s"] <= week  # pages just crawled, revisit_after a week
-    assert "next stored page due for a revisit in 7 d" in text
+    assert "next stored page or sitemap due again in 7 d" in text
 
 
 @pytest.mark.parametrize(
@@ -94,14 +94,16 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
 def test_the_wait_for_the_next_revisit_reads_in_its_largest_readable_unit(seconds, said):
     idle = {"state": "running", "activity": "finished", "pages": 1, "frontier_size": 0, "active": False}
     text = "\n".join(crawl_lines({**idle, "revisits": {"fetched": 0, "next_in_s": seconds}}))
-    assert text.endswith(f"next stored page due for a revisit in {said}")
+    assert text.endswith(f"next stored page or sitemap due again in {said}")
 
 
 def test_status_counts_sitemaps_once_one_was_read():
     idle = {"state": "running", "activity": "finished", "pages": 9, "frontier_size": 0, "active": False}
     assert "sitemaps" not in "\n".join(crawl_lines({**idle, "sitemaps": {"read": 0, "urls_queued": 0}}))
     text = "\n".join(crawl_lines({**idle, "sitemaps": {"read": 3, "urls_queued": 120}}))
-    assert "3 sitemaps read, 120 pages they list queued" in text
+    assert "3 sitemaps read, 120 pages they list queued" in text and "unchanged" not in text
+    text = "\n".join(crawl_lines({**idle, "sitemaps": {"read": 3, "urls_queued": 120, "unchanged": 2}}))
+    assert "3 sitemaps read, 120 pages they list queued; 2 found unchanged when due again" in text
 
 
 @pytest.mark.slow
