@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler.repository import MAX_ROW_ID, RepositoryFull, is_disk_full
-from node.service import NodeServiceError
+from node.service import NodeServiceError, not_found
 
 if TYPE_CHECKING:
     from node.service import NodeService
@@ -245,6 +245,13 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
     async def peers(request: Request) -> Any:
         return await service.peers()
 
+    async def peer_block(request: Request) -> Any:
+        action = request.path_params["action"]
+        if action not in ("block", "unblock"):
+            raise not_found(f"no peer action {action!r}: use /api/peers/block or /api/peers/unblock")
+        peer = _require(await _json_body(request), "peer", str)
+        return await (service.block_peer(peer) if action == "block" else service.unblock_peer(peer))
+
     async def models(request: Request) -> Any:
         topic = request.query_params.get("topic") or None
         return {"models": await service.cooperate("models", topic)}
@@ -316,6 +323,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         route("/api/documents/{doc_id}", document, ["GET"]),
         route("/api/feedback", feedback, ["POST"]),
         route("/api/peers", peers, ["GET"]),
+        route("/api/peers/{action}", peer_block, ["POST"]),
         route("/api/models", models, ["GET"]),
         route("/api/meta/build", meta_build, ["POST"]),
         route("/api/meta", meta, ["GET"]),

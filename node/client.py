@@ -224,6 +224,13 @@ class _Endpoints:
     def peers(self) -> Any:
         return self._call("GET", "/api/peers")
 
+    def block_peer(self, peer: str) -> Any:
+        """Shut out a peer (its id or the start of one): refused, and what it sent removed."""
+        return self._call("POST", "/api/peers/block", body={"peer": peer}, timeout=SLOW_TIMEOUT)
+
+    def unblock_peer(self, peer: str) -> Any:
+        return self._call("POST", "/api/peers/unblock", body={"peer": peer})
+
     def models(self, topic: str | None = None) -> Any:
         return self._call("GET", "/api/models", params={"topic": topic} if topic else None)
 

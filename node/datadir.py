@@ -39,6 +39,11 @@ class DataDir:
         return self.root / "peers.json"
 
     @property
+    def blocked_peers(self) -> Path:
+        """The peers the user blocked (`topicswarm peers --block`), refused from the network's start."""
+        return self.root / "blocked.json"
+
+    @property
     def log(self) -> Path:
         return self.root / "node.log"
 

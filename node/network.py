@@ -59,7 +59,8 @@ async def start_network(service: NodeService, *, task_status: Any = trio.TASK_ST
     settings = p2p_settings(service)
     key_pair = load_or_create_identity(service.data.identity)
     path = service.data.known_peers
-    async with start_service(settings, key_pair, recalled=read_known_peers(path)) as p2p:
+    recalled, blocked = read_known_peers(path), list(service.blocked_peers)
+    async with start_service(settings, key_pair, recalled=recalled, blocked=blocked) as p2p:
         task_status.started(p2p)
         saved: PeersView = frozenset()
         try:
@@ -107,6 +108,35 @@ def save_known_peers(path: Path, neighbours: Sequence[Neighbour], saved: PeersVi
         log.warning("the neighbour list was not saved: %s", exc)
         return saved
     return view
+
+
+def read_blocked_peers(path: Path) -> dict[str, float]:
+    """The peers the user blocked (peer id -> when), none when the file is missing. A file that cannot be
+    read is an error that names it: starting anyway would let in peers the user shut out."""
+    from node.service import NodeServiceError
+    from p2p.errors import WireError
+    from p2p.schemas import check_peer_id
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NodeServiceError("blocked_peers", f"{path} cannot be read ({exc}): fix or remove it") from exc
+    try:
+        rows = json.loads(text)["blocked"]
+        return {check_peer_id(row["peer_id"], "peer_id"): float(row["blocked_at"]) for row in rows}
+    except (ValueError, KeyError, TypeError, RecursionError, WireError) as exc:
+        raise NodeServiceError(
+            "blocked_peers",
+            f"{path} is not a list of blocked peers ({exc}): fix it, or remove it to unblock every peer",
+        ) from exc
+
+
+def save_blocked_peers(path: Path, blocked: dict[str, float]) -> None:
+    """Write the blocked peers (atomically: a crash leaves the old list or the new one)."""
+    rows = [{"peer_id": peer, "blocked_at": at} for peer, at in sorted(blocked.items(), key=lambda kv: kv[1])]
+    write_atomically(path, json.dumps({"blocked": rows}, indent=1) + "\n")
 
 
 def check_listen_addrs(service: NodeService) -> None:

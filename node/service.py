@@ -121,6 +121,7 @@ class NodeService:
         self.api_url: str | None = None
         self.network: Any = None  # the p2p service (or a bare host) when networked
         self.cooperation: Any = None
+        self.blocked_peers: dict[str, float] = {}  # peer id -> when the user blocked it (blocked.json)
         self.crawler: Crawler | None = None
         self._repo: Repository | None = None
         self._side: Repository | None = None
@@ -156,6 +157,9 @@ class NodeService:
             self._states.setdefault(ALL_TOPICS, RUNNING)
             self.crawler = self._build_crawler()
             self._sync_paused_topics()
+            from node.network import read_blocked_peers
+
+            self.blocked_peers = read_blocked_peers(self.data.blocked_peers)
             if self.networked:
                 from node.network import check_listen_addrs
 
@@ -840,11 +844,96 @@ class NodeService:
 
     # -- API: peers and cooperation -----------------------------------------------------------------------
     async def peers(self) -> dict[str, Any]:
+        blocked = [{"peer_id": peer, "blocked_at": at} for peer, at in self.blocked_peers.items()]
         if self.cooperation is not None and hasattr(self.cooperation, "peers"):
-            return {"peers": await self.cooperation.peers()}
+            return {"peers": await self.cooperation.peers(), "blocked": blocked}
         if self.network is None:
-            return {"peers": []}
-        return {"peers": self.network.peer_rows()}
+            return {"peers": [], "blocked": blocked}
+        return {"peers": self.network.peer_rows(), "blocked": blocked}
+
+    async def block_peer(self, text: str) -> dict[str, Any]:
+        """The user shuts a peer out (`text`: its id, or the start of an id the node knows): saved in
+        blocked.json before anything else, refused by the network from now on (and at every start), and
+        what it sent removed (`Cooperation.forget_peer`; offline, from the repository alone)."""
+        from node.cooperation import store
+
+        peer = await self._peer_named(text)
+        if peer == self.peer_id:
+            raise NodeServiceError("bad_request", "a node cannot block itself")
+        self._save_blocked({**self.blocked_peers, peer: self.blocked_peers.get(peer, time.time())})
+        if self.network is not None and hasattr(self.network, "block"):
+            await self.network.block(peer)
+        if self.cooperation is not None and hasattr(self.cooperation, "forget_peer"):
+            forgotten = await self.cooperation.forget_peer(peer)
+        else:
+            forgotten = await self.db(store.forget_peer, peer)
+            forgotten["meta_rebuilt"] = []
+            forgotten.pop("topics")
+        self._publish(
+            "log", {"message": f"blocked peer {peer}: {forgotten['results_removed']} results removed"}
+        )
+        self._publish("peer", {"peer": peer, "blocked": True})
+        return {"peer_id": peer, "blocked": True, **forgotten}
+
+    async def unblock_peer(self, text: str) -> dict[str, Any]:
+        """Let a blocked peer in again; it comes back as any peer does (its models and results are
+        fetched anew)."""
+        peer = self._blocked_named(text)
+        self._save_blocked({p: at for p, at in self.blocked_peers.items() if p != peer})
+        if self.network is not None and hasattr(self.network, "unblock"):
+            self.network.unblock(peer)
+        self._publish("peer", {"peer": peer, "blocked": False})
+        return {"peer_id": peer, "blocked": False}
+
+    def _save_blocked(self, blocked: dict[str, float]) -> None:
+        """Save the list first: a change the file does not hold would be lost at the next start."""
+        from node.network import save_blocked_peers
+
+        try:
+            save_blocked_peers(self.data.blocked_peers, blocked)
+        except OSError as exc:
+            raise NodeServiceError(
+                "blocked_peers", f"the blocked peers could not be saved: {exc}", 507
+            ) from exc
+        self.blocked_peers = blocked
+
+    async def _peer_named(self, text: str) -> str:
+        """The peer `text` names: a full peer id, or the start of exactly one id the node knows (a
+        neighbour, or the origin of a model or result it holds)."""
+        from p2p.errors import WireError
+        from p2p.schemas import check_peer_id
+
+        text = text.strip()
+        if not text:
+            raise NodeServiceError(
+                "bad_request", "name a peer: its id, or the start of it (see `topicswarm peers`)"
+            )
+        known = set(await self.db(_peer_origins))
+        if self.cooperation is not None and hasattr(self.cooperation, "known_peers"):
+            known.update(self.cooperation.known_peers())
+        elif self.network is not None and hasattr(self.network, "peer_rows"):
+            known.update(row["peer_id"] for row in self.network.peer_rows())
+        matches = sorted(peer for peer in known | set(self.blocked_peers) if peer.startswith(text))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise NodeServiceError("bad_request", f"{text!r} starts {len(matches)} peer ids: give more of it")
+        try:
+            return check_peer_id(text, "peer")
+        except WireError as exc:
+            raise not_found(f"no peer id known here starts with {text!r}: see `topicswarm peers`") from exc
+
+    def _blocked_named(self, text: str) -> str:
+        text = text.strip()
+        matches = [peer for peer in self.blocked_peers if text and peer.startswith(text)]
+        if len(matches) != 1:
+            what = "no blocked peer" if not matches else f"{len(matches)} blocked peers"
+            raise NodeServiceError(
+                "bad_request" if matches else "not_found",
+                f"{what} ids start with {text!r}: see the blocked list of `topicswarm peers`",
+                400 if matches else 404,
+            )
+        return matches[0]
 
     def require_cooperation(self, what: str) -> Any:
         if self.cooperation is None:
@@ -919,6 +1008,15 @@ def _topic_keys(repo: Repository) -> list[str]:
     if not _table_exists(repo, "topics"):
         return []
     return [row[0] for row in repo.db.execute("SELECT key FROM topics ORDER BY key")]
+
+
+def _peer_origins(repo: Repository) -> list[str]:
+    """Peers whose models or results the repository holds."""
+    rows = repo.db.execute("SELECT DISTINCT origin FROM documents WHERE origin IS NOT NULL").fetchall()
+    peers = {row[0] for row in rows}
+    if _table_exists(repo, "coop_models"):
+        peers.update(row[0] for row in repo.db.execute("SELECT DISTINCT origin FROM coop_models"))
+    return sorted(peers - {"local"})
 
 
 def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:

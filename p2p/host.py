@@ -148,10 +148,11 @@ class P2PHost:
         closed = sorted(idle, key=rank)[:excess]
         async with trio.open_nursery() as nursery:  # at once: one by one, a bootstrap 60 over took minutes
             for peer in closed:
-                nursery.start_soon(self._disconnect, peer)
+                nursery.start_soon(self.disconnect, peer)
         return closed
 
-    async def _disconnect(self, peer: ID) -> None:
+    async def disconnect(self, peer: ID) -> None:
+        """Close every connection to `peer` (at most 2 s; a peer already gone is no error)."""
         with trio.move_on_after(2), contextlib.suppress(Exception):
             await self.host.disconnect(peer)
 

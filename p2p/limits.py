@@ -3,7 +3,8 @@
 Every rejection of a peer's message goes through `PeerLedger.record`, which logs it (peer and reason, at
 WARNING), counts it per reason for the UI ("peers whose messages were rejected and why") and bans the
 peer for a while once it crosses the threshold. Both structures are bounded, so a crowd of fake peer ids
-cannot grow them without limit, and take an injectable clock so tests need no sleeping.
+cannot grow them without limit, and take an injectable clock so tests need no sleeping. The ledger also
+holds the peers the node's user blocked (`PeerLedger.block`): banned until unblocked, whatever they do.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ log = logging.getLogger("p2p.wire")
 Clock = Callable[[], float]
 MAX_TRACKED_PEERS = 10_000
 MAX_BAN_SECONDS = 24 * 3600.0
+MAX_BLOCKED = 10_000  # peers a user may block: a list people keep by hand, bounded all the same
 
 
 @dataclass
@@ -135,6 +137,19 @@ class PeerLedger:
         self._max_peers = max_peers
         self._log_interval = log_interval
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._blocked: set[str] = set()
+
+    def block(self, peer: str) -> None:
+        """The user's choice: the peer is refused from now on, until `unblock`."""
+        if peer not in self._blocked and len(self._blocked) >= MAX_BLOCKED:
+            raise ValueError(f"at most {MAX_BLOCKED} peers can be blocked: unblock some first")
+        self._blocked.add(peer)
+
+    def unblock(self, peer: str) -> None:
+        self._blocked.discard(peer)
+
+    def is_blocked(self, peer: str) -> bool:
+        return peer in self._blocked
 
     def record(self, peer: str, error: WireError) -> bool:
         """Logs and counts one rejected message; True when this violation got the peer banned."""
@@ -163,11 +178,17 @@ class PeerLedger:
         return True
 
     def is_banned(self, peer: str) -> bool:
+        """Banned for its violations, or blocked by the user."""
+        if peer in self._blocked:
+            return True
         entry = self._entries.get(peer)
         return entry is not None and self._banned(entry, self._clock())
 
     def check(self, peer: str) -> None:
-        """Raises `WireError("banned")` while the peer is banned (not counted: it is the consequence)."""
+        """Raises `WireError("banned")` while the peer is banned or blocked (not counted: it is the
+        consequence)."""
+        if peer in self._blocked:
+            raise WireError("banned", "blocked by this node's user")
         entry = self._entries.get(peer)
         if entry is not None and self._banned(entry, self._clock()):
             raise WireError("banned", f"until clock {entry.banned_until:g}")

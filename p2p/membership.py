@@ -177,8 +177,8 @@ class Membership:
         """Peers this node knew when it last ran (its saved neighbour list): when no bootstrap address
         answers, or none is given, `join` dials them instead. A restarted node then rejoins without
         `--bootstrap`, and through the others when its bootstrap peer is gone for good."""
-        own = str(self.p2p.peer_id)
-        known = [e for e in entries if e.peer_id != own and e.addrs]
+        own, blocked = str(self.p2p.peer_id), self.protocols.guard.ledger.is_blocked
+        known = [e for e in entries if e.peer_id != own and e.addrs and not blocked(e.peer_id)]
         self.recalled = sorted(known, key=lambda e: e.last_contact, reverse=True)[:MAX_RECALLED]
 
     async def join(self, bootstrap: Sequence[str] | None = None) -> str:
@@ -241,6 +241,7 @@ class Membership:
         """Expire, pick a neighbour and exchange with it, then close surplus connections; the peer
         contacted, or None."""
         self.neighbours.expire()
+        await self.drop_blocked()
         target = self.pick_target()
         if target is not None:
             try:
@@ -262,6 +263,13 @@ class Membership:
         if len(connected) >= min(self.settings.gossip_degree, self.settings.max_connections):
             return self.rng.choice(connected)
         return self.neighbours.pick()
+
+    async def drop_blocked(self) -> None:
+        """Close the connections of peers the user blocked (one may dial this node: its requests are
+        refused, and its connection does not stay)."""
+        blocked = self.protocols.guard.ledger.is_blocked
+        for peer in [p for p in self.p2p.connected_peers() if blocked(str(p))]:
+            await self.p2p.disconnect(peer)
 
     def _last_contact(self, peer: Any) -> float:
         entry = self.neighbours.get(str(peer))
@@ -300,10 +308,12 @@ class Membership:
         return mine
 
     def _learn(self, peer: str, message: NeighbourExchange) -> None:
-        entries = from_message(message)
+        blocked = self.protocols.guard.ledger.is_blocked  # other peers still list a peer the user blocked
+        entries = [e for e in from_message(message) if not blocked(e.peer_id)]
         self.neighbours.merge(entries)
         own_entry = next((e for e in entries if e.peer_id == peer), None)
-        self.neighbours.touch(peer, own_entry.addrs if own_entry else ())
+        if not blocked(peer):
+            self.neighbours.touch(peer, own_entry.addrs if own_entry else ())
         now = self.neighbours.clock()
         ttl = self.settings.neighbour_ttl
         for entry in self.neighbours.peers():
@@ -322,7 +332,8 @@ class Membership:
         from libp2p.discovery.events.peerDiscovery import peerDiscovery
 
         def discovered(info: Any) -> None:
-            self.neighbours.touch(str(info.peer_id), [str(a) for a in info.addrs])
+            if not self.protocols.guard.ledger.is_blocked(str(info.peer_id)):
+                self.neighbours.touch(str(info.peer_id), [str(a) for a in info.addrs])
 
         peerDiscovery.register_peer_discovered_handler(discovered)
 

@@ -128,6 +128,19 @@ class P2PService:
         it holds across restarts; the default remembers the ones received since start)."""
         self._wanted = wanted
 
+    async def block(self, peer: str) -> None:
+        """The user blocked `peer`: every request and announcement of it refused from now on (its models
+        not fetched, even through others), out of the neighbour list, disconnected, and its models no
+        longer relayed. `unblock` lifts the refusal; the peer comes back as any peer does."""
+        self.protocols.guard.ledger.block(peer)
+        self.membership.neighbours.remove(peer)
+        for key in [key for key in self.received if key[1] == peer]:
+            del self.received[key]
+        await self.membership.drop_blocked()
+
+    def unblock(self, peer: str) -> None:
+        self.protocols.guard.ledger.unblock(peer)
+
     async def announce_version(self, topic: str, version: int) -> None:
         """Hold `topic` and announce model `version` of it, served by the node's model provider."""
         await self.communities.hold(topic, version)
@@ -399,14 +412,18 @@ async def start_service(
     *,
     listen_addrs: Sequence[str] | None = None,
     recalled: Sequence[Neighbour] = (),
+    blocked: Sequence[str] = (),
 ) -> AsyncIterator[P2PService]:
     """A host with its service running until the block exits (joins through `settings.bootstrap`, else
-    through the `recalled` peers of an earlier run: `Membership.recall`)."""
+    through the `recalled` peers of an earlier run: `Membership.recall`), refusing the `blocked` peers
+    from the start."""
     async with (
         start_host(settings, key_pair, listen_addrs=listen_addrs) as p2p,
         trio.open_nursery() as nursery,
     ):
         service = P2PService(p2p)
+        for peer in blocked:
+            service.protocols.guard.ledger.block(peer)
         service.membership.recall(recalled)
         await nursery.start(service.run)
         try:

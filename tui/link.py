@@ -102,8 +102,16 @@ class NodeLink:
         return str(answer.get("fetching") or "") if isinstance(answer, dict) else ""
 
     async def peers(self) -> list[Peer]:
+        """The neighbours, then the peers the user blocked (`Peer.blocked`)."""
         answer = await self.client.peers()
-        return [Peer.from_json(p) for p in answer.get("peers", [])]
+        blocked = [Peer.blocked_from_json(p) for p in answer.get("blocked") or [] if isinstance(p, dict)]
+        return [Peer.from_json(p) for p in answer.get("peers", [])] + blocked
+
+    async def block_peer(self, peer_id: str) -> dict[str, Any]:
+        return await self.client.block_peer(peer_id)
+
+    async def unblock_peer(self, peer_id: str) -> dict[str, Any]:
+        return await self.client.unblock_peer(peer_id)
 
     async def models(self, topic: str | None = None) -> list[ReceivedModel]:
         answer = await self.client.models(topic)

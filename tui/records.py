@@ -292,6 +292,12 @@ class Peer:
     bytes_in: int
     bytes_out: int
     rejected: tuple[Rejection, ...]
+    blocked: bool = False  # the user blocked it: last_seen is when
+
+    @classmethod
+    def blocked_from_json(cls, data: dict[str, Any]) -> Peer:
+        """A row of the API's blocked list."""
+        return cls(str(data.get("peer_id", "")), (), _f(data.get("blocked_at")), (), 0, 0, (), blocked=True)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Peer:

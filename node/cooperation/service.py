@@ -219,6 +219,8 @@ class Cooperation:
         self.protocols.serve_meta(self._on_meta)
         self.protocols.serve_centroids(self._on_centroids)
         await self._load_metas()
+        # a peer blocked while the node ran offline: its models leave the meta-classifiers at the first round
+        self._stale.update(await self._db(store.metas_weighing, self.ledger.is_blocked))
         for m in await self._db(store.load_models, None, "linear", store.RECEIVED):
             self._held[(m.topic, m.origin)] = m.version
         await self.announce()
@@ -366,7 +368,9 @@ class Cooperation:
 
     # -- membership and communities (the p2p layer's) ----------------------------------------------------
     def connected_peers(self) -> list[str]:
-        return sorted(str(p) for p in self.network.connected() if str(p) != self.peer_id)
+        """Peers connected now; a blocked peer that dialled in is not one (its connection is dropped)."""
+        peers = {str(p) for p in self.network.connected()} - {self.peer_id}
+        return sorted(p for p in peers if not self.ledger.is_blocked(p))
 
     def known_peers(self) -> list[str]:
         """Connected peers and those in the membership's neighbour list (thesis 3.3.1)."""
@@ -1288,6 +1292,30 @@ class Cooperation:
                 await self.service.add_seeds(urls, topic=topic)
             except Exception as exc:  # seeding is a bonus; never fail a round for it
                 log.info("hub seeds: %s", exc)
+
+    # -- blocked peers --------------------------------------------------------------------------------------
+    async def forget_peer(self, peer: str) -> dict[str, Any]:
+        """A peer the user blocked (the network refuses it already): what it sent leaves the node
+        (`store.forget_peer`), its cross-validation reports no longer count, and every meta-classifier
+        that gave its model a say is built again without it."""
+        forgotten = await self._db(store.forget_peer, peer)
+        for memory in (self._held, self._inflight):
+            for key in [key for key in memory if key[1] == peer]:
+                del memory[key]
+        for memory in (self._asked, self._synced, self._pulled):
+            for key in [key for key in memory if key[0] == peer]:
+                del memory[key]
+        for reports in self._reports.values():
+            for model in list(reports):
+                if model[0] == peer:
+                    del reports[model]
+                else:
+                    reports[model].pop(peer, None)
+        self._estimates.clear()
+        topics = forgotten.pop("topics")
+        for topic in topics:
+            await self.rebuild_meta(topic)
+        return {**forgotten, "meta_rebuilt": topics}
 
     # -- figures for the API and the UI -------------------------------------------------------------------
     async def peers(self) -> list[dict[str, Any]]:

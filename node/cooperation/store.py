@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -443,3 +443,46 @@ def unjudged(repo: Repository, topic: str) -> int:
 
 def count_pooled(repo: Repository) -> int:
     return int(repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NOT NULL").fetchone()[0])
+
+
+# -- blocked peers ------------------------------------------------------------------------------------------
+def forget_peer(repo: Repository, peer: str) -> dict[str, Any]:
+    """Remove what the node holds from a peer its user blocked, in one transaction: its models, its sync
+    cursors (unblocked, it is synced from the start again), the results only it sent (a result other peers
+    sent too stays, theirs), and its name in every document's origins. Returns the counts and the topics
+    whose meta-classifier gave its model a say (to be built again without it)."""
+    with repo.transaction() as db:
+        conn = db.conn
+        models = conn.execute(
+            "DELETE FROM coop_models WHERE origin = ? AND role = ?", [peer, RECEIVED]
+        ).rowcount
+        conn.execute("DELETE FROM coop_cursors WHERE peer = ?", [peer])
+        removed = shared = 0
+        rows = conn.execute(
+            "SELECT id, origin, origins FROM documents WHERE origin = ? OR instr(origins, ?) > 0",
+            [peer, json.dumps(peer)],
+        ).fetchall()
+        for doc_id, origin, origins in rows:
+            others = [o for o in json.loads(origins or "[]") if o != peer]
+            if origin == peer and not others:
+                conn.execute("DELETE FROM documents WHERE id = ?", [doc_id])
+                removed += 1
+                continue
+            shared += origin == peer
+            first = others[0] if origin == peer else origin
+            conn.execute(
+                "UPDATE documents SET origin = ?, origins = ? WHERE id = ?",
+                [first, json.dumps(others), doc_id],
+            )
+        topics = metas_weighing(repo, lambda origin: origin == peer)
+    return {"models_forgotten": models, "results_removed": removed, "results_kept": shared, "topics": topics}
+
+
+def metas_weighing(repo: Repository, chosen: Callable[[str], bool]) -> list[str]:
+    """Topics whose meta-classifier has a member (a model's origin) that `chosen` picks."""
+    rows = repo.db.execute("SELECT topic, members FROM coop_meta").fetchall()
+    return [
+        topic
+        for topic, members in rows
+        if any(chosen(str(m.get("origin"))) for m in json.loads(members or "[]"))
+    ]

@@ -127,6 +127,22 @@ def make_repository(path: Path, node: int, crawled: int = 20) -> dict[int, str]:
         return add_crawled(repo, node, crawled)
 
 
+def crawl_result(url: str, origin: str, topic: str = "Databases") -> Any:
+    """A peer's crawl result as the sync protocol carries it (unsigned: for the repository's side)."""
+    from p2p.schemas import CrawlResult
+
+    return CrawlResult(
+        url=url,
+        title="t",
+        preview="a preview",
+        fingerprint="f" * 32,
+        fetched_at=1.0,
+        topic=topic,
+        confidence=0.9,
+        origin=origin,
+    )
+
+
 def fast_settings(**overrides: Any) -> CooperationSettings:
     values: dict[str, Any] = {"sync_interval": 0.5, "request_timeout": 5.0, "hub_seeds": 0}
     values.update(overrides)

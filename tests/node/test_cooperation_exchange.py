@@ -401,3 +401,44 @@ async def test_the_meta_classifier_is_rebuilt_on_a_new_model_or_a_grown_crawl_no
 
 async def _after(coop: Cooperation, rounds: int) -> bool:
     return coop.rounds >= rounds
+
+
+@pytest.mark.trio
+async def test_a_blocked_peer_loses_its_say_and_its_results_and_stays_out_until_unblocked(tmp_path):
+    async with running_nodes(tmp_path, 3) as (a, b, c):
+
+        async def holds_both() -> bool:
+            origins = {r["origin"] for r in await a.models("Databases")}
+            return {b.peer_id, c.peer_id} <= origins and (await a.stats())["results_pooled"] > 0
+
+        await wait_for(holds_both)
+        await a.build_meta("Databases", loss=0.2)
+        assert b.peer_id in {m["origin"] for m in (await a.meta("Databases"))["models"]}
+
+        await a.network.block(b.peer_id)
+        forgotten = await a.forget_peer(b.peer_id)
+        assert forgotten["models_forgotten"] == 2 and "Databases" in forgotten["meta_rebuilt"]
+
+        def from_b() -> int:
+            with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+                return repo.db.execute(
+                    "SELECT count(*) FROM documents WHERE origin = ?", [b.peer_id]
+                ).fetchone()[0]
+
+        async def b_is_out() -> bool:
+            models = {r["origin"] for r in await a.models()}
+            members = {m["origin"] for m in (await a.meta("Databases"))["models"]}
+            return b.peer_id not in models | members and c.peer_id in models and from_b() == 0
+
+        assert await b_is_out()
+        for _ in range(4):  # b goes on announcing and offering results; c goes on listing it as a neighbour
+            await trio.sleep(1.0)
+            assert await b_is_out()
+            assert b.peer_id not in a.known_peers() and b.peer_id not in a.community("Databases")
+
+        a.network.unblock(b.peer_id)
+
+        async def b_is_back() -> bool:
+            return b.peer_id in {r["origin"] for r in await a.models()} and from_b() > 0
+
+        await wait_for(b_is_back, timeout=60)

@@ -81,7 +81,8 @@ def test_a_failed_save_is_logged_and_tried_again_next_time(tmp_path, caplog):
 
 
 def node_side(root, bootstrap=()):
-    """What `start_network` reads of a node: its config's [p2p] section, data directory and CLI options."""
+    """What `start_network` reads of a node: its config's [p2p] section, data directory, CLI options and
+    the peers its user blocked."""
     p2p = dataclasses.replace(
         P2PSettings(), dht_enabled=False, exchange_period=0.2, connect_timeout=3.0, request_timeout=10.0
     )
@@ -91,6 +92,7 @@ def node_side(root, bootstrap=()):
         data=DataDir(root).ensure(),
         listen=("/ip4/127.0.0.1/tcp/0",),
         bootstrap=tuple(bootstrap),
+        blocked_peers={},
     )
 
 

@@ -147,3 +147,26 @@ def test_guard_turns_a_flood_into_a_ban(clock):
     assert reasons.count("rate_limited") == 10
     assert reasons.count("banned") == 85
     guard.admit("honest")
+
+
+def test_a_blocked_peer_is_refused_until_unblocked_whatever_its_record(clock):
+    ledger = PeerLedger(max_violations=3, clock=clock)
+    ledger.block("p")
+    assert ledger.is_blocked("p") and ledger.is_banned("p") and not ledger.is_banned("q")
+    with pytest.raises(WireError, match="blocked by this node's user"):
+        ledger.check("p")
+    clock.now += 10 * 24 * 3600.0  # no ban runs out on a block
+    assert ledger.is_banned("p")
+    ledger.unblock("p")
+    assert not ledger.is_banned("p")
+    ledger.check("p")
+
+
+def test_the_blocked_list_is_bounded(clock, monkeypatch):
+    monkeypatch.setattr("p2p.limits.MAX_BLOCKED", 2)
+    ledger = PeerLedger(clock=clock)
+    ledger.block("a")
+    ledger.block("b")
+    ledger.block("b")  # already blocked: no room needed
+    with pytest.raises(ValueError, match="at most 2 peers"):
+        ledger.block("c")

@@ -40,6 +40,10 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ],
     ),
     (
+        "peers",
+        [("b", "block the selected neighbour (asks first), or unblock it")],
+    ),
+    (
         "meta",
         [
             ("[ / ]", "lower / raise the loss by 0.05"),

@@ -1,13 +1,19 @@
-"""Neighbours, the models they sent (accuracy on local data, weight in the meta-model), rejected messages."""
+"""Neighbours, the models they sent (accuracy on local data, weight in the meta-model), rejected messages;
+`b` blocks the selected neighbour (after a confirmation) or unblocks a blocked one."""
 
 from __future__ import annotations
 
+import time
+from typing import ClassVar
+
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from tui.records import Peer, ReceivedModel
 from tui.screens.base import NodeScreen
+from tui.widgets.prompt import Prompt
 from tui.widgets.status_bar import human_bytes
 
 
@@ -23,6 +29,7 @@ class PeersScreen(NodeScreen):
     NAME = "peers"
     LIVE = True
     AUTO_FOCUS = "#peers"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("b", "block", "Block/unblock")]
 
     def body(self) -> ComposeResult:
         yield Static(id="own-address")
@@ -74,7 +81,12 @@ class PeersScreen(NodeScreen):
         rows, rejected_at = table.cursor_row, rejected.cursor_row
         table.clear()
         rejected.clear()
-        for peer in sorted(peers, key=lambda p: p.peer_id):
+        self.rows = sorted(peers, key=lambda p: (p.blocked, p.peer_id))
+        for peer in self.rows:
+            if peer.blocked:
+                since = time.strftime("%Y-%m-%d %H:%M", time.localtime(peer.last_seen))
+                table.add_row(short(peer.peer_id), f"blocked since {since}", "–", "–", "–", "–")
+                continue
             refusals = sum(r.count for r in peer.rejected)
             table.add_row(
                 short(peer.peer_id),
@@ -88,12 +100,54 @@ class PeersScreen(NodeScreen):
                 rejected.add_row(short(peer.peer_id), r.reason, str(r.count))
         keep_cursor(table, rows)
         keep_cursor(rejected, rejected_at)
-        table.border_title = f"neighbours ({len(peers)})"
+        blocked = sum(peer.blocked for peer in peers)
+        table.border_title = f"neighbours ({len(peers) - blocked})" + (
+            f" · blocked ({blocked})" if blocked else ""
+        )
+        peers = [peer for peer in peers if not peer.blocked]
         own = self.show_own_address()
         hint = "no peers yet: run the node with --bootstrap MULTIADDR" + (
             ", or give a peer its address" if own else ""
         )
         table.border_subtitle = "" if peers else hint
+
+    def selected(self) -> Peer | None:
+        table = self.query_one("#peers", DataTable)
+        rows = getattr(self, "rows", [])
+        return rows[table.cursor_row] if table.row_count and 0 <= table.cursor_row < len(rows) else None
+
+    def action_block(self) -> None:
+        """Block the selected neighbour once the user confirms (its id, editable, is the answer), or let
+        a blocked one in again."""
+        peer = self.selected()
+        if peer is None:
+            self.notify("no peer selected", severity="warning")
+        elif peer.blocked:
+            self.change_block(peer.peer_id, block=False)
+        else:
+            self.app.push_screen(
+                Prompt(
+                    f"Block {short(peer.peer_id)}? It is refused from now on, and its models and results "
+                    "are removed. Enter blocks this peer id:",
+                    peer.peer_id,
+                ),
+                lambda answer: self.change_block(answer.strip(), block=True) if answer else None,
+            )
+
+    @work(group="block")
+    async def change_block(self, peer_id: str, *, block: bool) -> None:
+        call = self.link.block_peer if block else self.link.unblock_peer
+        answer = await self.ask(call, peer_id)
+        if answer is None:
+            return
+        if block:
+            self.notify(
+                f"blocked {short(answer['peer_id'])}: {answer['models_forgotten']} models and "
+                f"{answer['results_removed']} results removed"
+            )
+        else:
+            self.notify(f"unblocked {short(answer['peer_id'])}")
+        self.fetch()
 
     def show_own_address(self) -> str | None:
         """The address peers join this node through, whole on a line of its own (a border would cut it):
