@@ -462,6 +462,8 @@ class Cooperation:
         if signed is None:
             return None
         member = await self._work(self._measure_received, signed)
+        if self.ledger.is_blocked(peer):  # blocked while it was measured: `forget_peer` has run or will
+            return None
         await self._db(
             store.save_model,
             signed,
@@ -1242,6 +1244,8 @@ class Cooperation:
                 continue
             good.append(item.result)
         if not page.items and page.next_cursor == cursor:
+            return None
+        if self.ledger.is_blocked(peer):  # blocked while its results were on the way
             return None
         added = await self._db(store.pool_results, peer, topic, good, page.next_cursor)
         if added:

@@ -38,6 +38,7 @@ class PeersScreen(NodeScreen):
         yield DataTable(id="rejected", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
+        self.rows: list[Peer] = []  # the neighbours table's peers, in its order
         peers = self.query_one("#peers", DataTable)
         peers.border_title = "neighbours"
         peers.add_columns("peer", "shared topics", "in", "out", "rejected", "address")
@@ -113,8 +114,8 @@ class PeersScreen(NodeScreen):
 
     def selected(self) -> Peer | None:
         table = self.query_one("#peers", DataTable)
-        rows = getattr(self, "rows", [])
-        return rows[table.cursor_row] if table.row_count and 0 <= table.cursor_row < len(rows) else None
+        row = table.cursor_row
+        return self.rows[row] if table.row_count and 0 <= row < len(self.rows) else None
 
     def action_block(self) -> None:
         """Block the selected neighbour once the user confirms (its id, editable, is the answer), or let
