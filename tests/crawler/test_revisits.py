@@ -12,7 +12,7 @@ from crawler import engine
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import FrontierEntry
-from crawler.repository import DONE, MIGRATIONS, DocumentRecord, Repository, StoredPage
+from crawler.repository import DONE, MIGRATIONS, Repository, StoredPage
 from crawler.revisits import (
     BOUND,
     Revisit,
@@ -22,7 +22,7 @@ from crawler.revisits import (
     next_interval,
     next_revisit_at,
 )
-from crawler.search import search
+from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
 from tests.mock_web import Calendar, streamed_response
 
@@ -224,21 +224,9 @@ async def test_no_page_is_fetched_again_with_revisits_off_or_before_it_is_due(tm
 def stored(
     repo: Repository, url: str, topic: str | None, fetched_at: float, origin: str | None = None
 ) -> None:
-    record = DocumentRecord(
-        url=url,
-        final_url=url,
-        host="site.test",
-        status=200,
-        content_type="text/html",
-        title=url,
-        text="words",
-        fingerprint=url,
-        simhash=0,
-        fetched_at=fetched_at,
-        depth=1,
-        topic=topic,
-        origin=origin,
-        revisit_at=fetched_at + AFTER,
+    fields = {"host": "site.test", "fingerprint": url, "fetched_at": fetched_at, "depth": 1, "topic": topic}
+    record = text_document(
+        url, url, "words", near_duplicates=False, origin=origin, revisit_at=fetched_at + AFTER, **fields
     )
     with repo.transaction():
         repo.insert_page(StoredPage(record))
