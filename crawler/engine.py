@@ -16,7 +16,8 @@ The BINGO! pipeline (thesis 2.3.3) as three stages:
 Stored pages that fall due (`crawler.revisits`) are fetched again before new links: keeping the repository
 true comes before growing it, and a node at its `max_pages` still revisits. A revisit that changed a page
 replaces its row in the batch's transaction. Sitemaps (`crawler.sitemaps`) are read when a host's first
-page is accepted, and again when due with the revisits.
+page is accepted, feeds (`crawler.feeds`) when a page names them, and both again when due with the
+revisits.
 
 The focus loop plugs in through a `FocusPolicy` (or the `score_page` / `link_priority` callables): the
 default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7 strategy 1).
@@ -39,6 +40,7 @@ from urllib.parse import urlsplit
 import trio
 
 from crawler.dedup import DedupIndex, DedupVerdict, fingerprint, simhash
+from crawler.feeds import is_feed, parse_feed
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import Link, ParsedPage, parse_page
 from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
@@ -53,7 +55,7 @@ from crawler.revisits import (
     retry_interval,
 )
 from crawler.settings import CrawlSettings
-from crawler.sitemaps import Sitemap, listed_hosts, may_be_sitemap, parse_sitemap
+from crawler.sitemaps import Sitemap, SitemapEntry, listed_hosts, may_be_sitemap, parse_sitemap
 from crawler.urls import host_of, looks_like_trap, normalize_url
 
 log = logging.getLogger(__name__)
@@ -208,6 +210,9 @@ class CrawlStats:
     sitemaps: int = 0  # sitemaps read (crawler.sitemaps)
     sitemap_urls: int = 0  # URLs they listed that were queued
     sitemaps_unchanged: int = 0  # sitemaps read again and found unchanged (304 or the same bytes)
+    feeds: int = 0  # feeds read (crawler.feeds)
+    feed_urls: int = 0  # pages their entries link to that were queued
+    feeds_unchanged: int = 0  # feeds read again and found unchanged
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -227,6 +232,9 @@ class _Counters:
     sitemaps: int = 0
     sitemap_urls: int = 0
     sitemaps_unchanged: int = 0
+    feeds: int = 0
+    feed_urls: int = 0
+    feeds_unchanged: int = 0
 
 
 class _Revisited(NamedTuple):
@@ -244,10 +252,11 @@ class _Revisited(NamedTuple):
 
 
 class _SitemapRead(NamedTuple):
-    """A sitemap read, found unchanged, or not read, written with its batch: `urls`, how many it listed
-    (None: unchanged or unreadable, the count kept); `wait` until it is read again and the `interval` to
-    adapt next time (None: revisit_after); `lastmods`: (URL, lastmod) of the pages it listed with one;
-    `validators`: ETag, Last-Modified and fingerprint of the reading (None: the stored ones kept)."""
+    """A sitemap or feed (`kind`) read, found unchanged, or not read, written with its batch: `urls`, how
+    many it listed (None: unchanged or unreadable, the count kept); `wait` until it is read again and the
+    `interval` to adapt next time (None: revisit_after); `lastmods`: (URL, lastmod) of the pages it listed
+    with one; `validators`: ETag, Last-Modified and fingerprint of the reading (None: the stored ones
+    kept)."""
 
     entry: FrontierEntry
     urls: int | None
@@ -255,6 +264,12 @@ class _SitemapRead(NamedTuple):
     interval: float | None = None
     lastmods: tuple[tuple[str, float], ...] = ()
     validators: tuple[str | None, str | None, str | None] = (None, None, None)
+    kind: str = "sitemap"
+
+
+def _listed_link(item: SitemapEntry, kind: str) -> Link:
+    """A sitemap's or feed's entry as a link; a feed entry's words are its anchor text and context."""
+    return Link(item.url, item.text, kind, 0, 0, ((0, item.text),) if item.text else ())
 
 
 class Crawler:
@@ -617,7 +632,7 @@ class Crawler:
             revisit = self._revisiting.get(entry.url)  # in flight until written: else it is due still
             if revisit is not None:
                 analysed_page = by_url.get(id(entry))
-                if revisit.sitemap:
+                if revisit.listing:
                     sitemaps.append(self._reread_sitemap(revisit, result, analysed_page))
                 else:
                     revisited.append(self._revisited(revisit, result, analysed_page))
@@ -703,16 +718,18 @@ class Crawler:
         return [(page, NOT_JUDGED if page.sitemap else next(verdicts)) for page in crawled]
 
     def _as_sitemap(self, result: Any) -> Sitemap | None:
-        """The response read as a sitemap, if it may be one; None for a page. XML that is no sitemap is a
-        page only where `allowed_mime_types` admits it (else it fails as unparsable)."""
-        if not self.settings.sitemaps_enabled:
+        """The response read as a feed or a sitemap, if it may be one; None for a page. XML that is
+        neither is a page only where `allowed_mime_types` admits it (else it fails as unparsable)."""
+        s = self.settings
+        if s.feeds_enabled and is_feed(result.content_type, result.body):
+            listed = parse_feed(result.body, result.final_url)
+        elif s.sitemaps_enabled and may_be_sitemap(result.content_type, urlsplit(result.final_url).path):
+            listed = parse_sitemap(result.body, result.final_url)
+        else:
             return None
-        if not may_be_sitemap(result.content_type, urlsplit(result.final_url).path):
+        if listed.error is not None and result.content_type in s.allowed_mime_types:
             return None
-        sitemap = parse_sitemap(result.body, result.final_url)
-        if sitemap.error is not None and result.content_type in self.settings.allowed_mime_types:
-            return None
-        return sitemap
+        return listed
 
     def _fail(self, entry: FrontierEntry, result: Any) -> None:
         kind = result.error
@@ -876,6 +893,10 @@ class Crawler:
             canonical = Link(parsed.canonical, "", "canonical", 0, 0)
             records.append(LinkRecord(canonical.url, host_of(canonical.url), kind="canonical"))
             candidates.append((canonical, records[-1].target_host, entry.depth))
+        if self.settings.feeds_enabled:
+            for url in parsed.feeds:
+                records.append(LinkRecord(url, host_of(url), kind="feed"))
+                candidates.append((Link(url, "", "feed", 0, 0), records[-1].target_host, entry.depth + 1))
         if parsed.nofollow:  # <meta name=robots content=nofollow>: links are kept for analysis, not followed
             return records
         self._enqueue(page, verdict, candidates)
@@ -929,63 +950,72 @@ class Crawler:
         self._enqueue(page, verdict, ((link, host_of(link.url), page.depth + 1) for link in links))
 
     def _read_sitemap(self, page: CrawledPage, revisit: Revisit | None = None) -> _SitemapRead:
-        """Queue what a fetched sitemap lists that the crawl has not seen: an index's sitemaps in the
-        index's place (same priority and path), a urlset's pages as links tunnelled through it. Nothing is
-        stored for the sitemap itself but when to read it again. `revisit`: the due reading that fetched it
-        (None: popped from the frontier)."""
+        """Queue what a fetched sitemap or feed lists that the crawl has not seen: an index's sitemaps in
+        the index's place (same priority and path), a urlset's pages or a feed's entries as links tunnelled
+        through it (a feed entry's words as its anchor text). Nothing is stored for the list itself but
+        when to read it again. `revisit`: the due reading that fetched it (None: popped from the
+        frontier)."""
         sitemap, entry = page.sitemap, page.entry
         assert sitemap is not None
-        first, after = revisit is None, self.settings.revisit_after
+        first, after, feed = revisit is None, self.settings.revisit_after, sitemap.kind == "feed"
         self._counters.bytes += page.size
         if sitemap.error is not None:
             self._counters.errors["unparsable"] += 1
             if first:
                 self.frontier.fail(entry, "unparsable", release=False)
             interval = None if first else revisit.interval
-            return _SitemapRead(entry, None, retry_interval(interval, after), interval)
+            return _SitemapRead(entry, None, retry_interval(interval, after), interval, kind=sitemap.kind)
         if first:
             self.frontier.complete(entry, release=False)
-        self._counters.sitemaps += 1
         interval = None if first else next_interval(revisit.interval, True, after)
         wait = after if interval is None else interval
         validators = (page.headers.get("etag"), page.headers.get("last-modified"), page.fingerprint)
-        hosts = listed_hosts(page.url, entry.source)
-        listed = [(item, host) for item in sitemap.entries if (host := host_of(item.url)) in hosts]
+        listed = [(item, host_of(item.url)) for item in sitemap.entries]
+        if not feed:  # a feed may link to any host's pages, as a page may
+            hosts = listed_hosts(page.url, entry.source)
+            listed = [(item, host) for item, host in listed if host in hosts]
         if sitemap.kind == "index":
+            self._counters.sitemaps += 1
             for item, host in listed:
                 if not self.frontier.seen(item.url) and self.allows(item.url):
                     self.frontier.add(replace(entry, url=item.url, host=host, retries=0))
             return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
-        links = ((Link(item.url, "", "sitemap", 0, 0), host, entry.depth + 1) for item, host in listed)
+        links = ((_listed_link(item, sitemap.kind), host, entry.depth + 1) for item, host in listed)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
-        self._counters.sitemap_urls += self._enqueue(page, unjudged, links)
+        queued = self._enqueue(page, unjudged, links)
+        if feed:
+            self._counters.feeds += 1
+            self._counters.feed_urls += queued
+        else:
+            self._counters.sitemaps += 1
+            self._counters.sitemap_urls += queued
         lastmods = tuple((item.url, item.lastmod) for item, _ in listed if item.lastmod is not None)
-        return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators)
+        return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators, sitemap.kind)
 
     def _reread_sitemap(
         self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
     ) -> _SitemapRead:
-        """A due sitemap read again: unchanged (304, or the same bytes) it waits longer, as an unchanged
-        page does; one that failed, or is no sitemap now, is tried again sooner."""
-        entry, after = revisit.entry, self.settings.revisit_after
+        """A due sitemap or feed read again: unchanged (304, or the same bytes) it waits longer, as an
+        unchanged page does; one that failed, or is no list of links now, is tried again sooner."""
+        entry, after, kind = revisit.entry, self.settings.revisit_after, revisit.listing or "sitemap"
+        interval = revisit.interval
+        retry = _SitemapRead(entry, None, retry_interval(interval, after), interval, kind=kind)
         if result.error is not None:
             self._counters.errors[result.error] += 1
-            return _SitemapRead(entry, None, retry_interval(revisit.interval, after), revisit.interval)
+            return retry
         page = analysed[0] if analysed is not None else None
         if result.status == 304 or (page is not None and page.fingerprint == revisit.fingerprint):
-            self._counters.sitemaps_unchanged += 1
-            interval = next_interval(revisit.interval, False, after)
+            if kind == "feed":
+                self._counters.feeds_unchanged += 1
+            else:
+                self._counters.sitemaps_unchanged += 1
+            interval = next_interval(interval, False, after)
             headers = result.headers
-            return _SitemapRead(
-                entry,
-                None,
-                interval,
-                interval,
-                validators=(headers.get("etag"), headers.get("last-modified"), None),
-            )
+            validators = (headers.get("etag"), headers.get("last-modified"), None)
+            return _SitemapRead(entry, None, interval, interval, validators=validators, kind=kind)
         if page is None or page.sitemap is None:
             self._counters.errors["unparsable"] += 1
-            return _SitemapRead(entry, None, retry_interval(revisit.interval, after), revisit.interval)
+            return retry
         return self._read_sitemap(page, revisit)
 
     def _write(
@@ -1003,7 +1033,7 @@ class Crawler:
         with self.repo.transaction():
             for read in sitemaps:
                 self.repo.record_sitemap(
-                    read.entry, now, now + read.wait, read.urls, read.interval, read.validators
+                    read.entry, now, now + read.wait, read.urls, read.interval, read.validators, read.kind
                 )
                 mark_changed(self.repo, now, read.lastmods)
             for page in pages:
@@ -1055,6 +1085,9 @@ class Crawler:
             sitemaps=c.sitemaps,
             sitemap_urls=c.sitemap_urls,
             sitemaps_unchanged=c.sitemaps_unchanged,
+            feeds=c.feeds,
+            feed_urls=c.feed_urls,
+            feeds_unchanged=c.feeds_unchanged,
             bytes=c.bytes,
             frontier_size=len(self.frontier) + len(self._deferred),
             in_flight=self._in_flight,

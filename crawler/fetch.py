@@ -20,6 +20,8 @@ import httpx
 import trio
 
 from crawler.errors import HostBadError
+from crawler.feeds import MAX_BYTES as FEED_MAX_BYTES
+from crawler.feeds import is_feed_type
 from crawler.parse import PDF_TYPE, is_pdf
 from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
 from crawler.proxies import proxy_resolver
@@ -164,6 +166,7 @@ class Fetcher:
         }
         self._allowed_mime = frozenset(m.lower() for m in settings.allowed_mime_types)
         self._sitemaps = settings.sitemaps_enabled
+        self._feeds = settings.feeds_enabled
         self._limiter = trio.CapacityLimiter(settings.concurrent_requests)
         self.robots = RobotsCache(
             settings, self._fetch_robots, on_crawl_delay=self.politeness.set_crawl_delay, clock=clock
@@ -343,12 +346,15 @@ class Fetcher:
                 await self._drain(response)  # small error pages: keep the connection reusable
             return _Answer(status, headers, content_type, error=_status_error(status), latency=latency)
         sitemap = check_mime and self._may_be_sitemap(content_type, response.request.url.path)
-        if check_mime and content_type and content_type not in self._allowed_mime and not sitemap:
+        feed = check_mime and self._feeds and is_feed_type(content_type)
+        if check_mime and content_type and content_type not in self._allowed_mime and not (sitemap or feed):
             return _Answer(status, headers, content_type, error="bad_mime", latency=latency)
         if check_mime and content_type == PDF_TYPE:
             maxsize = max(maxsize, self.settings.download_maxsize_pdf)
         if sitemap:
             maxsize = max(maxsize, SITEMAP_MAX_BYTES)
+        elif feed:
+            maxsize = max(maxsize, FEED_MAX_BYTES)
         declared = headers.get("content-length", "")
         if not truncate_ok and declared.isdigit() and int(declared) > maxsize:
             return _Answer(status, headers, content_type, error="too_large", latency=latency)
@@ -382,7 +388,8 @@ class Fetcher:
         return _Answer(status, headers, content_type, body, latency=latency)
 
     def _may_be_sitemap(self, content_type: str, path: str) -> bool:
-        """Sitemaps are read whatever `allowed_mime_types` says (`crawler.sitemaps`)."""
+        """Sitemaps are read whatever `allowed_mime_types` says (`crawler.sitemaps`), as feeds are
+        (`crawler.feeds`)."""
         return self._sitemaps and may_be_sitemap(content_type, path)
 
     async def _drain(self, response: httpx.Response) -> None:

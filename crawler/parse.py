@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from crawler.feeds import feed_urls
 from crawler.urls import normalize_url as _normalize_url
 
 # Navigation links repeat on every page of a site: resolving each (href, base) once saves most of the cost.
@@ -90,6 +91,7 @@ _INLINE = frozenset(
 )
 _REFRESH_URL = re.compile(r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['"]?([^'"]*)['"]?\s*$""", re.IGNORECASE)
 _BINARY_SNIFF = 1024
+MAX_ALTERNATES = 16  # typed <link> elements of a head read for feeds: a hostile head may hold thousands
 _CONTROL_BYTES = bytes([*range(9), *range(14, 32)])
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:")
 
@@ -126,6 +128,7 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False
     description: str = ""
+    feeds: tuple[str, ...] = ()  # the feeds its head names (`crawler.feeds`)
     error: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -243,6 +246,7 @@ class _Walker:
             noindex="noindex" in meta.robots or "none" in meta.robots,
             nofollow=page_nofollow,
             description=meta.description,
+            feeds=feed_urls(meta.alternates, self.base),
         )
 
     def _walk(self, root: LexborNode) -> None:
@@ -415,6 +419,7 @@ class _HeadMeta:
     html_lang: str | None = None
     meta_lang: str | None = None
     description: str = ""
+    alternates: list[tuple[str, str, str]] = field(default_factory=list)  # (rel, type, href) with a type
 
 
 def _head_meta(head: LexborNode) -> _HeadMeta:
@@ -436,8 +441,11 @@ def _head_meta(head: LexborNode) -> _HeadMeta:
                 base_seen, meta.base = True, attrs.get("href")
             continue
         if tag == "link":
-            if not canonical_seen and "canonical" in (attrs.get("rel") or "").lower().split():
+            rel = attrs.get("rel") or ""
+            if not canonical_seen and "canonical" in rel.lower().split():
                 canonical_seen, meta.canonical = True, attrs.get("href")
+            elif attrs.get("type") and len(meta.alternates) < MAX_ALTERNATES:
+                meta.alternates.append((rel, attrs.get("type") or "", attrs.get("href") or ""))
             continue
         content = (attrs.get("content") or "").strip()
         equiv = (attrs.get("http-equiv") or "").lower()

@@ -104,7 +104,7 @@ class LinkRecord:
     dom_path: str = ""
     context: str = "[]"
     nofollow: bool = False
-    kind: str = "a"  # "a", "redirect", "refresh", "canonical"
+    kind: str = "a"  # "a", "redirect", "refresh", "canonical", "feed" (one its head names)
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,21 @@ def _schema_v6(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2, _schema_v3, _schema_v4, _schema_v5, _schema_v6]
+def _schema_v7(db: sqlite_utils.Database) -> None:
+    """Feeds (crawler.feeds) are read and read again as sitemaps are, in the same table: which one a row
+    is."""
+    db.executescript("ALTER TABLE sitemaps ADD COLUMN kind TEXT NOT NULL DEFAULT 'sitemap';")
+
+
+MIGRATIONS: list[Migration] = [
+    _schema_v1,
+    _schema_v2,
+    _schema_v3,
+    _schema_v4,
+    _schema_v5,
+    _schema_v6,
+    _schema_v7,
+]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 _SITEMAP_ENTRY = ("url", "host", "topic", "priority", "depth", "tunnel", "source", "origin")  # its entry
@@ -538,17 +552,18 @@ class Repository:
         urls: int | None,
         interval: float | None = None,
         validators: tuple[str | None, str | None, str | None] = (None, None, None),
+        kind: str = "sitemap",
     ) -> None:
-        """A sitemap was read (`urls` listed) or found unchanged or could not be read (None: its count
-        kept), and is read again at `due_at` after `interval` (None: revisit_after); `validators` (ETag,
-        Last-Modified, fingerprint of its bytes) replace the stored ones they name (call inside
-        `transaction`)."""
+        """A sitemap or feed (`kind`) was read (`urls` listed) or found unchanged or could not be read
+        (None: its count kept), and is read again at `due_at` after `interval` (None: revisit_after);
+        `validators` (ETag, Last-Modified, fingerprint of its bytes) replace the stored ones they name (call
+        inside `transaction`)."""
         self.db.conn.execute(
             "INSERT INTO sitemaps (url, host, topic, priority, depth, tunnel, source, origin, read_at, "
-            "due_at, urls, interval, etag, last_modified, fingerprint) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 0), ?, ?, ?, ?) "
+            "due_at, urls, interval, etag, last_modified, fingerprint, kind) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 0), ?, ?, ?, ?, ?) "
             "ON CONFLICT(url) DO UPDATE SET read_at = excluded.read_at, due_at = excluded.due_at, "
-            "urls = coalesce(?, urls), interval = excluded.interval, "
+            "urls = coalesce(?, urls), interval = excluded.interval, kind = excluded.kind, "
             "etag = coalesce(excluded.etag, etag), last_modified = coalesce(excluded.last_modified, "
             "last_modified), fingerprint = coalesce(excluded.fingerprint, fingerprint)",
             [
@@ -558,6 +573,7 @@ class Repository:
                 urls,
                 interval,
                 *validators,
+                kind,
                 urls,
             ],
         )

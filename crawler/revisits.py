@@ -12,11 +12,11 @@ repository; any other failure tries again after a quarter of the interval, the s
 Only the node's own accepted originals are revisited: off-topic pages are kept for their links, exact
 duplicates follow their original, and peers' pooled results are their crawlers' to revisit.
 
-The sitemaps the crawl read (`crawler.sitemaps`) are read again the same way: asked with their last
-reading's validators, unchanged when the server answers 304 or sends the same bytes, their interval
-adapting as a page's does. Read again with changes, they queue the pages their host added since, and a
-stored page whose `<lastmod>` is later than its fetch falls due at once, rather than whenever its interval
-says.
+The sitemaps and feeds the crawl read (`crawler.sitemaps`, `crawler.feeds`) are read again the same way:
+asked with their last reading's validators, unchanged when the server answers 304 or sends the same bytes,
+their interval adapting as a page's does. Read again with changes, they queue the pages added since, and a
+stored page whose `<lastmod>` (a feed entry's updated time) is later than its fetch falls due at once,
+rather than whenever its interval says.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Revisit:
     etag: str | None
     last_modified: str | None
     interval: float | None  # None: revisit_after
-    sitemap: bool = False  # a sitemap read again (doc_id 0; fingerprint: of its bytes)
+    listing: str | None = None  # "sitemap" or "feed": links read again (doc_id 0; fingerprint of its bytes)
 
     def validators(self) -> dict[str, str]:
         """Conditional request headers asking for the page only if it changed. A value a request cannot
@@ -92,7 +92,7 @@ def due_revisits(
 
 
 def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> float | None:
-    """When the earliest stored page or sitemap falls due (None: none will)."""
+    """When the earliest stored page, sitemap or feed falls due (None: none will)."""
     outside, params = _outside(paused)
     row = repo.db.execute(
         f"SELECT min(revisit_at) FROM documents WHERE {_DUE}{outside} "
@@ -106,16 +106,16 @@ def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> fl
 def due_sitemaps(
     repo: Repository, now: float, limit: int, paused: Collection[str | None] = ()
 ) -> list[Revisit]:
-    """The sitemaps due to be read again at `now`, longest overdue first, as the entries that first read
-    them with what their last reading was."""
+    """The sitemaps and feeds due to be read again at `now`, longest overdue first, as the entries that
+    first read them with what their last reading was."""
     outside, params = _outside(paused)
     rows = repo.db.execute(
         "SELECT url, host, priority, depth, topic, tunnel, source, origin, fingerprint, etag, last_modified, "
-        f"interval FROM sitemaps WHERE due_at <= ?{outside} ORDER BY due_at LIMIT ?",
+        f"interval, kind FROM sitemaps WHERE due_at <= ?{outside} ORDER BY due_at LIMIT ?",
         [now, *params, limit],
     ).fetchall()
     return [
-        Revisit(0, FrontierEntry(*row[:8]), row[8] or "", row[9], row[10], row[11], sitemap=True)
+        Revisit(0, FrontierEntry(*row[:8]), row[8] or "", row[9], row[10], row[11], listing=row[12])
         for row in rows
     ]
 

@@ -99,6 +99,11 @@ class CrawlSettings:
         "Read the sitemaps a host's robots.txt names once one of its pages is accepted, and queue the pages "
         "they list (crawler.sitemaps).",
     )
+    feeds_enabled: bool = doc(
+        True,
+        "Follow the RSS and Atom feeds pages name in their heads, queue the pages their entries link to "
+        "(ranked by the entries' titles and summaries), and read them again when due (crawler.feeds).",
+    )
     proxy: str = doc(
         "",
         "Proxy for web requests (http://host:port, or socks5h://host:port for SOCKS such as Tor's); empty: "

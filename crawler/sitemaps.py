@@ -37,14 +37,17 @@ _SNIFF = 4096
 
 
 class SitemapEntry(NamedTuple):
-    """A `<loc>` and its `<lastmod>` (seconds since the epoch; None when absent or unreadable)."""
+    """A `<loc>` and its `<lastmod>` (seconds since the epoch; None when absent or unreadable); a feed
+    entry's `text` is its title and summary (`crawler.feeds`)."""
 
     url: str
     lastmod: float | None = None
+    text: str = ""
 
 
 class Sitemap(NamedTuple):
-    """A parsed sitemap: "urlset" (pages) or "index" (further sitemaps); `error` set when unusable."""
+    """A parsed list of links: a sitemap, "urlset" (pages) or "index" (further sitemaps), or a "feed"
+    (`crawler.feeds`); `error` set when unusable."""
 
     kind: str
     entries: tuple[SitemapEntry, ...] = ()

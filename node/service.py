@@ -498,6 +498,11 @@ class NodeService:
                 "urls_queued": stats.sitemap_urls,
                 "unchanged": stats.sitemaps_unchanged,
             },
+            "feeds": {
+                "read": stats.feeds,
+                "urls_queued": stats.feed_urls,
+                "unchanged": stats.feeds_unchanged,
+            },
         }
 
     def _session_figures(self, current: CrawlStats) -> dict[str, Any]:

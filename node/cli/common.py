@@ -26,9 +26,10 @@ def data_dir(args: argparse.Namespace) -> DataDir:
     return DataDir(args.data if args.data is not None else default_data_dir())
 
 
-def sitemap_line(read: int, queued: int, unchanged: int = 0) -> str:
-    """Sitemaps of on-topic hosts (crawler.sitemaps), in words."""
-    line = f"{read} sitemaps read, {queued} pages they list queued"
+def listing_line(noun: str, read: int, queued: int, unchanged: int = 0) -> str:
+    """Sitemaps of on-topic hosts (crawler.sitemaps) or feeds pages named (crawler.feeds), `noun` saying
+    which ("sitemap", "feed"), in words."""
+    line = f"{read} {noun}{'' if read == 1 else 's'} read, {queued} pages they list queued"
     return line + (f"; {unchanged} found unchanged when due again" if unchanged else "")
 
 

@@ -21,7 +21,7 @@ from crawler.engine import Crawler, CrawlStats
 from crawler.focus_settings import STRATEGIES, FocusSettings
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
-from node.cli.common import CliError, add_data_arg, data_dir, revisit_line, sitemap_line
+from node.cli.common import CliError, add_data_arg, data_dir, listing_line, revisit_line
 from node.config import ConfigError, load_config
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
@@ -258,8 +258,11 @@ def summary(stats: CrawlStats) -> str:
     ]
     if stats.revisits:
         lines.insert(4, f"  revisits         {revisit_line(stats.revisits, stats.changed, stats.gone)}")
+    if stats.feeds or stats.feeds_unchanged:
+        line = listing_line("feed", stats.feeds, stats.feed_urls, stats.feeds_unchanged)
+        lines.insert(4, f"  feeds            {line}")
     if stats.sitemaps or stats.sitemaps_unchanged:
-        line = sitemap_line(stats.sitemaps, stats.sitemap_urls, stats.sitemaps_unchanged)
+        line = listing_line("sitemap", stats.sitemaps, stats.sitemap_urls, stats.sitemaps_unchanged)
         lines.insert(4, f"  sitemaps         {line}")
     lines.extend(f"    {kind:<20} {n}" for kind, n in stats.errors_by_kind.items())
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from node.cli.common import CliError, add_data_arg, data_dir, revisit_line, sitemap_line
+from node.cli.common import CliError, add_data_arg, data_dir, listing_line, revisit_line
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
 from node.datadir import DataDir, write_atomically
@@ -331,12 +331,14 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     revisits = crawl.get("revisits") or {}
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")
-    sitemaps = crawl.get("sitemaps") or {}
-    if sitemaps.get("read") or sitemaps.get("unchanged"):
-        line = sitemap_line(sitemaps["read"], sitemaps["urls_queued"], sitemaps.get("unchanged", 0))
-        lines.append(f"           {line}")
+    for noun in ("sitemap", "feed"):
+        listed = crawl.get(f"{noun}s") or {}
+        if listed.get("read") or listed.get("unchanged"):
+            line = listing_line(noun, listed["read"], listed["urls_queued"], listed.get("unchanged", 0))
+            lines.append(f"           {line}")
     if not crawl.get("active") and revisits.get("next_in_s") is not None:
-        lines.append(f"           next stored page or sitemap due again in {_wait(revisits['next_in_s'])}")
+        wait = _wait(revisits["next_in_s"])
+        lines.append(f"           next stored page, sitemap or feed due again in {wait}")
     return lines
 
 

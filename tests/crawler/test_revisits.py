@@ -287,13 +287,13 @@ def test_sitemaps_read_before_their_validators_were_kept_are_read_again_as_befor
     with Repository(path) as repo, repo.transaction():
         repo.record_sitemap(entry, 10.0, 20.0, 5)
     with Repository(path) as repo:
-        for column in ("etag", "last_modified", "fingerprint", "interval"):
+        for column in ("etag", "last_modified", "fingerprint", "interval", "kind"):
             repo.db.execute(f"ALTER TABLE sitemaps DROP COLUMN {column}")
         repo.db.execute("UPDATE schema_versions SET version = 5 WHERE component = 'crawler'")
     with Repository(path) as repo:
         assert repo.schema_version("crawler") == len(MIGRATIONS)
         [due] = due_sitemaps(repo, 20.0, 10)
-    assert due.entry == entry and due.sitemap
+    assert due.entry == entry and due.listing == "sitemap"
     assert (due.fingerprint, due.etag, due.last_modified, due.interval, due.validators()) == (
         "",
         None,

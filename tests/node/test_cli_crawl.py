@@ -98,6 +98,8 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     revisited = summary(CrawlStats(revisits=5, changed=2, gone=1, reason="max_pages"))
     assert "5 stored pages fetched again: 2 had changed, 1 were gone" in revisited
     assert "2 sitemaps read, 40 pages they list queued" in summary(CrawlStats(sitemaps=2, sitemap_urls=40))
+    assert "feeds" not in text
+    assert "1 feed read, 3 pages they list queued" in summary(CrawlStats(feeds=1, feed_urls=3))
 
 
 def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path, capsys, monkeypatch):

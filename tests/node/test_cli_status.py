@@ -78,6 +78,7 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
     assert crawl["state"] == "running" and crawl["reason"] == "max_pages" and not crawl["active"]
     assert "max_pages" in crawl["detail"] and f"of {MAX_PAGES}" in crawl["detail"]
     assert crawl["pages_per_s"] == 0.0
+    assert crawl["feeds"] == {"read": 0, "urls_queued": 0, "unchanged": 0}  # the fixture web names none
     assert crawl["session"]["pages"] >= MAX_PAGES and crawl["session"]["pages_per_s"] > 0
     text = "\n".join(crawl_lines(crawl))
     assert text.startswith("crawl      finished: reached max_pages") and "pages/s)" in text
@@ -85,7 +86,7 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
     assert "will not fetch: reached max_pages" in crawl_answer_text(answer, None)
     week = 7 * 86400
     assert week - 600 < crawl["revisits"]["next_in_s"] <= week  # pages just crawled, revisit_after a week
-    assert "next stored page or sitemap due again in 7 d" in text
+    assert "next stored page, sitemap or feed due again in 7 d" in text
 
 
 @pytest.mark.parametrize(
@@ -94,16 +95,19 @@ async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_
 def test_the_wait_for_the_next_revisit_reads_in_its_largest_readable_unit(seconds, said):
     idle = {"state": "running", "activity": "finished", "pages": 1, "frontier_size": 0, "active": False}
     text = "\n".join(crawl_lines({**idle, "revisits": {"fetched": 0, "next_in_s": seconds}}))
-    assert text.endswith(f"next stored page or sitemap due again in {said}")
+    assert text.endswith(f"next stored page, sitemap or feed due again in {said}")
 
 
-def test_status_counts_sitemaps_once_one_was_read():
+def test_status_counts_sitemaps_and_feeds_once_one_was_read():
     idle = {"state": "running", "activity": "finished", "pages": 9, "frontier_size": 0, "active": False}
     assert "sitemaps" not in "\n".join(crawl_lines({**idle, "sitemaps": {"read": 0, "urls_queued": 0}}))
     text = "\n".join(crawl_lines({**idle, "sitemaps": {"read": 3, "urls_queued": 120}}))
     assert "3 sitemaps read, 120 pages they list queued" in text and "unchanged" not in text
     text = "\n".join(crawl_lines({**idle, "sitemaps": {"read": 3, "urls_queued": 120, "unchanged": 2}}))
     assert "3 sitemaps read, 120 pages they list queued; 2 found unchanged when due again" in text
+    assert "feeds" not in text
+    text = "\n".join(crawl_lines({**idle, "feeds": {"read": 2, "urls_queued": 9, "unchanged": 1}}))
+    assert "2 feeds read, 9 pages they list queued; 1 found unchanged when due again" in text
 
 
 @pytest.mark.slow
