@@ -136,6 +136,7 @@ async def test_a_revisit_replaces_a_changed_page_removes_a_gone_one_and_asks_wit
     assert intervals["d.html"] == (None, AFTER)  # new: revisit_after
     gone = repo.db.execute("SELECT state FROM frontier WHERE url = 'http://garden.test/c.html'").fetchone()
     assert gone == (DONE,)  # a link to it will not bring it back
+    assert [host["pages"] for host in repo.hosts()] == [4]  # c left; a replaced, not added
     assert crawler.revisit_due_in() == AFTER / 2
     repo.close()
 
