@@ -957,14 +957,16 @@ class Crawler:
         frontier)."""
         sitemap, entry = page.sitemap, page.entry
         assert sitemap is not None
-        first, after, feed = revisit is None, self.settings.revisit_after, sitemap.kind == "feed"
+        first, after = revisit is None, self.settings.revisit_after
+        feed = sitemap.kind == "feed"
+        listing = "feed" if feed else "sitemap"  # a urlset and an index are both sitemaps
         self._counters.bytes += page.size
         if sitemap.error is not None:
             self._counters.errors["unparsable"] += 1
             if first:
                 self.frontier.fail(entry, "unparsable", release=False)
             interval = None if first else revisit.interval
-            return _SitemapRead(entry, None, retry_interval(interval, after), interval, kind=sitemap.kind)
+            return _SitemapRead(entry, None, retry_interval(interval, after), interval, kind=listing)
         if first:
             self.frontier.complete(entry, release=False)
         interval = None if first else next_interval(revisit.interval, True, after)
@@ -980,7 +982,7 @@ class Crawler:
                 if not self.frontier.seen(item.url) and self.allows(item.url):
                     self.frontier.add(replace(entry, url=item.url, host=host, retries=0))
             return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
-        links = ((_listed_link(item, sitemap.kind), host, entry.depth + 1) for item, host in listed)
+        links = ((_listed_link(item, listing), host, entry.depth + 1) for item, host in listed)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
         queued = self._enqueue(page, unjudged, links)
         if feed:
@@ -990,7 +992,7 @@ class Crawler:
             self._counters.sitemaps += 1
             self._counters.sitemap_urls += queued
         lastmods = tuple((item.url, item.lastmod) for item, _ in listed if item.lastmod is not None)
-        return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators, sitemap.kind)
+        return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators, listing)
 
     def _reread_sitemap(
         self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None

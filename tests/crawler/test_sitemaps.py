@@ -125,6 +125,7 @@ async def test_the_sitemap_of_a_host_with_an_accepted_page_finds_its_unlinked_pa
     assert not web.requested("/x.html")
     assert stats.sitemaps == 1 and stats.sitemap_urls == 2 and stats.errors == 0
     assert web.log.count(("docs.test", "/sitemap.xml")) == 1
+    assert crawler.repo.db.execute("SELECT kind FROM sitemaps").fetchall() == [("sitemap",)]
 
 
 @pytest.mark.trio
