@@ -37,6 +37,9 @@ from metamodels.errors import MetaInputError, ModelFormatError
 MIN_PRIOR = 0.01  # a positive class below this share of the documents is no class the fit can trust
 MAX_CORRELATION = 0.99  # views whose log-odds correlate more within a class are one model sent twice
 VARIANCE_FLOOR = 1e-3  # added to every variance of the fit (scikit-learn's reg_covar)
+# Threads of a fit: the k-means seeding each one starts OpenMP threads whose start-up dwarfs a few thousand
+# points (None: the libraries' own default). `python -m simnet.bench.latent_fit` measures both side by side.
+FIT_THREADS: int | None = 1
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,9 @@ def fit_latent_class(
 def _fit(data: np.ndarray, reference: int, seed: int) -> tuple[Any, int] | None:
     """(the two-component mixture, its positive component), or None (see `fit_latent_class`)."""
     from sklearn.mixture import GaussianMixture
+    from threadpoolctl import threadpool_limits
 
-    with warnings.catch_warnings():
+    with threadpool_limits(limits=FIT_THREADS), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence is checked below
         options = {"covariance_type": "diag", "reg_covar": VARIANCE_FLOOR, "random_state": seed}
         two = GaussianMixture(2, n_init=3, **options).fit(data)

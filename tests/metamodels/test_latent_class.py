@@ -147,3 +147,17 @@ def test_unanimous_confidence_is_the_weaker_common_vote_and_zero_on_disagreement
     votes = np.array([[2.0, 0.5], [-1.0, -3.0], [1.0, -1.0], [0.0, 2.0]])
     assert unanimous_confidence(votes).tolist() == [0.5, -1.0, 0.0, 0.0]
     assert unanimous_confidence(votes[:, :1]).tolist() == [2.0, -1.0, 1.0, 0.0]
+
+
+def test_a_fit_on_one_thread_is_the_fit_on_the_libraries_threads(monkeypatch):
+    from metamodels import latent_class
+
+    truth = np.random.default_rng(7).random(600) < 0.35
+    F = views_of(truth, 3, 7)
+    fits = {}
+    for threads in (None, 1):
+        monkeypatch.setattr(latent_class, "FIT_THREADS", threads)
+        fits[threads] = fit_latent_class(F, [0, 1, 2], 0)
+    assert fits[1] is not None and fits[None] is not None
+    assert fits[1].prior == pytest.approx(fits[None].prior, abs=1e-6)
+    assert np.allclose(fits[1].means, fits[None].means, atol=1e-6)
