@@ -448,12 +448,16 @@ def meta_candidates(community: Sequence[str], accuracies: Mapping[str, float]) -
     return measured + [p for p in community if p not in accuracies]
 
 
-def anchored_accuracies(members: Sequence[Member], X: sp.spmatrix) -> dict[int, float] | None:
+def anchored_accuracies(
+    members: Sequence[Member], X: sp.spmatrix, labelled: LabelledData | None = None
+) -> dict[int, float] | None:
     """Each member's balanced accuracy on the documents X (the node's own, unlabelled), estimated from its
     agreement with the local model there, whose balanced accuracy comes from cross-validation on the
     node's labels (`anchored_balanced_accuracies`), by member index; members without a scaler
-    (label-flipped or unmeasurable) are left out. None without a local member measured above chance, or
-    with fewer than `MIN_AGREEMENT_DOCUMENTS` documents."""
+    (label-flipped or unmeasurable) are left out. Where the local model's decisions on X are `one_sided`,
+    the members decide at the crawl's own share instead (`decisions_at_the_crawls_share`, which needs the
+    node's `labelled` documents). None without a local member measured above chance, or with fewer than
+    `MIN_AGREEMENT_DOCUMENTS` documents."""
     local = next((i for i, m in enumerate(members) if m.local), None)
     if local is None or X.shape[0] < MIN_AGREEMENT_DOCUMENTS:
         return None
@@ -464,21 +468,64 @@ def anchored_accuracies(members: Sequence[Member], X: sp.spmatrix) -> dict[int, 
     decisions = np.column_stack(
         [np.where(members[i].scaler.confidence(members[i].model.confidence(X)) > 0, 1, -1) for i in usable]
     )
+    reference_accuracy = reference.balanced_accuracy
+    if one_sided(decisions[:, usable.index(local)]) and labelled is not None:
+        held = [members[i] for i in usable]
+        matched = decisions_at_the_crawls_share(held, usable.index(local), X, labelled)
+        if matched is not None:
+            decisions, reference_accuracy = matched
     accuracies = anchored_balanced_accuracies(
-        decisions, usable.index(local), reference.balanced_accuracy, ROBUST.max_accuracy
+        decisions, usable.index(local), reference_accuracy, ROBUST.max_accuracy
     )
     if accuracies is None:
         return None
     return {i: float(a) for i, a in zip(usable, accuracies, strict=True)}
 
 
-def agreement_weights(members: Sequence[Member], X: sp.spmatrix) -> list[float] | None:
+MIN_DECIDED_SHARE = 0.02  # a model deciding fewer documents of one class than this is `one_sided`
+
+
+def one_sided(decisions: np.ndarray) -> bool:
+    """Whether +1/-1 decisions put fewer than `MIN_DECIDED_SHARE` of the documents in one class. Agreement
+    with such a model says next to nothing: the covariance identity behind `anchored_accuracies` scales
+    by 1 - b^2 (b its decisions' imbalance), so every other model comes out at chance."""
+    share = float(np.mean(decisions > 0)) if decisions.size else 0.0
+    return min(share, 1.0 - share) < MIN_DECIDED_SHARE
+
+
+def decisions_at_the_crawls_share(
+    members: Sequence[Member], local: int, X: sp.spmatrix, labelled: LabelledData
+) -> tuple[np.ndarray, float] | None:
+    """(decisions, the local model's balanced accuracy) with every member accepting the share of X that
+    the latent class model of the local model's view puts on topic (its top documents by score), the
+    accuracy that of the local model at its threshold on the node's labelled documents, smoothed. With two
+    bookmarks of a topic among seventeen, the local model's Platt scaler rejected every crawled page
+    while its view of the crawl split 40/60, and every peer model was estimated at chance and left out.
+    In-sample the accuracy is optimistic, which lowers the others' estimates, never lifts them. None when
+    the local view has no latent class model or the labels lack a class."""
+    if labelled.labels.size == 0 or labelled.labels.min() == labelled.labels.max():
+        return None
+    reference = members[local]
+    log_odds = member_log_odds(members, [local], X)
+    view = fit_latent_class(log_odds, [local], 0, MIN_AGREEMENT_DOCUMENTS)
+    if view is None:
+        return None
+    scores = [m.model.confidence(X) for m in members]
+    thresholds = [float(np.quantile(s, 1.0 - view.prior)) for s in scores]
+    decisions = np.column_stack([np.where(s > t, 1, -1) for s, t in zip(scores, thresholds, strict=True)])
+    accuracy = _balanced_accuracy(reference.model.confidence(labelled.X) - thresholds[local], labelled.labels)
+    return (decisions, accuracy) if accuracy is not None else None
+
+
+def agreement_weights(
+    members: Sequence[Member], X: sp.spmatrix, labelled: LabelledData | None = None
+) -> list[float] | None:
     """Log-odds weights from each member's `anchored_accuracies` on the documents X (0 for members without
     one). The received models then speak as one voter beside the local one (`community_as_one_voter`):
     they share errors, so their weights are not summed as independent votes; and a voice weaker than the
     local model's gets no say (`silence_weaker_community`): sharing its errors, it would only pull the
     ranking towards its confident mistakes. None when the accuracies cannot be estimated."""
-    accuracies = anchored_accuracies(members, X)
+    accuracies = anchored_accuracies(members, X, labelled)
     if accuracies is None:
         return None
     local = next(i for i, m in enumerate(members) if m.local)
@@ -602,7 +649,7 @@ def latent_meta_classifier(
     local = next((i for i, m in enumerate(members) if m.local), None)
     if local is None or members[local].scaler is None:
         return None
-    accuracies = anchored_accuracies(members, X) or {}
+    accuracies = anchored_accuracies(members, X, labelled) or {}
     candidates = [local] + [i for i, a in sorted(accuracies.items()) if i != local and a > ROBUST.chance]
     log_odds = member_log_odds(members, candidates, X)
     voters = [fit_latent_class(log_odds[:, :1], [local], 0, MIN_AGREEMENT_DOCUMENTS)]
@@ -648,7 +695,7 @@ def meta_classifier(
         if latent is not None:
             return latent
     scalers = tuple(m.scaler for m in members)
-    agreement = agreement_weights(members, unlabelled) if unlabelled is not None else None
+    agreement = agreement_weights(members, unlabelled, labelled) if unlabelled is not None else None
     if agreement is not None and any(w > 0 for w in agreement):
         return MetaClassifier(
             models=tuple(m.model for m in members),

@@ -395,6 +395,30 @@ def test_a_held_out_fold_leaves_out_a_community_model_looser_than_the_loss_its_m
     assert [v.views for v in refitted_latent(fold, 0, crawl, part)] == [(0,), (0, 1, 2)]
 
 
+def test_peers_are_measured_at_the_crawls_split_where_the_local_threshold_rejects_every_page(tmp_path):
+    # a node's Platt scaler fitted on two bookmarks among many negatives puts its threshold beyond every
+    # crawled page: its decisions are one-sided, and agreement with them would put every peer at chance
+    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    another = learning.received_member("p2", 1, learning.train_local(third), own)
+    unlabelled = crawled_documents(tmp_path)
+    shut = replace(local, scaler=replace(local.scaler, b=local.scaler.b + 50.0))
+    members = [shut, peer, another]
+    assert not np.any(shut.scaler.confidence(shut.model.confidence(unlabelled)) > 0)
+    assert learning.anchored_accuracies(members, unlabelled) == {0: shut.balanced_accuracy, 1: 0.5, 2: 0.5}
+    measured = learning.anchored_accuracies(members, unlabelled, own)
+    assert measured[0] == shut.balanced_accuracy and measured[1] > 0.6 and measured[2] > 0.6
+    assert [v.views for v in learning.meta_classifier(members, unlabelled).latent] == [(0,)]
+    assert [v.views for v in learning.meta_classifier(members, unlabelled, own).latent] == [(0,), (0, 1, 2)]
+
+
+def test_one_sided_decisions_put_fewer_than_the_minimum_share_in_a_class():
+    assert learning.one_sided(np.array([-1] * 99 + [1]))
+    assert learning.one_sided(np.array([1] * 100)) and learning.one_sided(np.array([], dtype=int))
+    assert not learning.one_sided(np.array([-1] * 95 + [1] * 5))
+
+
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     local = learning.local_member("me", 1, learning.train_local(own), own)
