@@ -111,7 +111,8 @@ def refitted_latent(meta: Any, local: int, own: Any, part: Any, loss: float | No
     one that no longer fits, whose classes overlap, or whose positive class takes in most of the fold's
     labelled negatives, is left out, and the local model's own then votes with its labels' threshold
     (`labels_view`). Built for a `loss`, the community's is left out where it accepts more of the node's
-    documents the local model's rejects than that share (`learning.accepts_beyond_the_loss`)."""
+    documents the local model's rejects than that share (`learning.accepts_beyond_the_loss`), unless the
+    local voter is its labels' threshold (`learning.measures_looseness`)."""
     from metamodels.latent_class import fit_latent_class, labels_view
     from node.cooperation import learning
 
@@ -136,7 +137,8 @@ def refitted_latent(meta: Any, local: int, own: Any, part: Any, loss: float | No
             refitted.append(fitted)
         elif voter.views == (local,):
             refitted.append(labels_view(local))
-    if loss is not None and len(refitted) > 1 and refitted[0].views == (local,):
+    local_voter = refitted[0] if refitted and refitted[0].views == (local,) else None
+    if loss is not None and len(refitted) > 1 and learning.measures_looseness(local_voter):
         local_view, community = (v.log_odds(meta.view_log_odds(own, v)) for v in refitted[:2])
         if learning.accepts_beyond_the_loss(local_view, community, loss):
             refitted = refitted[:1]

@@ -347,6 +347,29 @@ def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes
     )
 
 
+def test_beside_its_labels_threshold_a_community_model_is_not_judged_looser_than_the_node(
+    tmp_path, monkeypatch
+):
+    # the labels' threshold accepts a fraction of a crawl's on-topic pages, so it cannot tell a community
+    # model that finds the crawl's share from one looser than the node: the community keeps its vote
+    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
+    local = learning.local_member("me", 1, learning.train_local(own), own)
+    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    another = learning.received_member("p2", 1, learning.train_local(third), own)
+    members, unlabelled = [local, peer, another], crawled_documents(tmp_path)
+    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.9)
+    fitted_view = learning.meta_classifier(members, unlabelled, own, loss=0.2)
+    assert [voter.views for voter in fitted_view.latent] == [(0,)]
+    dropped_single_views = lambda voter, members, labelled: len(voter.views) == 1  # noqa: E731
+    monkeypatch.setattr(learning, "splits_off_the_topic", dropped_single_views)
+    labels_threshold = learning.meta_classifier(members, unlabelled, own, loss=0.2)
+    assert [voter.views for voter in labels_threshold.latent] == [(0,), (0, 1, 2)]
+    assert labels_threshold.latent[0].of_labels
+    assert not learning.measures_looseness(labels_threshold.latent[0])
+    assert not learning.measures_looseness(None)
+    assert learning.measures_looseness(fitted_view.latent[0])
+
+
 def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_local_model(
     tmp_path, monkeypatch
 ):
