@@ -207,11 +207,17 @@ def test_with_two_peers_the_meta_is_unanimous_latent_class_models_and_a_flipped_
 
 def local_and_two_peers(tmp_path):
     """A node's local member, two honest peers' members measured on its labels, and its own documents."""
+    _, local, peer, another, unlabelled = labels_and_members(tmp_path)
+    return local, peer, another, unlabelled
+
+
+def labels_and_members(tmp_path):
+    """`local_and_two_peers` with the node's labelled documents first."""
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
     local = learning.local_member("me", 1, learning.train_local(own), own)
     peer = learning.received_member("p1", 1, learning.train_local(other), own)
     another = learning.received_member("p2", 1, learning.train_local(third), own)
-    return local, peer, another, crawled_documents(tmp_path)
+    return own, local, peer, another, crawled_documents(tmp_path)
 
 
 def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_model_rejects():
@@ -326,11 +332,7 @@ def test_a_latent_class_model_whose_classes_overlap_on_the_local_view_does_not_d
 def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes_beside_the_community(
     tmp_path, monkeypatch
 ):
-    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    another = learning.received_member("p2", 1, learning.train_local(third), own)
-    unlabelled = crawled_documents(tmp_path)
+    own, local, peer, another, unlabelled = labels_and_members(tmp_path)
     dropped_single_views = lambda voter, members, labelled: len(voter.views) == 1  # noqa: E731
     monkeypatch.setattr(learning, "splits_off_the_topic", dropped_single_views)
     meta = learning.meta_classifier([local, peer, another], unlabelled, own)
@@ -352,11 +354,8 @@ def test_beside_its_labels_threshold_a_community_model_is_not_judged_looser_than
 ):
     # the labels' threshold accepts a fraction of a crawl's on-topic pages, so it cannot tell a community
     # model that finds the crawl's share from one looser than the node: the community keeps its vote
-    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    another = learning.received_member("p2", 1, learning.train_local(third), own)
-    members, unlabelled = [local, peer, another], crawled_documents(tmp_path)
+    own, local, peer, another, unlabelled = labels_and_members(tmp_path)
+    members = [local, peer, another]
     monkeypatch.setattr(learning, "looser_share", lambda *args: 0.9)
     fitted_view = learning.meta_classifier(members, unlabelled, own, loss=0.2)
     assert [voter.views for voter in fitted_view.latent] == [(0,)]
@@ -421,11 +420,7 @@ def test_a_held_out_fold_leaves_out_a_community_model_looser_than_the_loss_its_m
 def test_peers_are_measured_at_the_crawls_split_where_the_local_threshold_rejects_every_page(tmp_path):
     # a node's Platt scaler fitted on two bookmarks among many negatives puts its threshold beyond every
     # crawled page: its decisions are one-sided, and agreement with them would put every peer at chance
-    own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    another = learning.received_member("p2", 1, learning.train_local(third), own)
-    unlabelled = crawled_documents(tmp_path)
+    own, local, peer, another, unlabelled = labels_and_members(tmp_path)
     shut = replace(local, scaler=replace(local.scaler, b=local.scaler.b + 50.0))
     members = [shut, peer, another]
     assert not np.any(shut.scaler.confidence(shut.model.confidence(unlabelled)) > 0)
