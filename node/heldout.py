@@ -50,11 +50,15 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
             stored[sibling] = _parsed(sibling_row)
     labels = {t: learning.topic_labels(rows, t) for t in stored}
     own = learning.own_documents(repo, featurizer) if any(m.latent for m, _, _ in stored.values()) else None
+    built = {t: meta for t, (meta, _, _) in stored.items()}
+    claims = {t: learning.sibling_claims(built, t, own) if own is not None else None for t in stored}
     scores = np.zeros(n)
     for train, test in learning.fold_splits(n, folds):
         metas = {}
         for t, (meta, local, loss) in stored.items():
-            fold_meta = _without_test_fold(meta, local, data, labels[t], train, t == topic, own, loss)
+            fold_meta = _without_test_fold(
+                meta, local, data, labels[t], train, t == topic, own, loss, claims[t]
+            )
             if fold_meta is None:
                 return _unmeasured(n, folds, "a fold lacks documents of one class")
             metas[t] = fold_meta
@@ -86,11 +90,12 @@ def _without_test_fold(
     required: bool,
     own: Any = None,
     loss: float | None = None,
+    claimed: np.ndarray | None = None,
 ) -> Any:
     """The meta-classifier with its local member retrained on the training folds (peers' members trained
     on their own documents and stay) and its latent class models fitted again on the node's documents
-    `own`, for the `loss` it was built for. None when the folds lack a class and the topic is the one
-    measured; a sibling's then keeps its stored local member."""
+    `own`, for the `loss` it was built for (documents a sibling topic `claimed` aside). None when the folds
+    lack a class and the topic is the one measured; a sibling's then keeps its stored local member."""
     from node.cooperation import learning
 
     if local is None:
@@ -102,17 +107,25 @@ def _without_test_fold(
     retrained = replace(meta, models=(*meta.models[:local], model, *meta.models[local + 1 :]))
     if not meta.latent or own is None:
         return retrained
-    return replace(retrained, latent=refitted_latent(retrained, local, own, part, loss))
+    return replace(retrained, latent=refitted_latent(retrained, local, own, part, loss, claimed))
 
 
-def refitted_latent(meta: Any, local: int, own: Any, part: Any, loss: float | None = None) -> tuple[Any, ...]:
+def refitted_latent(
+    meta: Any,
+    local: int,
+    own: Any,
+    part: Any,
+    loss: float | None = None,
+    claimed: np.ndarray | None = None,
+) -> tuple[Any, ...]:
     """The meta-classifier's latent class models fitted again on the node's documents as the build fits
     them (`learning.latent_meta_classifier`): each on the views it reads, the local model's the reference;
     one that no longer fits, whose classes overlap, or whose positive class takes in most of the fold's
     labelled negatives, is left out, and the local model's own then votes with its labels' threshold
     (`labels_view`). Built for a `loss`, the community's is left out where it accepts more of the node's
-    documents the local model's rejects than that share (`learning.accepts_beyond_the_loss`), unless the
-    local voter is its labels' threshold (`learning.measures_looseness`)."""
+    documents the local model's rejects than that share, those a sibling topic `claimed` aside
+    (`learning.accepts_beyond_the_loss`), unless the local voter is its labels' threshold
+    (`learning.measures_looseness`)."""
     from metamodels.latent_class import fit_latent_class, labels_view
     from node.cooperation import learning
 
@@ -140,7 +153,7 @@ def refitted_latent(meta: Any, local: int, own: Any, part: Any, loss: float | No
     local_voter = refitted[0] if refitted and refitted[0].views == (local,) else None
     if loss is not None and len(refitted) > 1 and learning.measures_looseness(local_voter):
         local_view, community = (v.log_odds(meta.view_log_odds(own, v)) for v in refitted[:2])
-        if learning.accepts_beyond_the_loss(local_view, community, loss):
+        if learning.accepts_beyond_the_loss(local_view, community, loss, claimed):
             refitted = refitted[:1]
     return tuple(refitted) or (labels_view(local),)
 

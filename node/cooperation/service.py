@@ -642,7 +642,8 @@ class Cooperation:
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss
         self._built_on[topic] = learning.own_document_count(self._thread_repo())
         unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
-        meta = learning.meta_classifier(members, unlabelled, data, loss)
+        claimed = learning.sibling_claims(self._metas, topic, unlabelled)
+        meta = learning.meta_classifier(members, unlabelled, data, loss, claimed)
         scores = learning.meta_scores(meta, data.X)
         rows = [
             {

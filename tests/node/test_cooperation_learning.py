@@ -229,6 +229,22 @@ def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_mo
     assert learning.looser_share(local, local) == 0.0 and learning.looser_share(local[:0], local[:0]) == 0.0
     assert learning.accepts_beyond_the_loss(local, community, 0.4)
     assert not learning.accepts_beyond_the_loss(local, community, 0.5)
+    # documents a sibling topic claims are rejected with its confidence, never dismissed: they do not count
+    claimed = np.array([False, False, True, False, True, False])
+    assert learning.looser_share(local, community, claimed) == pytest.approx(1 / 6)
+    assert not learning.accepts_beyond_the_loss(local, community, 0.4, claimed)
+
+
+def test_a_sibling_topics_claims_are_the_documents_its_meta_classifier_accepts(monkeypatch):
+    metas = {"Top/A": "a", "Top/B": "b", "Top/C": "c", "Other/D": "d", "Top/A/Sub": "sub"}
+    scores = {"a": [1.0, -1.0, -1.0], "b": [-1.0, 0.5, -1.0], "c": [-1.0, -1.0, 0.0], "d": [-1.0, -1.0, 1.0]}
+    monkeypatch.setattr(learning, "meta_scores", lambda meta, X: np.array(scores[meta]))
+    X = sp.csr_matrix(np.ones((3, 2)))
+    # siblings of Top/A are Top/B and Top/C (a score of 0 is no claim); Other/D and Top/A/Sub are not
+    assert learning.sibling_claims(metas, "Top/A", X).tolist() == [False, True, False]
+    assert learning.sibling_claims(metas, "Top/B", X).tolist() == [True, False, False]
+    assert learning.sibling_claims(metas, "Other/D", X) is None
+    assert learning.sibling_claims(metas, "Top/A", X[:0]) is None
 
 
 def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the_loss_has_no_vote(
@@ -246,6 +262,32 @@ def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the
     left_out = learning.meta_classifier(members, unlabelled, loss=0.2)
     assert left_out.latent == both.latent[:1] and left_out.weights[1:] == (0.0, 0.0)
     assert learning.meta_classifier(members, unlabelled).latent == both.latent  # no loss, no check
+
+
+def test_the_pages_sibling_topics_claim_reach_the_looseness_check_of_a_build_and_of_a_held_out_fold(
+    tmp_path, monkeypatch
+):
+    from node.heldout import refitted_latent
+
+    local, peer, another, unlabelled = local_and_two_peers(tmp_path)
+    members = [local, peer, another]
+    both = learning.meta_classifier(members, unlabelled)
+    assert [voter.views for voter in both.latent] == [(0,), (0, 1, 2)]
+    seen = []
+
+    def looser_unless_claimed(local_view, community, loss, claimed=None):
+        seen.append(claimed)
+        return claimed is None
+
+    monkeypatch.setattr(learning, "accepts_beyond_the_loss", looser_unless_claimed)
+    claimed = np.arange(unlabelled.shape[0]) % 3 == 0
+    assert learning.meta_classifier(members, unlabelled, loss=0.2).latent == both.latent[:1]
+    assert learning.meta_classifier(members, unlabelled, loss=0.2, claimed=claimed).latent == both.latent
+    assert seen[0] is None and seen[1] is claimed
+    no_labels = learning.LabelledData((), unlabelled[:0], np.zeros(0))
+    assert len(refitted_latent(both, 0, unlabelled, no_labels, 0.2, claimed)) == 2
+    assert len(refitted_latent(both, 0, unlabelled, no_labels, 0.2)) == 1
+    assert seen[2] is claimed and seen[3] is None
 
 
 def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
