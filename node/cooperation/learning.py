@@ -723,10 +723,9 @@ def meta_classifier(
     """Eq. 3.13/3.14 over the members. With the node's own unlabelled documents (`own_documents`), the
     latent class models of the members' views of them (`latent_meta_classifier`, checked against the
     node's `labelled` documents and, for a filtering `loss`, against the local model's rejections that no
-    sibling topic `claimed`: `sibling_claims`); failing
-    that, weighed by
-    `agreement_weights` and combined by the mean of log-odds; else (or when that cannot be estimated) by
-    their measured weights and the trimmed mean. When nothing could be measured the local model decides
+    sibling topic `claimed`: `sibling_claims`); failing that, weighed by `agreement_weights` and combined
+    by the mean of log-odds; else (or when that cannot be estimated) by their measured weights and the
+    trimmed mean. When nothing could be measured the local model decides
     alone (weight 1), as a node without peers would."""
     if unlabelled is not None:
         latent = latent_meta_classifier(members, unlabelled, labelled, loss, claimed)
