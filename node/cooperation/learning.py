@@ -465,18 +465,17 @@ def anchored_accuracies(
     if reference.scaler is None or reference.balanced_accuracy is None:
         return None
     usable = [i for i, m in enumerate(members) if m.scaler is not None]
+    column = usable.index(local)
+    scores = [members[i].model.confidence(X) for i in usable]
     decisions = np.column_stack(
-        [np.where(members[i].scaler.confidence(members[i].model.confidence(X)) > 0, 1, -1) for i in usable]
+        [np.where(members[i].scaler.confidence(s) > 0, 1, -1) for i, s in zip(usable, scores, strict=True)]
     )
     reference_accuracy = reference.balanced_accuracy
-    if one_sided(decisions[:, usable.index(local)]) and labelled is not None:
-        held = [members[i] for i in usable]
-        matched = decisions_at_the_crawls_share(held, usable.index(local), X, labelled)
+    if one_sided(decisions[:, column]) and labelled is not None:
+        matched = decisions_at_the_crawls_share(scores, column, reference, labelled)
         if matched is not None:
             decisions, reference_accuracy = matched
-    accuracies = anchored_balanced_accuracies(
-        decisions, usable.index(local), reference_accuracy, ROBUST.max_accuracy
-    )
+    accuracies = anchored_balanced_accuracies(decisions, column, reference_accuracy, ROBUST.max_accuracy)
     if accuracies is None:
         return None
     return {i: float(a) for i, a in zip(usable, accuracies, strict=True)}
@@ -494,10 +493,11 @@ def one_sided(decisions: np.ndarray) -> bool:
 
 
 def decisions_at_the_crawls_share(
-    members: Sequence[Member], local: int, X: sp.spmatrix, labelled: LabelledData
+    scores: Sequence[np.ndarray], local: int, reference: Member, labelled: LabelledData
 ) -> tuple[np.ndarray, float] | None:
-    """(decisions, the local model's balanced accuracy) with every member accepting the share of X that
-    the latent class model of the local model's view puts on topic (its top documents by score), the
+    """(decisions, the local model's balanced accuracy) from the members' raw `scores` on the node's
+    documents, the local model's (`reference`) at position `local`: every member accepts the share of
+    them that the latent class model of the local model's view puts on topic (its top documents), the
     accuracy that of the local model at its threshold on the node's labelled documents, smoothed. With two
     bookmarks of a topic among seventeen, the local model's Platt scaler rejected every crawled page
     while its view of the crawl split 40/60, and every peer model was estimated at chance and left out.
@@ -505,12 +505,10 @@ def decisions_at_the_crawls_share(
     the local view has no latent class model or the labels lack a class."""
     if labelled.labels.size == 0 or labelled.labels.min() == labelled.labels.max():
         return None
-    reference = members[local]
-    log_odds = member_log_odds(members, [local], X)
+    log_odds = reference.scaler.log_odds(scores[local]).reshape(-1, 1)
     view = fit_latent_class(log_odds, [local], 0, MIN_AGREEMENT_DOCUMENTS)
     if view is None:
         return None
-    scores = [m.model.confidence(X) for m in members]
     thresholds = [float(np.quantile(s, 1.0 - view.prior)) for s in scores]
     decisions = np.column_stack([np.where(s > t, 1, -1) for s, t in zip(scores, thresholds, strict=True)])
     accuracy = _balanced_accuracy(reference.model.confidence(labelled.X) - thresholds[local], labelled.labels)
