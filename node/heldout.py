@@ -37,13 +37,13 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
 
     row = store.load_meta(repo, topic)
     if row is None or not row.get("model"):
-        return _unmeasured(0, folds, "no meta-classifier built yet")
+        return unmeasured(0, folds, "no meta-classifier built yet")
     rows = learning.training_rows(repo)
     data = learning.labelled_data(rows, topic, featurizer)
     n = int(data.labels.size)
     if data.positives < MIN_PER_CLASS or data.negatives < MIN_PER_CLASS:
         counts = f"{data.positives} in the topic, {data.negatives} outside"
-        return _unmeasured(n, folds, f"too few labelled documents ({counts})")
+        return unmeasured(n, folds, f"too few labelled documents ({counts})")
     stored = {topic: _parsed(row)}
     for sibling in learning.sibling_topics(topic, store.meta_topics(repo)):
         if (sibling_row := store.load_meta(repo, sibling)) is not None and sibling_row.get("model"):
@@ -60,7 +60,7 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
                 meta, local, data, labels[t], train, t == topic, own, loss, claims[t]
             )
             if fold_meta is None:
-                return _unmeasured(n, folds, "a fold lacks documents of one class")
+                return unmeasured(n, folds, "a fold lacks documents of one class")
             metas[t] = fold_meta
         scores[test] = learning.filtering_scores(metas, topic, data.X[test])
     return {
@@ -162,7 +162,7 @@ def _both_classes(labels: np.ndarray) -> bool:
     return int(labels.sum()) >= 1 and int(labels.size - labels.sum()) >= 1
 
 
-def _unmeasured(documents: int, folds: int, why: str) -> dict[str, Any]:
+def unmeasured(documents: int, folds: int, why: str) -> dict[str, Any]:
     return {"curve": [], "documents": documents, "folds": folds, "why": why}
 
 

@@ -38,6 +38,8 @@ from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
 from node.events import EventBus
+from node.heldout import FOLDS, accuracy_at
+from node.heldout_cache import HeldOutCurves
 from node.metrics import (
     ALL_TOPICS,
     CRAWL_STATES,
@@ -141,7 +143,7 @@ class NodeService:
         self._nursery: trio.Nursery | None = None
         self._last_stats: CrawlStats | None = None
         self._stats_dirty = False
-        self._held_out_cache: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._held_out = HeldOutCurves(self.data.repository, self._featurizer)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -193,6 +195,7 @@ class NodeService:
             for repo in (self._repo, self._side):
                 if repo is not None:
                     repo.close()
+            self._held_out.close()
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -633,36 +636,34 @@ class NodeService:
         documents beside the one on its training documents."""
         answer = await self.cooperate("meta", topic)
         answer["curve_on"] = "training documents: the local model trained on them, so it is optimistic"
-        answer["held_out"] = await self._held_out(topic, answer)
+        answer["held_out"] = await self._held_out.measure(topic, await self._curve_key(topic, answer))
         return answer
 
-    async def _held_out(self, topic: str, meta: dict[str, Any]) -> dict[str, Any]:
-        """`node.heldout.held_out_curve`, computed again only when the meta-classifier changed."""
+    def _featurizer(self) -> Any:
+        return getattr(self.cooperation, "featurizer", None)
+
+    async def _curve_key(self, topic: str, meta: dict[str, Any]) -> str:
+        """What a held-out curve depends on: the topic's meta-classifier, and which siblings have one."""
         from node.cooperation import store
-        from node.heldout import held_out_curve
 
         built = await self.db(store.meta_topics)  # a sibling's new meta-classifier changes the curve too
-        key = json.dumps([meta.get("models"), meta.get("build"), meta.get("curve"), built], sort_keys=True)
-        cached = self._held_out_cache.get(topic)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        featurizer = getattr(self.cooperation, "featurizer", None)
-        if featurizer is None:
-            return {"curve": [], "documents": 0, "folds": 0, "why": "the cooperation layer has no featurizer"}
-        held = await self.db(held_out_curve, topic, featurizer)
-        self._held_out_cache[topic] = (key, held)
-        return held
+        return json.dumps([meta.get("models"), meta.get("build"), meta.get("curve"), built], sort_keys=True)
 
     async def _held_out_quality(self, topic: str) -> dict[str, Any]:
-        """A topic's classifier quality: its meta-classifier's held-out accuracy at the loss set."""
-        from node.heldout import accuracy_at
-
+        """A topic's classifier quality: its meta-classifier's held-out accuracy at the loss set, or, while
+        that is being measured in the background, why it is missing (`measuring`: ask again soon)."""
         try:
-            meta = await self.meta(topic)
+            meta = await self.cooperate("meta", topic)
         except NodeServiceError as exc:
             why = "no meta-classifier yet: build one (Meta screen: b; `topicswarm meta build`)"
             return {"accuracy": None, "measured_on": "", "why": why if exc.status == 404 else exc.detail}
-        held = meta["held_out"]
+        key = await self._curve_key(topic, meta)
+        held = self._held_out.ready(topic, key)
+        if held is None:
+            if self._nursery is not None:
+                self._held_out.start(self._nursery, topic, key)
+            why = f"being measured: {FOLDS}-fold cross-validation of its meta-classifier, shown when done"
+            return {"accuracy": None, "measured_on": "", "why": why, "measuring": True}
         accuracy = accuracy_at(held["curve"], float(meta.get("loss") or 0.0))
         measured_on = (
             f"{held['folds']}-fold cross-validation on {held['documents']} labelled documents "

@@ -165,6 +165,7 @@ class Topic:
     model_version: str | None
     accuracy_on: str = ""  # how the accuracy was measured
     accuracy_why: str = ""  # why there is none
+    measuring: bool = False  # the node is measuring the accuracy now: ask again soon
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Topic:
@@ -184,6 +185,7 @@ class Topic:
             model_version=None if version is None else str(version),
             accuracy_on=str(quality.get("measured_on") or "") if isinstance(quality, dict) else "",
             accuracy_why=str(quality.get("why") or "") if isinstance(quality, dict) else "",
+            measuring=bool(quality.get("measuring")) if isinstance(quality, dict) else False,
         )
 
 

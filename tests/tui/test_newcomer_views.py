@@ -160,6 +160,21 @@ def test_a_topic_set_running_says_when_the_node_fetches_nothing():
     assert topic_label(TOPIC, CRAWLING).plain.startswith("▶ ")
 
 
+def test_a_topic_whose_accuracy_is_being_measured_says_so_not_that_it_has_none():
+    answer = {
+        "key": "Databases",
+        "quality": {"accuracy": None, "why": "being measured: 5-fold cross-validation", "measuring": True},
+    }
+    measuring = Topic.from_json(answer)
+    assert measuring.measuring and measuring.accuracy is None
+    assert "held-out acc …" in topic_label(measuring).plain
+    assert "meta-classifier accuracy: being measured: 5-fold" in topic_details(measuring)
+    unmeasured = Topic.from_json({"key": "Databases", "quality": {"accuracy": None, "why": "too few"}})
+    assert not unmeasured.measuring
+    assert "held-out acc –" in topic_label(unmeasured).plain
+    assert "not measured (too few)" in topic_details(unmeasured)
+
+
 @pytest.mark.anyio
 async def test_a_problem_is_shown_at_the_start_of_the_status_bar_and_clears_after_its_hold(monkeypatch):
     app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))

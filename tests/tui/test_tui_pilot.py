@@ -212,6 +212,28 @@ async def test_changing_the_loss_changes_the_kept_count(node_data):
     assert quality["accuracy"] == next(p["accuracy"] for p in held["curve"] if p["loss"] == 0.5)
 
 
+async def test_the_topics_screen_shows_held_out_accuracy_the_node_measured_in_the_background(node_data):
+    topic, _ = richest_topic(node_data)
+    with NodeClient.from_data_dir(node_data) as client:
+        try:
+            client.build_meta(topic, 0.3)
+        except NodeError as refusal:
+            pytest.skip(f"the node built no meta-classifier here: {refusal}")
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(pilot, lambda: isinstance(app.screen, TopicsScreen) and topic in app.screen.topics)
+        screen = app.screen
+        # nothing else asks for the curve: the screen asks again until the node has measured it
+        await settle(pilot, lambda: not screen.topics[topic].measuring, timeout=60)
+        shown = screen.topics[topic]
+    with NodeClient.from_data_dir(node_data) as client:
+        held = client.meta(topic)["held_out"]
+    assert held["curve"], held["why"]
+    assert shown.accuracy == next(p["accuracy"] for p in held["curve"] if p["loss"] == 0.3)
+    assert shown.accuracy_on.startswith("5-fold cross-validation on")
+
+
 async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
     topic, index = richest_topic(node_data)
     app = TopicSwarmApp(node_data.root)

@@ -18,6 +18,7 @@ from tui.records import CrawlFigures, Topic
 from tui.screens.base import NodeScreen
 from tui.widgets.prompt import Prompt
 
+MEASURING_POLL = 2.0  # seconds before asking again while the node measures a topic's held-out accuracy
 CRAWL_MARKS = {"running": ("▶", "green"), "paused": ("⏸", "yellow"), "stopped": ("■", "red")}
 
 
@@ -33,7 +34,7 @@ def topic_label(topic: Topic, node_crawl: CrawlFigures | None = None) -> Text:
     mark, colour = CRAWL_MARKS.get(topic.crawl, ("?", "white"))
     if idle_note(topic, node_crawl):
         mark, colour = "▷", "dim"
-    accuracy = "–" if topic.accuracy is None else f"{topic.accuracy:.2f}"
+    accuracy = "…" if topic.measuring else "–" if topic.accuracy is None else f"{topic.accuracy:.2f}"
     label = Text(no_wrap=True)
     label.append(f"{mark} ", style=colour)
     label.append(topic.name, style="bold")
@@ -43,7 +44,9 @@ def topic_label(topic: Topic, node_crawl: CrawlFigures | None = None) -> Text:
 
 
 def topic_details(topic: Topic, node_crawl: CrawlFigures | None = None) -> str:
-    if topic.accuracy is None:
+    if topic.measuring:
+        accuracy = escape(topic.accuracy_why)
+    elif topic.accuracy is None:
         why = escape(topic.accuracy_why) or "no meta-classifier yet"
         accuracy = f"not measured ({why})"
     else:
@@ -122,6 +125,8 @@ class TopicsScreen(NodeScreen):
         target = nodes.get(selected or "") or next(iter(nodes.values()))
         tree.move_cursor(target)
         self._show(target.data)
+        if any(t.measuring for t in message.topics):
+            self.set_timer(MEASURING_POLL, self.fetch_topics)
 
     def selected_key(self) -> str | None:
         node = self.query_one(Tree).cursor_node
