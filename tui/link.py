@@ -101,6 +101,10 @@ class NodeLink:
         answer = await self.client.feedback(doc_id, relevant=relevant, opened=opened, query=query or None)
         return str(answer.get("fetching") or "") if isinstance(answer, dict) else ""
 
+    async def revisit(self, url: str) -> dict[str, Any]:
+        """{"due", "not_revisited", "state", "detail"?}: the stored page made due for a fresh copy now."""
+        return await self.client.revisit([url])
+
     async def peers(self) -> list[Peer]:
         """The neighbours, then the peers the user blocked (`Peer.blocked`)."""
         answer = await self.client.peers()

@@ -392,6 +392,33 @@ async def test_results_say_when_the_words_matched_as_starts_and_which_filters_na
         assert str(pane.content) == "nothing found for “xyzzy” with the verdict filter (try any verdict)"
 
 
+class PooledResultLink(StandInLink):
+    """Finds one result, a peer's; records every revisit asked for."""
+
+    def __init__(self, refusal: NodeError) -> None:
+        super().__init__(refusal)
+        self.revisits: list[str] = []
+
+    async def search(self, q: str, **options) -> SearchResults:
+        hit = Hit(5, URL, "SQLite Is Transactional", "Databases", 0.93, PEER, (PEER,), 1.9, "", "")
+        return SearchResults(q, (hit,), 1)
+
+    async def revisit(self, url: str) -> dict:
+        self.revisits.append(url)
+        return {"due": 0, "not_revisited": [url], "state": "running"}
+
+
+@pytest.mark.anyio
+async def test_fetching_a_peers_result_again_is_explained_not_asked_of_the_node():
+    link = PooledResultLink(NodeError("not_found", "none", 404))
+    app = TopicSwarmApp(Path("/nonexistent"), link=link)
+    async with app.run_test(size=SIZE) as pilot:
+        await search_until_hits(pilot, app, "sqlite")
+        await pilot.press("f")
+        await settle(pilot, lambda: any("a peer's result" in n.message for n in app._notifications))
+    assert link.revisits == []
+
+
 class EmptyNodeLink(StandInLink):
     """A node just initialised: no topics, no pages."""
 

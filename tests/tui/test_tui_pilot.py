@@ -6,6 +6,7 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static, Tree
 
 from node.client import NodeClient, NodeError
+from tests.waiting import wait_until
 from tui.app import TopicSwarmApp
 from tui.messages import FeedbackSent, ResultsFetched
 from tui.screens.dashboard import DashboardScreen
@@ -108,6 +109,24 @@ async def test_marking_a_result_reaches_the_node(node_data):
     with NodeClient.from_data_dir(node_data) as client:
         feedback = client.document(hit.doc_id)["feedback"]
     assert "irrelevant" in [f["kind"] for f in feedback]
+
+
+async def test_fetching_a_result_again_makes_the_node_revisit_it(node_data):
+    messages: list = []
+    with NodeClient.from_data_dir(node_data) as client:
+        before = client.status()["crawl"]["revisits"]["fetched"]
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
+        await search(pilot, app, "postgresql")
+        await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
+        hit = next(m for m in messages if isinstance(m, ResultsFetched)).results.hits[0]
+        assert hit.is_local  # the node crawled alone
+        await pilot.press("f")
+        await settle(pilot, lambda: any(hit.url in n.message for n in app._notifications))
+        told = [n.message for n in app._notifications if hit.url in n.message][-1]
+    assert told.startswith("due for a fresh copy: the crawl fetches"), told
+    with NodeClient.from_data_dir(node_data) as client:
+        wait_until(lambda: client.status()["crawl"]["revisits"]["fetched"] > before, 30, "the revisit")
 
 
 async def test_pausing_a_topic_and_editing_keywords_reach_the_node(node_data):

@@ -37,6 +37,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
             ("enter", "the selected result's stored page (again: back to the result)"),
             ("+ / -", "mark the selected result relevant / irrelevant"),
             ("o", "open it in the browser (without a display: copy its URL)"),
+            ("f", "fetch it again before new links (this node's own, accepted pages)"),
         ],
     ),
     (

@@ -26,7 +26,9 @@ ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
 NO_VERDICT = "none yet (no meta-classifier has filtered it)"
-DOCUMENT_KEYS = "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser[/dim]"
+DOCUMENT_KEYS = (
+    "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser · f fetch again[/dim]"
+)
 
 
 def graphical_session() -> bool:
@@ -61,7 +63,7 @@ def preview(hit: Hit) -> str:
         f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}\n"
         f"verdict: {escape(hit.verdict or NO_VERDICT)}\n"
         f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
-        "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser[/dim]"
+        "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser · f fetch again[/dim]"
     )
 
 
@@ -122,6 +124,7 @@ class ResultsScreen(NodeScreen):
         Binding("plus,equals_sign", "feedback(True)", "Relevant"),
         Binding("minus", "feedback(False)", "Irrelevant"),
         Binding("o", "open", "Open"),
+        Binding("f", "revisit", "Fetch again"),
     ]
 
     def __init__(self) -> None:
@@ -303,6 +306,31 @@ class ResultsScreen(NodeScreen):
         for hit in self.results.hits:
             if hit.doc_id == message.doc_id:
                 table.update_cell(str(hit.doc_id), "title", self._cells(hit)[0])
+
+    def action_revisit(self) -> None:
+        hit = self.selected()
+        if hit is None:
+            self.notify("select a result first", severity="warning")
+        elif not hit.is_local:
+            self.notify(
+                f"a peer's result: this node fetches only its own pages again (o opens {hit.url})",
+                severity="warning",
+            )
+        else:
+            self.revisit(hit)
+
+    @work(group="revisit")
+    async def revisit(self, hit: Hit) -> None:
+        answer = await self.ask(self.link.revisit, hit.url)
+        if answer is None:
+            return
+        if not answer.get("due"):
+            why = "the node revisits only the pages its focus accepted, not duplicates"
+            self.notify(f"not fetched again: {why} ({hit.url})", severity="warning")
+        elif answer.get("detail"):
+            self.notify(f"due for a fresh copy, but {answer['detail']}", severity="warning")
+        else:
+            self.notify(f"due for a fresh copy: the crawl fetches {hit.url} before new links")
 
     def action_open(self) -> None:
         hit = self.selected()
