@@ -134,6 +134,7 @@ class CrawledPage:
     elapsed: float
     redirects: tuple[str, ...] = ()
     sitemap: Sitemap | None = None  # a sitemap, not a page (`crawler.sitemaps`): `parsed` is empty
+    entry_verdicts: tuple[PageVerdict, ...] = ()  # a feed's entries judged by their words, in entry order
 
     @property
     def depth(self) -> int:
@@ -147,6 +148,9 @@ class FocusPolicy(Protocol):
 
     # Optional: `link_topic(page, verdict) -> str | None`, the topic queue of the page's links (default:
     # verdict.topic); a focused crawl tunnels the links of a rejected page in its entry's topic.
+    # Optional: `score_entries(feed, texts) -> list[PageVerdict]`, a feed's entries judged by their words
+    # (title and summary), in the worker thread: an entry it accepts is queued as a link of an accepted page
+    # of that confidence and topic; the others (and every entry without it) are tunnelled through the feed.
 
 
 NOT_JUDGED = PageVerdict(None, 0.0, False)  # a sitemap's: not classified
@@ -715,7 +719,19 @@ class Crawler:
             )
         pages = [page for page in crawled if page.sitemap is None]
         verdicts = iter(self.policy.score_pages(pages) if pages else [])
+        crawled = [self._with_entry_verdicts(page) for page in crawled]
         return [(page, NOT_JUDGED if page.sitemap else next(verdicts)) for page in crawled]
+
+    def _with_entry_verdicts(self, page: CrawledPage) -> CrawledPage:
+        """A feed with its entries judged by their words, when the policy judges them (`FocusPolicy`)."""
+        score_entries = getattr(self.policy, "score_entries", None)
+        feed = page.sitemap
+        if score_entries is None or feed is None or feed.kind != "feed" or feed.error is not None:
+            return page
+        texts = [item.text for item in feed.entries]
+        if not any(texts):
+            return page
+        return replace(page, entry_verdicts=tuple(score_entries(page, texts)))
 
     def _as_sitemap(self, result: Any) -> Sitemap | None:
         """The response read as a feed or a sitemap, if it may be one; None for a page. XML that is
@@ -982,9 +998,13 @@ class Crawler:
                 if not self.frontier.seen(item.url) and self.allows(item.url):
                     self.frontier.add(replace(entry, url=item.url, host=host, retries=0))
             return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
-        links = ((_listed_link(item, listing), host, entry.depth + 1) for item, host in listed)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
-        queued = self._enqueue(page, unjudged, links)
+        judged = dict(zip((item.url for item in sitemap.entries), page.entry_verdicts, strict=False))
+        queued = 0
+        for item, host in listed:  # an entry whose words the focus accepts: as a link of an accepted page
+            verdict = judged.get(item.url, unjudged)
+            link = (_listed_link(item, listing), host, entry.depth + 1)
+            queued += self._enqueue(page, verdict if verdict.accepted else unjudged, [link])
         if feed:
             self._counters.feeds += 1
             self._counters.feed_urls += queued

@@ -195,12 +195,7 @@ class TopicFocus:
                 accepted = False
                 self.language_rejections += 1
             queue = page.entry.topic
-            if (
-                accepted
-                and self.phase == LEARNING
-                and queue is not None
-                and not related(verdict.topic, queue)
-            ):
+            if accepted and self._off_queue(verdict.topic, queue):
                 accepted = False  # sharp focus
             if page.depth == 0:
                 self._origin_conf[page.entry.url] = max(verdict.confidence, MIN_PRIORITY)
@@ -217,6 +212,24 @@ class TopicFocus:
         self._scored += len(pages)
         self._since_reorganisation += len(pages)
         return result
+
+    def score_entries(self, feed: CrawledPage, texts: Sequence[str]) -> list[PageVerdict]:
+        """A feed's entries judged by their words (title and summary) as pages are, with nothing counted:
+        an entry is the promise of a page, not a page. In the learning phase an entry counts only in the
+        feed's queue's topic, as a page does."""
+        if not self.settings.judge_feed_entries:
+            return [PageVerdict(None, 0.0, False) for _ in texts]
+        queue = feed.entry.topic
+        return [
+            PageVerdict(v.topic, v.confidence, True)
+            if v.accepted and not self._off_queue(v.topic, queue)
+            else PageVerdict(None, v.confidence, False)
+            for v in self.model.classify_texts(list(texts))
+        ]
+
+    def _off_queue(self, topic: str | None, queue: str | None) -> bool:
+        """Sharp focus (the learning phase): a page counts only in the topic of the queue it came from."""
+        return self.phase == LEARNING and queue is not None and not related(topic, queue)
 
     def link_topic(self, page: CrawledPage, verdict: PageVerdict) -> str | None:
         return verdict.topic if verdict.accepted else page.entry.topic

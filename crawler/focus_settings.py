@@ -55,6 +55,11 @@ class FocusSettings:
         "learning phase as archetypes at the phase switch, without the seeds' tests (the thesis's rule "
         "for 2-3 seeds, 2.10, which takes them all); 0: never.",
     )
+    judge_feed_entries: bool = setting(
+        True,
+        "Classify a feed's entries by their words (title and summary) and queue those the topic model "
+        "accepts as links of accepted pages of that confidence; off, every entry is tunnelled.",
+    )
     threshold: float = setting(0.0, "Normalised confidence a page needs to enter a topic (0: plain SVM).")
     min_topic_features: int = setting(
         3, "N_w: features of a node a page must hold to be classified below it."

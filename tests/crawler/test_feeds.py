@@ -181,6 +181,34 @@ async def test_feed_entries_are_links_with_their_words_as_anchor_text(tmp_path):
     assert seen["http://blog.test/new.html"] == (words, ((0, words),), False)  # tunnelled through the feed
 
 
+class EntryJudge:
+    """Accepts every page and the feed entries whose words speak of vacuum; records each link's verdict."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, PageVerdict] = {}
+
+    def score_pages(self, pages):
+        return [PageVerdict("db", 0.9, True) for _ in pages]
+
+    def score_entries(self, feed, texts):
+        return [
+            PageVerdict("db", 0.8, True) if "vacuum" in t.lower() else PageVerdict(None, 0.1, False)
+            for t in texts
+        ]
+
+    def link_priority(self, page, link, verdict):
+        self.seen[link.url] = verdict
+        return 0.5
+
+
+@pytest.mark.trio
+async def test_a_feed_entry_the_focus_accepts_by_its_words_is_queued_as_an_accepted_pages_link(tmp_path):
+    judge = EntryJudge()
+    await crawl(crawler_for(Web(blog()), tmp_path, policy=judge), "http://blog.test/")
+    assert judge.seen["http://blog.test/new.html"] == PageVerdict("db", 0.8, True)  # "Vacuum tuning"
+    assert not judge.seen["http://other.test/x.html"].accepted  # no words: tunnelled through the feed
+
+
 @pytest.mark.trio
 async def test_feeds_are_not_followed_when_off(tmp_path):
     web = Web(blog())

@@ -159,6 +159,29 @@ def test_learning_phase_is_sharp_and_keeps_to_seed_hosts_until_harvesting():
     assert frontier.seen("http://elsewhere.test/x") and len(frontier) == 1
 
 
+def test_feed_entries_are_judged_by_their_words_without_counting_as_pages():
+    f = focus()
+    feed = page("", "Databases", url="http://db0.test/feed.xml")
+    verdicts = f.score_entries(feed, [f"Query plans\n{DB_PAGE}", OPS_PAGE, OTHER[1], ""])
+    assert [(v.topic, v.accepted) for v in verdicts] == [
+        ("Databases", True),
+        ("Sysadmin", True),  # soft focus while harvesting
+        (None, False),
+        (None, False),
+    ]
+    assert f.counters == {} and f.previews == {}  # nothing was fetched
+    off = focus(judge_feed_entries=False).score_entries(feed, [DB_PAGE])
+    assert not off[0].accepted
+
+
+def test_in_the_learning_phase_a_feed_entry_counts_only_in_the_feeds_queue():
+    f = focus(learning_pages=10, retrain=False)
+    feed = page("", "Databases", url="http://db0.test/feed.xml")
+    db, ops = f.score_entries(feed, [DB_PAGE, OPS_PAGE])
+    assert db.accepted and db.topic == "Databases"
+    assert not ops.accepted and ops.topic is None
+
+
 def test_boost_moves_queued_links_to_the_front():
     frontier = Frontier()
     for i, prio in enumerate([0.9, 0.5, 0.1]):
