@@ -32,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--sitemaps", action="store_true", help="serve a sitemap per site, named in its robots.txt"
     )
     serve.add_argument(
+        "--feeds",
+        action="store_true",
+        help="serve an Atom feed of its newest pages per site at /feed.xml, named in every page's head",
+    )
+    serve.add_argument(
         "--bookmarks-out",
         type=Path,
         default=None,
@@ -71,7 +76,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with serve_web(corpus, plan, args.port, sitemaps=args.sitemaps) as web:
+            async with serve_web(corpus, plan, args.port, sitemaps=args.sitemaps, feeds=args.feeds) as web:
                 if args.bookmarks_out is not None:
                     write_bookmarks(web, bookmarks, args.bookmarks_out)
                 print_web(web, corpus, plan)

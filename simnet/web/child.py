@@ -52,10 +52,12 @@ class SubprocessWeb(WebLayout):
         cross_links: int = 0,
         seed: int = 0,
         sitemaps: bool = False,
+        feeds: bool = False,
     ):
         super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
         self.sitemaps = sitemaps
+        self.feeds = feeds
         self._workers = workers
         self._final_log: list[RequestRecord] | None = None
 
@@ -121,6 +123,7 @@ def serve_web_in_subprocess(
     cross_links: int = 0,
     seed: int = 0,
     sitemaps: bool = False,
+    feeds: bool = False,
 ) -> Iterator[SubprocessWeb]:
     """Serve a web (a name or folder, as `load_web` takes, or a loaded corpus) from `workers` processes;
     the other options are `serve_web`'s."""
@@ -136,6 +139,7 @@ def serve_web_in_subprocess(
         "cross_links": cross_links,
         "seed": seed,
         "sitemaps": sitemaps,
+        "feeds": feeds,
     }
     started: list[subprocess.Popen] = []
     web = None
@@ -144,7 +148,7 @@ def serve_web_in_subprocess(
         started.append(first)
         for _ in range(workers - 1):
             started.append(start_worker({**config, "port": chosen})[0])
-        web = SubprocessWeb(loaded, chosen, faults, started, cross_links, seed, sitemaps)
+        web = SubprocessWeb(loaded, chosen, faults, started, cross_links, seed, sitemaps, feeds)
         yield web
     finally:
         if web is not None:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -32,6 +32,7 @@ from simnet.web.corpus import LABELS_FILE, Site, WebCorpus, load_web
 from simnet.web.crosslinks import link_fragments
 from simnet.web.errors import PortError
 from simnet.web.faults import Fault, FaultPlan
+from simnet.web.feeds import FEED_PATH, FEED_TYPE, site_feed, with_feed_link
 from simnet.web.hub import hub_page
 from simnet.web.layout import HUB_ADDRESS, RequestRecord, WebLayout
 from simnet.web.payloads import (
@@ -167,10 +168,12 @@ def h11_reason(status: int) -> bytes:
 class WebServer:
     """Answers requests for one web: static files, the hub, robots.txt and the injected faults."""
 
-    def __init__(self, layout: WebLayout, faults: FaultPlan, sitemaps: bool = False):
+    def __init__(self, layout: WebLayout, faults: FaultPlan, sitemaps: bool = False, feeds: bool = False):
         self.layout = layout
         self.faults = faults
         self.sitemaps = sitemaps
+        self.feeds = feeds
+        self._feeds: dict[str, bytes] = {}  # site -> its feed (simnet.web.feeds), built at first request
         self._sitemaps: dict[str, list[bytes]] = {}  # site -> its sitemap documents, built at first request
         self._sitemap_lock = trio.Lock()
         self.request_log: list[RequestRecord] = []
@@ -207,6 +210,8 @@ class WebServer:
                     return special
         if self.sitemaps and (match := SITEMAP_PATH.fullmatch(path)):
             reply = await self.sitemap_reply(site, int(match.group(1) or 0))
+        elif self.feeds and path == FEED_PATH:
+            reply = await self.feed_reply(site)
         else:
             reply = self.file_reply(site, path, raw_path, query)
         if trap is not None and reply.status == 200 and reply.content_type in HTML_TYPES:
@@ -249,6 +254,14 @@ class WebServer:
         if part >= len(documents):
             return error_reply(404)
         return Reply(200, documents[part], "application/xml")
+
+    async def feed_reply(self, site: Site) -> Reply:
+        """/feed.xml, built once in a thread (it walks the site and parses the pages it lists)."""
+        async with self._sitemap_lock:
+            if site.name not in self._feeds:
+                built = partial(site_feed, site.name, site.root, self.layout.base_url(site))
+                self._feeds[site.name] = await trio.to_thread.run_sync(built)
+        return Reply(200, self._feeds[site.name], FEED_TYPE)
 
     def sitemap_line(self, site: Site) -> str:
         return f"Sitemap: {self.layout.base_url(site)}/sitemap.xml\n" if self.sitemaps else ""
@@ -293,6 +306,9 @@ class WebServer:
         fragment = self._cross_links.get((site.name, "/" + file.relative_to(site.root).as_posix()))
         if fragment is not None and content_type in HTML_TYPES:
             body = insert_before_body_end(body, fragment)
+            cached = (body, content_type)
+        if self.feeds and content_type in HTML_TYPES:
+            body = with_feed_link(body)
             cached = (body, content_type)
         if self._cached_bytes + len(body) <= CACHE_LIMIT:
             self._cache[(site.name, path)] = cached
@@ -500,11 +516,13 @@ class ServedWeb(WebLayout):
         cross_links: int = 0,
         seed: int = 0,
         sitemaps: bool = False,
+        feeds: bool = False,
     ):
         super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
         self.sitemaps = sitemaps
-        self.server = WebServer(self, faults, sitemaps)
+        self.feeds = feeds
+        self.server = WebServer(self, faults, sitemaps, feeds)
 
     @property
     def request_log(self) -> list[RequestRecord]:
@@ -538,19 +556,21 @@ async def serve_web(
     cross_links: int = 0,
     seed: int = 0,
     sitemaps: bool = False,
+    feeds: bool = False,
 ) -> AsyncIterator[ServedWeb]:
     """Serve a web in this trio process until the block ends.
 
     `cross_links` injects that many links between pages of different groups (drawn from `seed`; listed in
     `web.cross_links`); `reuse_port` lets several processes serve the same port (SO_REUSEPORT); `sitemaps`
-    serves each site's pages at /sitemap.xml, named in its robots.txt.
+    serves each site's pages at /sitemap.xml, named in its robots.txt; `feeds` serves each site's feed at
+    /feed.xml (`simnet.web.feeds`), named in the head of its HTML pages.
     """
     if not isinstance(corpus, WebCorpus):
         corpus = load_web(corpus)
     probe = WebLayout(corpus, 0)
     sockets, chosen = bind_all(all_addresses(probe.addresses.values()), port, reuse_port)
     try:
-        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed, sitemaps)
+        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed, sitemaps, feeds)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_listeners, web.server, web, sockets)
             try:

@@ -18,8 +18,8 @@ async def run_worker(config: dict) -> None:
     faults = FaultPlan.from_list(config.get("faults", []))
     port, reuse_port = config.get("port", 0), config.get("reuse_port", False)
     cross_links, seed = config.get("cross_links", 0), config.get("seed", 0)
-    sitemaps = config.get("sitemaps", False)
-    async with serve_web(config["web"], faults, port, reuse_port, cross_links, seed, sitemaps) as web:
+    sitemaps, feeds = config.get("sitemaps", False), config.get("feeds", False)
+    async with serve_web(config["web"], faults, port, reuse_port, cross_links, seed, sitemaps, feeds) as web:
         print(json.dumps({"port": web.port}), flush=True)
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         buffered = b""

@@ -294,3 +294,30 @@ async def test_sitemap_takes_text_pdf_and_sniffed_html_quotes_names_and_skips_th
             answer = await client.get(loc)
             assert answer.status_code == 200 and answer.content == files[name]
         assert b"<lastmod>2024-05-01T12:00:00+00:00</lastmod>" in content
+
+
+@pytest.mark.trio
+async def test_every_html_page_names_its_sites_feed_of_its_newest_pages_in_words(fixture_web):
+    from crawler.feeds import parse_feed
+    from crawler.parse import parse_html
+    from simnet.web.feeds import FEED_ENTRIES
+
+    site = fixture_web.site("gnuplot")
+    async with serve_web(fixture_web, feeds=True) as web, httpx.AsyncClient() as client:
+        base = web.base_url(site)
+        home = await client.get(web.site_url(site))
+        assert parse_html(home.content, str(home.url)).feeds == (base + "/feed.xml",)
+        response = await client.get(base + "/feed.xml")
+        assert response.status_code == 200 and response.headers["content-type"] == "application/atom+xml"
+        feed = parse_feed(response.content, base + "/feed.xml")
+        assert feed.error is None and feed.kind == "feed" and len(feed.entries) == FEED_ENTRIES
+        for entry in feed.entries[:5]:  # each a page of the site, its title among the entry's words
+            page = await client.get(entry.url)
+            assert page.status_code == 200 and entry.url.startswith(base + "/")
+            assert parse_html(page.content, entry.url).title.strip() in entry.text
+        again = parse_feed((await client.get(base + "/feed.xml")).content, base + "/feed.xml")
+        assert again.entries == feed.entries  # one order on every reading
+    async with serve_web(fixture_web) as web, httpx.AsyncClient() as client:
+        assert (await client.get(web.base_url(site) + "/feed.xml")).status_code == 404
+        home = await client.get(web.site_url(site))
+        assert parse_html(home.content, str(home.url)).feeds == ()

@@ -48,3 +48,10 @@ def test_the_server_process_serves_sitemaps_when_asked():
         assert client.get(web.base_url("sqlite") + "/sitemap.xml").status_code == 200
     with serve_web_in_subprocess("fixture") as web, httpx.Client() as client:
         assert client.get(web.base_url("sqlite") + "/sitemap.xml").status_code == 404
+
+
+def test_the_server_process_serves_feeds_when_asked():
+    with serve_web_in_subprocess("fixture", feeds=True) as web, httpx.Client() as client:
+        assert web.feeds
+        assert "/feed.xml" in client.get(web.site_url("sqlite")).text
+        assert client.get(web.base_url("sqlite") + "/feed.xml").status_code == 200
