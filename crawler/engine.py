@@ -1000,11 +1000,17 @@ class Crawler:
             return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
         judged = dict(zip((item.url for item in sitemap.entries), page.entry_verdicts, strict=False))
-        queued = 0
+        queued, raised = 0, {}
         for item, host in listed:  # an entry whose words the focus accepts: as a link of an accepted page
             verdict = judged.get(item.url, unjudged)
-            link = (_listed_link(item, listing), host, entry.depth + 1)
-            queued += self._enqueue(page, verdict if verdict.accepted else unjudged, [link])
+            link = _listed_link(item, listing)
+            if verdict.accepted and self.frontier.seen(item.url):
+                raised[item.url] = self.policy.link_priority(page, link, verdict)
+                continue
+            queued += self._enqueue(
+                page, verdict if verdict.accepted else unjudged, [(link, host, entry.depth + 1)]
+            )
+        self._raise_queued(raised)
         if feed:
             self._counters.feeds += 1
             self._counters.feed_urls += queued
@@ -1013,6 +1019,18 @@ class Crawler:
             self._counters.sitemap_urls += queued
         lastmods = tuple((item.url, item.lastmod) for item, _ in listed if item.lastmod is not None)
         return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators, listing)
+
+    def _raise_queued(self, priorities: dict[str, float | None]) -> int:
+        """Raise queued entries to the priorities a feed's words gave them (never lower one): a page linked
+        from a rejected page waits tunnelled, and its feed entry may say it is on topic."""
+        wanted = {url: p for url, p in priorities.items() if p is not None}
+        if not wanted:
+            return 0
+        return self.frontier.rescore(
+            lambda entries: {
+                e.url: wanted[e.url] for e in entries if wanted.get(e.url, -math.inf) > e.priority
+            }
+        )
 
     def _reread_sitemap(
         self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None

@@ -20,38 +20,16 @@ import dataclasses
 import json
 import re
 import sys
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
 import trio
 
-from crawler.focus import FocusSettings
-from crawler.repository import Repository
 from crawler.taxonomy import read_taxonomy
-from simnet.experiments.harvest import crawl_variant
+from simnet.bench.discovery import bench_focus, measured_crawl, relevant_in_web
 from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
-from simnet.web.server import page_url, site_pages
 
 SITEMAP_REQUEST = re.compile(r"/sitemap(-\d+)?\.xml")
-
-
-def relevant_in_web(web: SubprocessWeb, targets: dict[str, str]) -> int:
-    """Pages the web serves whose group is a topic's target group: what a crawl could find at most."""
-    groups = set(targets.values())
-    urls = (
-        page_url(web.base_url(site), relative) for site in web.sites for relative, _ in site_pages(site.root)
-    )
-    return sum(1 for url in urls if url is not None and web.label_of(url) in groups)
-
-
-def relevant_pages(repo: Repository, web: SubprocessWeb, targets: dict[str, str]) -> tuple[int, int]:
-    """(stored pages, those whose group is a topic's target group)."""
-    groups = set(targets.values())
-    urls = [url for (url,) in repo.db.execute("SELECT final_url FROM documents")]
-    return len(urls), sum(1 for url in urls if web.label_of(url) in groups)
 
 
 async def one_crawl(
@@ -62,29 +40,12 @@ async def one_crawl(
     sitemaps: bool,
     findable: int,
 ) -> dict[str, Any]:
-    focus = FocusSettings(learning_pages=args.pages // 5, retrain_every=max(args.pages // 6, 1))
     settings = dataclasses.replace(crawl_settings(), sitemaps_enabled=sitemaps)
-    hub = None if args.no_hub else web.hub_url
-    before = len(web.fetch_request_log())
-    with tempfile.TemporaryDirectory(prefix="sitemap-bench-") as tmp:
-        repo = Repository(Path(tmp) / "repository.db")
-        try:
-            started = time.perf_counter()
-            await crawl_variant("focused_retrain", repo, training, hub, args.pages, focus, settings)
-            seconds = time.perf_counter() - started
-            stored, relevant = relevant_pages(repo, web, targets)
-        finally:
-            repo.close()
-    requests = web.fetch_request_log()[before:]
-    return {
-        "stored": stored,
-        "relevant": relevant,
-        "harvest_rate": round(relevant / stored, 4) if stored else 0.0,
-        "recall": round(relevant / findable, 4) if findable else 0.0,
-        "requests": len(requests),
-        "sitemap_requests": sum(1 for r in requests if SITEMAP_REQUEST.fullmatch(r.path.split("?")[0])),
-        "seconds": round(seconds, 2),
-    }
+    figures, requests = await measured_crawl(
+        web, training, targets, args, bench_focus(args.pages), settings, findable
+    )
+    listed = sum(1 for r in requests if SITEMAP_REQUEST.fullmatch(r.path.split("?")[0]))
+    return {**figures, "sitemap_requests": listed}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

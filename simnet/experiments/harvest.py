@@ -50,10 +50,13 @@ async def crawl_variant(
     pages: int,
     focus: FocusSettings,
     settings: CrawlSettings | None = None,
+    lockstep: bool = False,
 ) -> TopicFocus:
+    """Crawl `pages` pages with the variant's policy; `lockstep` (with one fetch at a time:
+    `sequential_settings`) makes the fetch order a function of the seeds, web and policy alone."""
     settings = settings or crawl_settings()
     policy = TopicFocus(taxonomy, dataclasses.replace(focus, retrain=variant == "focused_retrain"))
-    crawler = Crawler(repo, settings, policy=None if variant == "bfs" else policy)
+    crawler = Crawler(repo, settings, policy=None if variant == "bfs" else policy, lockstep=lockstep)
     try:
         if variant == "bfs":
             crawler.add_seeds([url for urls in policy.seeds().values() for url in urls])

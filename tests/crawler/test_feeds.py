@@ -209,6 +209,36 @@ async def test_a_feed_entry_the_focus_accepts_by_its_words_is_queued_as_an_accep
     assert not judge.seen["http://other.test/x.html"].accepted  # no words: tunnelled through the feed
 
 
+class FirstPageOnly(EntryJudge):
+    """Accepts the home page alone: links of other pages wait tunnelled at a low priority."""
+
+    def score_pages(self, pages):
+        return [PageVerdict("db", 0.9, page.url.endswith("/")) for page in pages]
+
+    def link_priority(self, page, link, verdict):
+        super().link_priority(page, link, verdict)
+        return verdict.confidence if verdict.accepted else 0.05
+
+
+@pytest.mark.trio
+async def test_a_queued_page_a_feed_entry_speaks_for_is_raised_to_an_accepted_links_priority(tmp_path):
+    pages = {
+        **blog(),  # its feed lists new.html ("Vacuum tuning") and other.test/x.html
+        ("blog.test", "/"): html(head_page("Home", "/feed.xml", links=("/hub.html",))),
+        ("blog.test", "/hub.html"): html(page("Hub", "new.html")),  # read before the feed: new.html waits
+    }
+    judge = FirstPageOnly()
+    settings = CrawlSettings(**{**vars(QUIET), "concurrent_requests": 1})
+    crawler = crawler_for(Web(pages), tmp_path, settings, policy=judge, lockstep=True)
+    await crawl(crawler, "http://blog.test/")
+    source, priority = crawler.repo.db.execute(
+        "SELECT source, priority FROM frontier WHERE url = 'http://blog.test/new.html'"
+    ).fetchone()
+    assert source == "http://blog.test/hub.html"  # found on the hub first, tunnelled at 0.05
+    assert priority == 0.8  # raised when its feed entry's words were accepted
+    assert judge.seen["http://blog.test/new.html"] == PageVerdict("db", 0.8, True)
+
+
 @pytest.mark.trio
 async def test_feeds_are_not_followed_when_off(tmp_path):
     web = Web(blog())
