@@ -150,7 +150,8 @@ class FocusPolicy(Protocol):
     # verdict.topic); a focused crawl tunnels the links of a rejected page in its entry's topic.
     # Optional: `score_entries(feed, texts) -> list[PageVerdict]`, a feed's entries judged by their words
     # (title and summary), in the worker thread: an entry it accepts is queued as a link of an accepted page
-    # of that confidence and topic; the others (and every entry without it) are tunnelled through the feed.
+    # of that confidence and topic (one already queued is raised to that priority); the others (and every
+    # entry without it) are tunnelled through the feed.
 
 
 NOT_JUDGED = PageVerdict(None, 0.0, False)  # a sitemap's: not classified
