@@ -11,7 +11,6 @@ meta-classifier it measured changes.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -19,13 +18,14 @@ from typing import Any
 
 import trio
 
-from crawler.repository import Repository, RepositoryError
+from crawler.repository import Repository
 
 log = logging.getLogger(__name__)
 
 
 class HeldOutCurves:
-    """Curves by topic, each for the key (`curve_key`) of the meta-classifier it measured."""
+    """Curves by topic, each kept with the key of the meta-classifier version it measured (the service's
+    `_curve_key`: its members, build and training curve, and which sibling topics have one)."""
 
     def __init__(self, repository: Path, featurizer: Callable[[], Any]) -> None:
         self._path = repository
@@ -62,22 +62,24 @@ class HeldOutCurves:
 
     async def _measure(self, topic: str, key: str) -> None:
         """Keep the curve, or why it could not be measured: a failure is kept too, so a screen that polls
-        the topics does not start it again and again (the log has the traceback)."""
+        the topics does not start it again and again, and a measurement that fails in the background never
+        takes the node down with it (the log has the traceback)."""
         from node.heldout import held_out_curve, unmeasured
 
         try:
-            featurizer = self._featurizer()
-            if featurizer is None:
-                curve = unmeasured(0, 0, "the cooperation layer has no featurizer")
-            else:
-                measured = partial(held_out_curve, self._repository(), topic, featurizer)
-                curve = await trio.to_thread.run_sync(measured, limiter=self._limiter)
-        except (RepositoryError, sqlite3.Error, ValueError) as exc:  # MetamodelError is a ValueError
-            log.exception("held-out curve of %s", topic)
-            curve = unmeasured(0, 0, f"could not be measured: {exc}")
-        finally:
+            try:
+                featurizer = self._featurizer()
+                if featurizer is None:
+                    curve = unmeasured(0, 0, "the cooperation layer has no featurizer")
+                else:
+                    measured = partial(held_out_curve, self._repository(), topic, featurizer)
+                    curve = await trio.to_thread.run_sync(measured, limiter=self._limiter)
+            except Exception as exc:  # a quality figure for the UI, not the node's work
+                log.exception("held-out curve of %s", topic)
+                curve = unmeasured(0, 0, f"could not be measured: {exc}")
+            self._curves[topic] = (key, curve)
+        finally:  # cancelled too: a waiter then measures it itself
             self._measuring.pop((topic, key)).set()
-        self._curves[topic] = (key, curve)
 
     def _repository(self) -> Repository:
         if self._repo is None:

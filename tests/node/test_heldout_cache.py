@@ -94,12 +94,13 @@ async def test_a_curve_started_in_the_background_is_ready_when_measured(built, c
 
 
 @pytest.mark.trio
-async def test_a_curve_that_cannot_be_measured_says_why_once(built, monkeypatch):
+@pytest.mark.parametrize("error", [ValueError, RuntimeError])  # a bad model, or a bug: neither stops the node
+async def test_a_curve_that_cannot_be_measured_says_why_once(built, monkeypatch, error):
     calls = []
 
     def broken(repo, topic, featurizer, *args):
         calls.append(topic)
-        raise ValueError("a stored model of another feature space")
+        raise error("a stored model of another feature space")
 
     monkeypatch.setattr(heldout, "held_out_curve", broken)
     curves = curves_of(built)
@@ -112,3 +113,18 @@ async def test_a_curve_that_cannot_be_measured_says_why_once(built, monkeypatch)
         assert await curves.measure("Alpha", "v1") is held and calls == ["Alpha"]
     finally:
         curves.close()
+
+
+@pytest.mark.trio
+async def test_a_cancelled_measurement_leaves_nobody_waiting_and_is_measured_when_asked_again(built, counted):
+    curves = curves_of(built)
+    try:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await curves.measure("Alpha", "v1")
+        assert not curves.measuring("Alpha", "v1") and curves.ready("Alpha", "v1") is None
+        with trio.fail_after(60):
+            held = await curves.measure("Alpha", "v1")
+    finally:
+        curves.close()
+    assert held["curve"] and counted == ["Alpha"]
