@@ -95,6 +95,26 @@ def test_meta_focus_rejects_pages_the_meta_classifier_rejects():
     assert focus.taxonomy is None  # everything else is the wrapped policy's
 
 
+def test_meta_focus_judges_feed_entries_again_as_it_judges_pages():
+    asked = []
+
+    def meta_confidence(topic, texts):
+        asked.append((topic, list(texts)))
+        return np.array([0.9, -0.2])
+
+    local = [PageVerdict("Databases", 0.4, True)] * 2 + [PageVerdict(None, 0.1, False)]
+    policy = SimpleNamespace(score_entries=lambda feed, texts: local)
+    entries = MetaFocus(policy, meta_confidence).score_entries(None, ["sql", "cooking", "football"])
+    assert entries == [
+        PageVerdict("Databases", 0.9, True),
+        PageVerdict(None, 0.2, False),  # the meta-classifier rejects what the local model accepted
+        PageVerdict(None, 0.1, False),  # rejected by the local model: not asked again
+    ]
+    assert asked == [("Databases", ["sql", "cooking"])]
+    no_judge = MetaFocus(SimpleNamespace(), meta_confidence).score_entries(None, ["sql"])
+    assert no_judge == [PageVerdict(None, 0.0, False)]  # tunnelled, as without the wrapper
+
+
 def test_community_weight_comes_from_the_median_reporter_and_a_model_cannot_vouch_for_itself():
     weight, accuracy, documents, reporters = learning.community_weight(
         (0, 0), {"b": (18, 20), "c": (19, 20), "owner": (20, 20)}, "owner"
