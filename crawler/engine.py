@@ -1001,16 +1001,16 @@ class Crawler:
             return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
         unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
         judged = dict(zip((item.url for item in sitemap.entries), page.entry_verdicts, strict=False))
-        queued, raised = 0, {}
+        queued, tunnelled, raised = 0, [], {}
         for item, host in listed:  # an entry whose words the focus accepts: as a link of an accepted page
-            verdict = judged.get(item.url, unjudged)
-            link = _listed_link(item, listing)
-            if verdict.accepted and self.frontier.seen(item.url):
+            verdict, link = judged.get(item.url), _listed_link(item, listing)
+            if verdict is None or not verdict.accepted:
+                tunnelled.append((link, host, entry.depth + 1))
+            elif self.frontier.seen(item.url):
                 raised[item.url] = self.policy.link_priority(page, link, verdict)
-                continue
-            queued += self._enqueue(
-                page, verdict if verdict.accepted else unjudged, [(link, host, entry.depth + 1)]
-            )
+            else:
+                queued += self._enqueue(page, verdict, [(link, host, entry.depth + 1)])
+        queued += self._enqueue(page, unjudged, tunnelled)
         self._raise_queued(raised)
         if feed:
             self._counters.feeds += 1
