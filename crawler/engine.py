@@ -401,13 +401,19 @@ class Crawler:
         self._wake.set()
         return added
 
+    @property
+    def listings(self) -> tuple[str, ...]:
+        """The kinds of link lists this crawl reads, and so reads again when due (`crawler.revisits`)."""
+        enabled = {"sitemap": self.settings.sitemaps_enabled, "feed": self.settings.feeds_enabled}
+        return tuple(kind for kind, on in enabled.items() if on)
+
     def revisit_due_in(self) -> float:
         """Seconds until a stored page falls due for a revisit (0: one is due; inf: none will be)."""
         if not self.settings.revisit_enabled:
             return math.inf
         if self._revisit_queue:
             return 0.0
-        due = next_revisit_at(self.repo, self.frontier.paused_topics)
+        due = next_revisit_at(self.repo, self.frontier.paused_topics, self.listings)
         if due is None:
             return math.inf
         self._next_revisit_check = min(self._next_revisit_check, due)  # rows changed by other writers
@@ -531,10 +537,9 @@ class Crawler:
             return
         paused = self.frontier.paused_topics
         self._revisit_queue = due_revisits(self.repo, now, REVISIT_BATCH, paused)
-        if self.settings.sitemaps_enabled:
-            self._revisit_queue.extend(due_sitemaps(self.repo, now, REVISIT_BATCH, paused))
+        self._revisit_queue.extend(due_sitemaps(self.repo, now, REVISIT_BATCH, paused, self.listings))
         if not self._revisit_queue:
-            due = next_revisit_at(self.repo, paused)
+            due = next_revisit_at(self.repo, paused, self.listings)
             self._next_revisit_check = math.inf if due is None else due
 
     def _pop_revisit(self, ready_at: Callable[[str], float], now: float) -> FrontierEntry | None:

@@ -33,6 +33,7 @@ BOUND = 8.0  # intervals stay within revisit_after / BOUND and revisit_after * B
 RETRY_SHARE = 0.25  # of its interval: when a revisit that failed for a passing reason is tried again
 GONE_STATUSES = frozenset({404, 410})
 
+LISTINGS = ("sitemap", "feed")  # the kinds of link lists read again (the sitemaps table's kind)
 _DUE = "origin IS NULL AND accepted = 1 AND duplicate_of IS NULL"  # the documents_revisit index's rows
 
 
@@ -66,6 +67,12 @@ def _outside(paused: Collection[str | None]) -> tuple[str, list[str]]:
     return sql, named
 
 
+def _kinds(listings: Collection[str]) -> tuple[str, list[str]]:
+    """SQL keeping the sitemaps table to the kinds of lists the crawl reads."""
+    named = sorted(listings)
+    return f" AND kind IN ({', '.join('?' for _ in named)})" if named else " AND 0", named
+
+
 def due_revisits(
     repo: Repository, now: float, limit: int, paused: Collection[str | None] = ()
 ) -> list[Revisit]:
@@ -91,28 +98,37 @@ def due_revisits(
     ]
 
 
-def next_revisit_at(repo: Repository, paused: Collection[str | None] = ()) -> float | None:
-    """When the earliest stored page, sitemap or feed falls due (None: none will)."""
+def next_revisit_at(
+    repo: Repository, paused: Collection[str | None] = (), listings: Collection[str] = LISTINGS
+) -> float | None:
+    """When the earliest stored page, or sitemap or feed of the `listings` kinds read, falls due (None:
+    none will)."""
     outside, params = _outside(paused)
+    kinds, named = _kinds(listings)
     row = repo.db.execute(
         f"SELECT min(revisit_at) FROM documents WHERE {_DUE}{outside} "
-        f"UNION ALL SELECT min(due_at) FROM sitemaps WHERE 1{outside}",
-        [*params, *params],
+        f"UNION ALL SELECT min(due_at) FROM sitemaps WHERE 1{kinds}{outside}",
+        [*params, *named, *params],
     ).fetchall()
     times = [float(at) for (at,) in row if at is not None]
     return min(times) if times else None
 
 
 def due_sitemaps(
-    repo: Repository, now: float, limit: int, paused: Collection[str | None] = ()
+    repo: Repository,
+    now: float,
+    limit: int,
+    paused: Collection[str | None] = (),
+    listings: Collection[str] = LISTINGS,
 ) -> list[Revisit]:
-    """The sitemaps and feeds due to be read again at `now`, longest overdue first, as the entries that
-    first read them with what their last reading was."""
+    """The sitemaps and feeds (of the `listings` kinds: those the crawl reads) due to be read again at
+    `now`, longest overdue first, as the entries that first read them with what their last reading was."""
     outside, params = _outside(paused)
+    kinds, named = _kinds(listings)
     rows = repo.db.execute(
         "SELECT url, host, priority, depth, topic, tunnel, source, origin, fingerprint, etag, last_modified, "
-        f"interval, kind FROM sitemaps WHERE due_at <= ?{outside} ORDER BY due_at LIMIT ?",
-        [now, *params, limit],
+        f"interval, kind FROM sitemaps WHERE due_at <= ?{kinds}{outside} ORDER BY due_at LIMIT ?",
+        [now, *named, *params, limit],
     ).fetchall()
     return [
         Revisit(0, FrontierEntry(*row[:8]), row[8] or "", row[9], row[10], row[11], listing=row[12])

@@ -589,7 +589,7 @@ class NodeService:
     async def status(self) -> dict[str, Any]:
         figures = self._crawl_figures()
         if self.crawler is not None and self.crawler.settings.revisit_enabled:
-            due = await self.db(next_revisit_at)
+            due = await self.db(next_revisit_at, (), self.crawler.listings)
             figures["revisits"]["next_in_s"] = None if due is None else max(0.0, due - time.time())
         counts = await self.db(document_counts)
         return {

@@ -250,13 +250,14 @@ async def test_feeds_are_not_followed_when_off(tmp_path):
 
 
 @pytest.mark.trio
-async def test_a_feed_is_read_again_when_due_unchanged_by_its_etag_then_with_a_new_entry(tmp_path):
+@pytest.mark.parametrize("sitemaps", [True, False], ids=["sitemaps read too", "sitemaps off"])
+async def test_a_feed_is_read_again_when_due_unchanged_by_its_etag_then_with_a_new_entry(tmp_path, sitemaps):
     after = 100.0
     calendar = Calendar()
     files = blog()
     web = Web(files)
     web.etags["/feed.xml"] = '"v1"'
-    settings = CrawlSettings(**{**vars(QUIET), "revisit_after": after})
+    settings = CrawlSettings(**{**vars(QUIET), "revisit_after": after, "sitemaps_enabled": sitemaps})
     crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
     await crawl(crawler, "http://blog.test/")
     query = "SELECT due_at, interval, urls, kind FROM sitemaps"

@@ -329,3 +329,17 @@ def test_pages_made_due_by_the_user_are_named_as_search_shows_them_or_reported_m
     assert [r.entry.url for r in due_revisits(repo, now=5.0, limit=10)] == ["http://site.test/a"]
     assert mark_due(repo, 6.0) == (2, [])  # every page the node revisits: pooled results are not
     repo.close()
+
+
+def test_only_the_kinds_of_lists_the_crawl_reads_fall_due(tmp_path):
+    sitemap = FrontierEntry("http://site.test/sitemap.xml", "site.test:80")
+    feed = FrontierEntry("http://site.test/feed.xml", "site.test:80")
+    with Repository(tmp_path / "repo.db") as repo:
+        with repo.transaction():
+            repo.record_sitemap(sitemap, 10.0, 20.0, 5)
+            repo.record_sitemap(feed, 10.0, 30.0, 5, kind="feed")
+        assert [d.listing for d in due_sitemaps(repo, 40.0, 10)] == ["sitemap", "feed"]
+        assert [d.listing for d in due_sitemaps(repo, 40.0, 10, listings=("feed",))] == ["feed"]
+        assert due_sitemaps(repo, 40.0, 10, listings=()) == []
+        assert next_revisit_at(repo, listings=("feed",)) == 30.0
+        assert next_revisit_at(repo, listings=()) is None
