@@ -15,7 +15,7 @@ import re
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +45,7 @@ from simnet.web.payloads import (
     insert_before_body_end,
     with_trap_link,
 )
+from simnet.web.publishing import Publishing
 
 SERVER_NAME = b"topicswarm-simweb"
 IDLE_TIMEOUT = 60.0
@@ -168,11 +169,19 @@ def h11_reason(status: int) -> bytes:
 class WebServer:
     """Answers requests for one web: static files, the hub, robots.txt and the injected faults."""
 
-    def __init__(self, layout: WebLayout, faults: FaultPlan, sitemaps: bool = False, feeds: bool = False):
+    def __init__(
+        self,
+        layout: WebLayout,
+        faults: FaultPlan,
+        sitemaps: bool = False,
+        feeds: bool = False,
+        publishing: Publishing | None = None,
+    ):
         self.layout = layout
         self.faults = faults
         self.sitemaps = sitemaps
         self.feeds = feeds
+        self.publishing = publishing
         self._feeds: dict[str, bytes] = {}  # site -> its feed (simnet.web.feeds), built at first request
         self._sitemaps: dict[str, list[bytes]] = {}  # site -> its sitemap documents, built at first request
         self._sitemap_lock = trio.Lock()
@@ -182,6 +191,27 @@ class WebServer:
         self._hub = hub_page(layout.corpus.name, layout.sites, layout.site_url)
         base_urls = {site.name: layout.base_url(site) for site in layout.sites}
         self._cross_links = link_fragments(layout.cross_link_plan, base_urls)
+
+    def publish_next(self) -> list[str]:
+        """Publish the next held page of each site (`simnet.web.publishing`); their URLs. The pages that
+        link to them, the feeds and the sitemaps are built again when next asked for."""
+        if self.publishing is None:
+            return []
+        published = self.publishing.publish_next()
+        self._cache.clear()
+        self._cached_bytes = 0
+        self._feeds.clear()
+        self._sitemaps.clear()
+        urls = (page_url(self.layout.base_url(site), relative) for site, relative in published)
+        return [url for url in urls if url is not None]
+
+    def _listed(self, site: Site) -> Callable[[list[tuple[str, float]]], list[tuple[str, float]]] | None:
+        """What a site's sitemaps and feed list of its pages: all of them, or the published ones."""
+        return None if self.publishing is None else partial(self.publishing.listed, site.name)
+
+    def _site_name_of_url(self, url: str) -> str | None:
+        site = self.layout.site_of_url(url)
+        return None if site is None else site.name
 
     # ---- what to answer
     async def reply(self, site: Site | None, method: str, target: str) -> Reply:
@@ -249,6 +279,8 @@ class WebServer:
         async with self._sitemap_lock:  # concurrent first requests build once
             if site.name not in self._sitemaps:
                 pages = await trio.to_thread.run_sync(site_pages, site.root)
+                listed = self._listed(site)
+                pages = listed(pages) if listed else pages
                 self._sitemaps[site.name] = sitemap_documents(self.layout.base_url(site), pages)
         documents = self._sitemaps[site.name]
         if part >= len(documents):
@@ -259,7 +291,9 @@ class WebServer:
         """/feed.xml, built once in a thread (it walks the site and parses the pages it lists)."""
         async with self._sitemap_lock:
             if site.name not in self._feeds:
-                built = partial(site_feed, site.name, site.root, self.layout.base_url(site))
+                built = partial(
+                    site_feed, site.name, site.root, self.layout.base_url(site), self._listed(site)
+                )
                 self._feeds[site.name] = await trio.to_thread.run_sync(built)
         return Reply(200, self._feeds[site.name], FEED_TYPE)
 
@@ -299,16 +333,23 @@ class WebServer:
                 location = raw_path + "/" + (f"?{query}" if query else "")
                 return Reply(301, b"", headers=[(b"location", location.encode("latin-1"))])
             file = file / "index.html"
+        relative = file.relative_to(site.root).as_posix()
+        if self.publishing is not None and self.publishing.is_held(site.name, relative):
+            return error_reply(404)
         cached = self._load(file)
         if cached is None:
             return error_reply(404)
         body, content_type = cached
-        fragment = self._cross_links.get((site.name, "/" + file.relative_to(site.root).as_posix()))
+        fragment = self._cross_links.get((site.name, "/" + relative))
         if fragment is not None and content_type in HTML_TYPES:
             body = insert_before_body_end(body, fragment)
             cached = (body, content_type)
         if self.feeds and content_type in HTML_TYPES:
             body = with_feed_link(body)
+            cached = (body, content_type)
+        if self.publishing is not None and content_type in HTML_TYPES:
+            url = page_url(self.layout.base_url(site), relative) or self.layout.base_url(site)
+            body = self.publishing.without_held_links(body, url, self._site_name_of_url)
             cached = (body, content_type)
         if self._cached_bytes + len(body) <= CACHE_LIMIT:
             self._cache[(site.name, path)] = cached
@@ -517,12 +558,17 @@ class ServedWeb(WebLayout):
         seed: int = 0,
         sitemaps: bool = False,
         feeds: bool = False,
+        publishing: Publishing | None = None,
     ):
         super().__init__(corpus, port, cross_links, seed)
         self.faults = faults
         self.sitemaps = sitemaps
         self.feeds = feeds
-        self.server = WebServer(self, faults, sitemaps, feeds)
+        self.server = WebServer(self, faults, sitemaps, feeds, publishing)
+
+    def publish_next(self) -> list[str]:
+        """Publish the next held page of each site (`WebServer.publish_next`); their URLs."""
+        return self.server.publish_next()
 
     @property
     def request_log(self) -> list[RequestRecord]:
@@ -557,20 +603,22 @@ async def serve_web(
     seed: int = 0,
     sitemaps: bool = False,
     feeds: bool = False,
+    publishing: Publishing | None = None,
 ) -> AsyncIterator[ServedWeb]:
     """Serve a web in this trio process until the block ends.
 
     `cross_links` injects that many links between pages of different groups (drawn from `seed`; listed in
     `web.cross_links`); `reuse_port` lets several processes serve the same port (SO_REUSEPORT); `sitemaps`
     serves each site's pages at /sitemap.xml, named in its robots.txt; `feeds` serves each site's feed at
-    /feed.xml (`simnet.web.feeds`), named in the head of its HTML pages.
+    /feed.xml (`simnet.web.feeds`), named in the head of its HTML pages; `publishing` holds pages back
+    until `web.publish_next()` publishes them (`simnet.web.publishing`).
     """
     if not isinstance(corpus, WebCorpus):
         corpus = load_web(corpus)
     probe = WebLayout(corpus, 0)
     sockets, chosen = bind_all(all_addresses(probe.addresses.values()), port, reuse_port)
     try:
-        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed, sitemaps, feeds)
+        web = ServedWeb(corpus, chosen, faults or FaultPlan(), cross_links, seed, sitemaps, feeds, publishing)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_listeners, web.server, web, sockets)
             try:
