@@ -36,22 +36,13 @@ from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
+from simnet.bench.revisit_cost import Calendar  # the crawlers' and the web's clock: rounds pass at once
 from simnet.web import load_web, serve_web
 from simnet.web.corpus import WebCorpus
 from simnet.web.layout import RequestRecord
 from simnet.web.publishing import Publishing
 
 ROUND_SECONDS = 3600.0  # a round of the calendar: an hour, the feeds' and the crawlers' time unit
-
-
-class Calendar:
-    """The crawlers' and the web's clock: rounds pass without waiting for them."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclasses.dataclass
