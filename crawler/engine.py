@@ -52,6 +52,7 @@ from crawler.revisits import (
     mark_changed,
     next_interval,
     next_revisit_at,
+    relisted_failures,
     retry_interval,
 )
 from crawler.settings import CrawlSettings
@@ -218,6 +219,7 @@ class CrawlStats:
     feeds: int = 0  # feeds read (crawler.feeds)
     feed_urls: int = 0  # pages their entries link to that were queued
     feeds_unchanged: int = 0  # feeds read again and found unchanged
+    relisted: int = 0  # failed URLs queued again: a sitemap or feed dated them after the failure
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -240,6 +242,7 @@ class _Counters:
     feeds: int = 0
     feed_urls: int = 0
     feeds_unchanged: int = 0
+    relisted: int = 0
 
 
 class _Revisited(NamedTuple):
@@ -670,13 +673,14 @@ class Crawler:
         changes = self.frontier.take_changes()
         stats_row = self._stats_row_if_due()
         try:
-            await trio.to_thread.run_sync(
+            relisted = await trio.to_thread.run_sync(
                 self._write, pages, revisited, sitemaps, changes, host_rows, stats_row
             )
         except RepositoryFull as exc:
             self._note_full_disk(exc)
         else:
             self._counters.pages += len(pages)
+            self._counters.relisted += self.frontier.retry_failed(relisted)
             self._count_revisits(revisited)
             if sitemaps:  # they fall due again, and pages their lastmod names may be due now
                 self._next_revisit_check = -math.inf
@@ -1072,9 +1076,9 @@ class Crawler:
         changes: dict,
         hosts: list[tuple[str, str, str | None]],
         stats_row: dict[str, Any] | None,
-    ) -> None:
+    ) -> list[FrontierEntry]:
         """One transaction: documents, links, revisits, sitemaps read, host states, frontier changes (in a
-        worker thread)."""
+        worker thread). Returns the failed URLs the sitemaps read date after their failure, to queue again."""
         now = self._wall()
         with self.repo.transaction():
             for read in sitemaps:
@@ -1086,7 +1090,7 @@ class Crawler:
                 self.repo.insert_page(page)
             for outcome in revisited:
                 if outcome.kind == "gone":
-                    self.repo.remove_document(outcome.doc_id)
+                    self.repo.remove_document(outcome.doc_id, now)
                 elif outcome.page is not None:
                     self.repo.replace_page(outcome.doc_id, outcome.page)
                 else:
@@ -1100,9 +1104,11 @@ class Crawler:
                     )
             for host, state, error in hosts:
                 self.repo.record_host(host, state, 0, error)
-            Frontier.write_changes(self.repo, changes)
+            Frontier.write_changes(self.repo, changes, now)
             if stats_row is not None:
                 self.repo.record_stats(stats_row)
+            lastmods = [lastmod for read in sitemaps for lastmod in read.lastmods]
+            return relisted_failures(self.repo, lastmods) if lastmods else []
 
     # -- statistics ---------------------------------------------------------------------------------------
     def _snapshot(self, finished: bool = False) -> CrawlStats:
@@ -1134,6 +1140,7 @@ class Crawler:
             feeds=c.feeds,
             feed_urls=c.feed_urls,
             feeds_unchanged=c.feeds_unchanged,
+            relisted=c.relisted,
             bytes=c.bytes,
             frontier_size=len(self.frontier) + len(self._deferred),
             in_flight=self._in_flight,

@@ -34,7 +34,7 @@ ReadyAt = Callable[[str], float]
 @dataclass(frozen=True)
 class FrontierEntry:
     """A pending fetch. `priority`: higher is served first; `tunnel`: hops since the last accepted page;
-    `origin`: the seed or bookmark the path started from; `retries`: deferrals so far."""
+    `origin`: the seed or bookmark the path started from; `retries`: deferrals and retries so far."""
 
     url: str
     host: str
@@ -282,10 +282,23 @@ class Frontier:
         self._changes[entry.url] = ("done", entry)
 
     def fail(self, entry: FrontierEntry, error: str, release: bool = True) -> None:
-        """The popped entry failed for good: it is never fetched again."""
+        """The popped entry failed: it is not fetched again unless a sitemap or feed dates it later
+        (`retry_failed`)."""
         if release:
             self._release(entry.host)
         self._changes[entry.url] = ("failed", (entry, error))
+
+    def retry_failed(self, entries: Iterable[FrontierEntry]) -> int:
+        """Queue failed URLs again (`revisits.relisted_failures`), each with one more try spent; returns
+        how many were queued. They count against their host's budget already."""
+        queued = 0
+        for entry in entries:
+            self._seen.add(url_key(entry.url))
+            entry = retried(entry)
+            self._push(entry)
+            self._changes[entry.url] = ("add", entry)
+            queued += 1
+        return queued
 
     def requeue(self, entry: FrontierEntry) -> None:
         """Put a popped entry back (deferred by robots.txt, or cancelled by a stop)."""
@@ -355,8 +368,9 @@ class Frontier:
         return changes
 
     @staticmethod
-    def write_changes(repo: Repository, changes: dict[str, tuple[str, Any]]) -> int:
-        now = time.time()
+    def write_changes(repo: Repository, changes: dict[str, tuple[str, Any]], now: float | None = None) -> int:
+        """Write `changes` (`take_changes`), dated `now` (default: the wall clock)."""
+        now = time.time() if now is None else now
         upserts, done, failed, evicted = [], [], [], []
         for url, (kind, payload) in changes.items():
             if kind == "add":

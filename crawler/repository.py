@@ -578,14 +578,21 @@ class Repository:
             ],
         )
 
-    def remove_document(self, doc_id: int) -> None:
+    def remove_document(self, doc_id: int, now: float) -> None:
         """A page its server says is gone (404, 410) leaves the repository with its links and index entry;
-        its frontier row stays done, so links to it do not bring it back, and its host holds one page less
-        (call inside `transaction`)."""
-        row = self.db.conn.execute("SELECT host FROM documents WHERE id = ?", [doc_id]).fetchone()
+        its frontier row turns failed ("gone", at `now`), so links to it do not bring it back but a list
+        dating it later does (`revisits.relisted_failures`), and its host holds one page less (call inside
+        `transaction`)."""
+        row = self.db.conn.execute("SELECT host, url FROM documents WHERE id = ?", [doc_id]).fetchone()
         self.db.conn.execute("DELETE FROM documents WHERE id = ?", [doc_id])
-        if row is not None and row[0]:
-            self._bump_host(row[0], pages=-1)
+        if row is None:
+            return
+        host, url = row
+        self.db.conn.execute(
+            f"UPDATE frontier SET state = {FAILED}, error = 'gone', updated_at = ? WHERE url = ?", [now, url]
+        )
+        if host:
+            self._bump_host(host, pages=-1)
 
     def _claim_pooled(self, pooled_id: int, doc_id: int | None, values: list[Any]) -> int:
         """The node's own crawl of a page a peer's result holds replaces that row: the full text, links and

@@ -16,7 +16,9 @@ The sitemaps and feeds the crawl read (`crawler.sitemaps`, `crawler.feeds`) are 
 asked with their last reading's validators, unchanged when the server answers 304 or sends the same bytes,
 their interval adapting as a page's does. Read again with changes, they queue the pages added since, and a
 stored page whose `<lastmod>` (a feed entry's updated time) is later than its fetch falls due at once,
-rather than whenever its interval says.
+rather than whenever its interval says. A URL whose fetch failed (a 404 for a page linked before it was
+published, a page since gone, a server error) is tried again when a list dates it after the failure, up to
+`LISTED_RETRIES` times: the crawl otherwise never asks for a URL twice.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from crawler.frontier import FrontierEntry
-from crawler.repository import Repository
+from crawler.repository import FAILED, Repository
 from crawler.urls import normalize_url
 
 GROWTH = 2.0  # an unchanged page waits this much longer next time; a changed one this much less
@@ -33,6 +35,8 @@ BOUND = 8.0  # intervals stay within revisit_after / BOUND and revisit_after * B
 RETRY_SHARE = 0.25  # of its interval: when a revisit that failed for a passing reason is tried again
 GONE_STATUSES = frozenset({404, 410})
 
+LISTED_RETRIES = 3  # tries a failed URL gets from lists dating it later (a sitemap may date every URL now)
+NEVER_RELISTED = ("robots_disallowed", "robots_deferred", "host_bad", "invalid_url")  # no new version helps
 LISTINGS = ("sitemap", "feed")  # the kinds of link lists read again (the sitemaps table's kind)
 _DUE = "origin IS NULL AND accepted = 1 AND duplicate_of IS NULL"  # the documents_revisit index's rows
 
@@ -144,6 +148,23 @@ def mark_changed(repo: Repository, now: float, lastmods: Sequence[tuple[str, flo
         "AND max(fetched_at, coalesce(checked_at, fetched_at)) < ? AND revisit_at > ?"
     )
     return sum(repo.db.conn.execute(sql, [now, url, lastmod, now]).rowcount for url, lastmod in lastmods)
+
+
+def relisted_failures(repo: Repository, lastmods: Sequence[tuple[str, float]]) -> list[FrontierEntry]:
+    """Failed URLs a sitemap or feed dates after their failure, to be queued again: what failed then may
+    answer now. Their rows' `retries` count the tries spent (call inside `transaction`)."""
+    never = ", ".join("?" * len(NEVER_RELISTED))
+    sql = (
+        "SELECT url, host, priority, depth, topic, tunnel, source, origin, retries FROM frontier "
+        f"WHERE url = ? AND state = {FAILED} AND updated_at < ? AND retries < ? "
+        f"AND coalesce(error, '') NOT IN ({never})"
+    )
+    found: dict[str, FrontierEntry] = {}
+    for url, lastmod in lastmods:
+        row = repo.db.conn.execute(sql, [url, lastmod, LISTED_RETRIES, *NEVER_RELISTED]).fetchone()
+        if row is not None:
+            found[url] = FrontierEntry(*row)
+    return list(found.values())
 
 
 def mark_due(repo: Repository, now: float, urls: Sequence[str] | None = None) -> tuple[int, list[str]]:

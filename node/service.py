@@ -506,6 +506,7 @@ class NodeService:
                 "urls_queued": stats.feed_urls,
                 "unchanged": stats.feeds_unchanged,
             },
+            "relisted": stats.relisted,  # failed URLs a sitemap or feed dated later, queued again
         }
 
     def _session_figures(self, current: CrawlStats) -> dict[str, Any]:

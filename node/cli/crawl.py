@@ -256,6 +256,8 @@ def summary(stats: CrawlStats) -> str:
         f"  frontier         {stats.frontier_size} queued",
         f"  errors           {stats.errors}",
     ]
+    if stats.relisted:
+        lines.append(f"  tried again      {stats.relisted} failed URLs that a sitemap or feed dated later")
     if stats.revisits:
         lines.insert(4, f"  revisits         {revisit_line(stats.revisits, stats.changed, stats.gone)}")
     if stats.feeds or stats.feeds_unchanged:

@@ -4,6 +4,7 @@ text, read again when due, never stored."""
 from __future__ import annotations
 
 import calendar as calendar_module
+from email.utils import formatdate
 
 import pytest
 import trio
@@ -11,17 +12,19 @@ import trio
 from crawler.engine import CrawledPage, PageVerdict
 from crawler.feeds import MAX_BYTES, MAX_DECLARED, MAX_TEXT, feed_urls, is_feed, parse_feed
 from crawler.parse import Link, parse_html
+from crawler.revisits import LISTED_RETRIES
 from crawler.settings import CrawlSettings
 from tests.mock_web import QUIET, Calendar, Web, crawl, crawler_for, html, page, stored
 
 FEED = "http://blog.test/feed.xml"
 
 
-def rss(*items: tuple[str, str, str]) -> bytes:
-    """RSS 2.0 with (link, title, description) items."""
+def rss(*items: tuple[str, str, str], published: float = 1_749_528_000.0) -> bytes:
+    """RSS 2.0 with (link, title, description) items, each published at `published` (a Unix time)."""
+    date = formatdate(published, usegmt=True)
     body = "".join(
         f"<item><title>{title}</title><link>{link}</link><description>{text}</description>"
-        "<pubDate>Tue, 10 Jun 2025 04:00:00 GMT</pubDate></item>"
+        f"<pubDate>{date}</pubDate></item>"
         for link, title, text in items
     )
     return (
@@ -285,3 +288,93 @@ async def test_a_feed_is_read_again_when_due_unchanged_by_its_etag_then_with_a_n
         third = await crawler.run()
     assert third.feeds == 2 and "http://blog.test/newer.html" in stored(crawler)
     assert tuple(crawler.repo.db.execute(query).fetchone()) == (calendar.now + after, after, 2, "feed")
+
+
+# -- a URL that failed, listed later ------------------------------------------------------------------------
+def draft_blog(calendar: Calendar) -> dict[tuple[str, str], tuple[str, bytes]]:
+    """A home page linking a post before it is published (404), and a feed that does not list it yet."""
+    return {
+        ("blog.test", "/robots.txt"): ("text/plain", b"User-agent: *\nDisallow:\n"),
+        ("blog.test", "/"): html(head_page("Home", "/feed.xml", links=("/draft.html",))),
+        ("blog.test", "/feed.xml"): (
+            "application/rss+xml",
+            rss(("/old.html", "Old", ""), published=calendar.now - 50),
+        ),
+        ("blog.test", "/old.html"): html(page("Old")),
+    }
+
+
+def publish_draft(files: dict, published: float) -> None:
+    files[("blog.test", "/draft.html")] = html(page("Draft"))
+    listed = rss(("/draft.html", "Draft", ""), ("/old.html", "Old", ""), published=published)
+    files[("blog.test", "/feed.xml")] = ("application/rss+xml", listed)
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("dated_after", [True, False], ids=["dated after its 404", "dated before it"])
+async def test_a_post_linked_before_it_was_published_is_fetched_once_its_feed_dates_it_later(
+    tmp_path, dated_after
+):
+    after, calendar = 100.0, Calendar()
+    files = draft_blog(calendar)
+    web = Web(files)
+    settings = CrawlSettings(**{**vars(QUIET), "revisit_after": after})
+    crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
+    first = await crawl(crawler, "http://blog.test/")
+    assert first.errors_by_kind == {"http_4xx": 1} and "http://blog.test/draft.html" not in stored(crawler)
+
+    failed_at = calendar.now
+    calendar.now += after + 1  # the feed falls due; it lists the post, dated after the 404 or before it
+    publish_draft(files, failed_at + 10 if dated_after else failed_at - 10)
+    with trio.fail_after(30):
+        second = await crawler.run()
+    assert second.feeds == 2  # counted since the crawler started
+    asked = web.log.count(("blog.test", "/draft.html"))
+    if dated_after:
+        assert (asked, second.relisted) == (2, 1) and "http://blog.test/draft.html" in stored(crawler)
+    else:  # what the feed lists is older than the failure: nothing new to fetch
+        assert (asked, second.relisted) == (1, 0) and "http://blog.test/draft.html" not in stored(crawler)
+
+
+@pytest.mark.trio
+async def test_a_url_that_keeps_failing_while_its_feed_dates_it_anew_is_tried_a_bounded_number_of_times(
+    tmp_path,
+):
+    after, calendar = 100.0, Calendar()
+    files = draft_blog(calendar)
+    web = Web(files)
+    settings = CrawlSettings(**{**vars(QUIET), "revisit_after": after})
+    crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
+    await crawl(crawler, "http://blog.test/")
+    for _ in range(LISTED_RETRIES + 2):  # every reading dates the post now (a generated feed), still a 404
+        calendar.now += 10 * after
+        publish_draft(files, calendar.now)
+        del files[("blog.test", "/draft.html")]
+        with trio.fail_after(30):
+            stats = await crawler.run()
+    assert stats.relisted == LISTED_RETRIES  # counted since the crawler started
+    assert web.log.count(("blog.test", "/draft.html")) == 1 + LISTED_RETRIES
+
+
+@pytest.mark.trio
+async def test_a_page_gone_on_a_revisit_comes_back_when_its_feed_dates_it_later(tmp_path):
+    after, calendar = 100.0, Calendar()
+    files = draft_blog(calendar)
+    publish_draft(files, calendar.now - 20)
+    web = Web(files)
+    settings = CrawlSettings(**{**vars(QUIET), "revisit_after": after})
+    crawler = crawler_for(web, tmp_path, settings, wall_clock=calendar)
+    await crawl(crawler, "http://blog.test/")
+    assert "http://blog.test/draft.html" in stored(crawler)
+
+    calendar.now += after + 1  # the post is taken down: its revisit removes it
+    del files[("blog.test", "/draft.html")]
+    with trio.fail_after(30):
+        assert (await crawler.run()).gone == 1
+    assert "http://blog.test/draft.html" not in stored(crawler)
+
+    calendar.now += 10 * after  # it is back, and the feed dates it after it went
+    publish_draft(files, calendar.now - 20)
+    with trio.fail_after(30):
+        third = await crawler.run()
+    assert third.relisted == 1 and "http://blog.test/draft.html" in stored(crawler)

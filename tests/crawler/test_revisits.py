@@ -11,16 +11,19 @@ import trio
 from crawler import engine
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
-from crawler.frontier import FrontierEntry
-from crawler.repository import DONE, MIGRATIONS, Repository, StoredPage
+from crawler.frontier import Frontier, FrontierEntry
+from crawler.repository import FAILED, MIGRATIONS, QUEUED, Repository, StoredPage
 from crawler.revisits import (
     BOUND,
+    LISTED_RETRIES,
+    NEVER_RELISTED,
     Revisit,
     due_revisits,
     due_sitemaps,
     mark_due,
     next_interval,
     next_revisit_at,
+    relisted_failures,
 )
 from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
@@ -134,8 +137,8 @@ async def test_a_revisit_replaces_a_changed_page_removes_a_gone_one_and_asks_wit
     assert intervals["a.html"] == (AFTER / 2, AFTER / 2)  # changed: sooner
     assert intervals[""] == intervals["b.html"] == (2 * AFTER, 2 * AFTER)  # unchanged: later
     assert intervals["d.html"] == (None, AFTER)  # new: revisit_after
-    gone = repo.db.execute("SELECT state FROM frontier WHERE url = 'http://garden.test/c.html'").fetchone()
-    assert gone == (DONE,)  # a link to it will not bring it back
+    gone = "SELECT state, error, updated_at FROM frontier WHERE url = 'http://garden.test/c.html'"
+    assert repo.db.execute(gone).fetchone() == (FAILED, "gone", calendar.now)  # a link will not bring it back
     assert [host["pages"] for host in repo.hosts()] == [4]  # c left; a replaced, not added
     assert crawler.revisit_due_in() == AFTER / 2
     repo.close()
@@ -343,3 +346,33 @@ def test_only_the_kinds_of_lists_the_crawl_reads_fall_due(tmp_path):
         assert due_sitemaps(repo, 40.0, 10, listings=()) == []
         assert next_revisit_at(repo, listings=("feed",)) == 30.0
         assert next_revisit_at(repo, listings=()) is None
+
+
+def test_a_failed_url_a_list_dates_after_its_failure_is_tried_again_a_few_times(tmp_path):
+    def entry(name: str, retries: int = 0) -> FrontierEntry:
+        return FrontierEntry(f"http://site.test/{name}", "site.test:80", 0.5, 2, "db", retries=retries)
+
+    errors = {"missing.html": "http_4xx", "down.html": "http_5xx", "gone.html": "gone"}
+    errors |= {f"{kind}.html": kind for kind in NEVER_RELISTED}
+    changes = {entry(name).url: ("failed", (entry(name), error)) for name, error in errors.items()}
+    changes[entry("spent.html").url] = ("failed", (entry("spent.html", LISTED_RETRIES), "http_4xx"))
+    changes[entry("stored.html").url] = ("done", entry("stored.html"))
+    with Repository(tmp_path / "repo.db") as repo:
+        with repo.transaction():
+            Frontier.write_changes(repo, changes, now=100.0)
+        listed = [(url, 150.0) for url in changes] + [("http://site.test/unknown.html", 150.0)]
+        with repo.transaction():
+            again = relisted_failures(repo, listed)
+            assert relisted_failures(repo, [(url, 100.0) for url in changes]) == []  # not dated after
+        assert sorted(e.url.rsplit("/", 1)[1] for e in again) == ["down.html", "gone.html", "missing.html"]
+        assert entry("missing.html") in again  # as it was queued: topic, priority, depth, tries spent
+
+        frontier = Frontier()
+        frontier.load(repo)
+        assert frontier.retry_failed(again) == 3 and len(frontier) == 3
+        popped = frontier.pop(lambda host: 0.0, now=0.0)
+        assert popped is not None and popped.retries == 1
+        with repo.transaction():
+            frontier.persist(repo)
+        states = "SELECT count(*) FROM frontier WHERE state = ? AND retries = 1"
+        assert repo.db.execute(states, [QUEUED]).fetchone() == (3,)
