@@ -80,6 +80,17 @@ def strategy_priority(
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
+def inherited_priority(entry: FrontierEntry, strategy: str) -> float:
+    """What a rejected page passes on to the links it tunnels: its own priority, that of the last accepted
+    page on its path decayed, unless that was a boost (a bookmark's, or a hub's links moved to the front):
+    a boost says when to fetch the page, not how good its path is, and passed on it put every page a
+    couple of tunnelled hops from a hub ahead of every accepted page's links. A boosted page passes on
+    what an unjudged link at its depth gets."""
+    if entry.depth > 0 and entry.priority < HUB_PRIORITY:
+        return entry.priority
+    return strategy_priority(strategy, entry.depth, 1.0)
+
+
 def related(topic: str | None, other: str | None) -> bool:
     """Same topic, or one inside the other's subtree."""
     if topic is None or other is None:
@@ -246,8 +257,7 @@ class TopicFocus:
         else:
             if entry.tunnel + 1 > s.tunnel_depth:
                 return None
-            inherited = entry.priority if entry.depth > 0 else strategy_priority(s.strategy, 0, 1.0)
-            priority = min(inherited, HUB_PRIORITY) * s.tunnel_decay
+            priority = inherited_priority(entry, s.strategy) * s.tunnel_decay
         if self.phase == LEARNING and host_of(link.url) not in self.seed_hosts:
             if len(self._parked) < PARKED_LIMIT:
                 self._parked.append(

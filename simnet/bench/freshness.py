@@ -2,20 +2,31 @@
 that only revisits the pages it holds, side by side on one web that publishes.
 
 The served web holds back each site's `--held` newest pages and publishes one per site every round
-(`simnet.web.publishing`): until then they answer 404 and no page links to them. Two breadth-first crawlers
-keep the web, one following and re-reading the feeds its pages name (`crawler.feeds`), one not; both revisit
-their pages when due (`crawler.revisits`: the interval starts at `--revisit-rounds` rounds, halves when a
-page changed and doubles when it did not). Each crawls the published web to its end first. Then every round
-the web publishes, the crawlers' calendar moves one round on, and each crawler fetches what is due and what
-it found, to the end. Both see the same web at every round.
+(`simnet.web.publishing`): until then they answer 404 and no page links to them. The crawlers keep the web,
+one following and re-reading the feeds its pages name (`crawler.feeds`), one not; all revisit their pages
+when due (`crawler.revisits`: the interval starts at `--revisit-rounds` rounds, halves when a page changed
+and doubles when it did not). Then every round the web publishes, the crawlers' calendar moves one round
+on, and each crawler fetches what is due and what it found. All see the same web at every round.
+
+- Without `--bookmarks`: two breadth-first crawlers (`feeds`, `links`), each crawling the published web to
+  its end first and every round fetching all it found.
+- With `--bookmarks FILE`: three focused crawlers (the harvest experiment's focused+retrain crawl from the
+  bookmarks and the hub, one fetch at a time in lockstep): `feeds_judged` (feed entries classified by their
+  words, `focus.judge_feed_entries`), `feeds_tunnelled` (entries tunnelled through their feed) and `links`.
+  Each stores `--pages` pages first, then at most `--round-pages` new pages a round (its revisits apart):
+  a node's bandwidth, which a new page on its topics competes for with what its frontier still holds. The
+  waits are those of the published pages of the topics' target groups; `other_fetched` counts the other
+  published pages each fetched.
 
 Measured per crawler, from the server's log of its requests: of the pages published, how many it fetched
 within `--rounds` rounds, the rounds from publication to the first fetch (0: in the round it appeared), and
-its requests per round, the cost of keeping the web. Prints the figures, then one JSON line with both and
-their ratios (feeds / links).
+its requests per round, the cost of keeping the web. Prints the figures, then one JSON line with them and
+each feed crawler's ratios to `links`.
 
     python -m simnet.bench.freshness --web fixture --held 10 --rounds 40
     python -m simnet.bench.freshness --web devweb --sites git,sqlite,gnuplot --held 20 --rounds 60
+    python -m simnet.bench.freshness --web devweb --bookmarks simnet/webs/devweb-bookmarks.html --held 20 \
+        --rounds 40
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -34,34 +46,58 @@ import trio
 
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
+from crawler.focus import SEED_PRIORITY, TopicFocus
 from crawler.repository import Repository
 from crawler.settings import CrawlSettings
+from crawler.taxonomy import read_taxonomy
+from simnet.bench.discovery import bench_focus
 from simnet.bench.revisit_cost import Calendar  # the crawlers' and the web's clock: rounds pass at once
+from simnet.experiments.webrun import prepare_training
 from simnet.web import load_web, serve_web
 from simnet.web.corpus import WebCorpus
 from simnet.web.layout import RequestRecord
 from simnet.web.publishing import Publishing
 
 ROUND_SECONDS = 3600.0  # a round of the calendar: an hour, the feeds' and the crawlers' time unit
+FOCUSED = {  # name: (feeds_enabled, judge_feed_entries)
+    "feeds_judged": (True, True),
+    "feeds_tunnelled": (True, False),
+    "links": (False, False),
+}
 
 
 @dataclasses.dataclass
 class Keeper:
-    """One crawler keeping the web: its repository, its fetcher (robots and politeness kept across rounds)
-    and the requests it made in each round (round 0: the first crawl)."""
+    """One crawler keeping the web: its repository, its fetcher (robots and politeness kept across rounds),
+    its focus (None: breadth-first) and the requests it made in each round (round 0: the first crawl)."""
 
     name: str
     settings: CrawlSettings
     repo: Repository
     fetcher: Fetcher
+    policy: TopicFocus | None = None
     requests: list[list[RequestRecord]] = dataclasses.field(default_factory=list)
+    stored: int = 0
 
-    async def crawl(self, web: Any, calendar: Calendar, seed: str | None = None) -> None:
+    async def crawl(
+        self,
+        web: Any,
+        calendar: Calendar,
+        seeds: Mapping[str | None, list[str]] | None = None,
+        pages: int | None = None,
+    ) -> None:
+        """Fetch what is due and what the crawl found, storing at most `pages` new pages (None: no limit)."""
         before = len(web.request_log)
-        crawler = Crawler(self.repo, self.settings, self.fetcher, wall_clock=calendar)
-        if seed is not None:
-            crawler.add_seeds([seed])
-        await crawler.run()
+        focused = self.policy is not None
+        crawler = Crawler(
+            self.repo, self.settings, self.fetcher, policy=self.policy, wall_clock=calendar, lockstep=focused
+        )
+        if self.policy is not None:
+            self.policy.attach(crawler)
+        for topic, urls in (seeds or {}).items():
+            crawler.add_seeds(urls, topic=topic, priority=SEED_PRIORITY if focused else 1.0)
+        stats = await crawler.run(None if pages is None else self.stored + pages)
+        self.stored = stats.total_pages
         self.requests.append(web.request_log[before:])
 
 
@@ -104,8 +140,8 @@ def freshness(
 ) -> dict[str, Any]:
     """Of the pages published (URL -> round), those fetched by the end and the rounds each waited; the
     mean also of those published after round `settled`, once the first revisits had happened; and how many
-    the crawler asked for before they were published (a link the web left in place: answered 404, and a
-    crawl does not ask for a URL twice)."""
+    the crawler asked for before they were published (a link the web left in place: answered 404, asked
+    again only once a feed dates it after the 404)."""
     first, missing = first_answers(requests, 200), first_answers(requests, 404)
     waits, settled_waits, early = [], [], 0
     for url, round_published in published.items():
@@ -133,30 +169,71 @@ def freshness(
     }
 
 
-async def run(corpus: WebCorpus, held: int, rounds: int, revisit_rounds: float, workdir: Path) -> dict:
-    """Both crawlers over `rounds` rounds of a web publishing `held` pages per site; their figures."""
+async def run(args: argparse.Namespace, corpus: WebCorpus, workdir: Path) -> dict[str, Any]:
+    """Every crawler over `args.rounds` rounds of a web publishing `args.held` pages per site; their figures
+    (with `args.bookmarks`, of the pages of the topics' target groups)."""
     calendar = Calendar()
-    publishing = Publishing.newest(corpus, held, clock=calendar)
-    keepers = []
-    for name, feeds in (("feeds", True), ("links", False)):
-        settings = keeper_settings(revisit_rounds, feeds)
-        repo = Repository(workdir / f"{name}.db")
-        keepers.append(Keeper(name, settings, repo, Fetcher(settings)))
+    publishing = Publishing.newest(corpus, args.held, clock=calendar)
     published: dict[str, int] = {}
-    try:
-        async with serve_web(corpus, feeds=True, publishing=publishing) as web:
+    async with serve_web(corpus, feeds=True, publishing=publishing) as web:
+        if args.bookmarks is None:
+            keepers, seeds, relevant = breadth_first_keepers(args, workdir), {None: [web.hub_url]}, None
+        else:
+            training, targets = await prepare_training(web, read_taxonomy(args.bookmarks))
+            keepers = focused_keepers(args, training, workdir)
+            seeds = {**keepers[0].policy.seeds(), None: [web.hub_url]}
+            groups = set(targets.values())
+            relevant = lambda url: web.label_of(url) in groups  # noqa: E731
+        budget = None if args.bookmarks is None else args.round_pages
+        try:
             for keeper in keepers:
-                await keeper.crawl(web, calendar, seed=web.hub_url)
-            for round_number in range(1, rounds + 1):
+                await keeper.crawl(web, calendar, seeds, None if args.bookmarks is None else args.pages)
+            for round_number in range(1, args.rounds + 1):
                 calendar.now += ROUND_SECONDS
                 published.update(dict.fromkeys(web.publish_next(), round_number))
                 for keeper in keepers:
-                    await keeper.crawl(web, calendar)
-    finally:
-        for keeper in keepers:
-            await keeper.fetcher.aclose()
-            keeper.repo.close()
-    return {keeper.name: freshness(published, keeper.requests, rounds, revisit_rounds) for keeper in keepers}
+                    await keeper.crawl(web, calendar, pages=budget)
+        finally:
+            for keeper in keepers:
+                await keeper.fetcher.aclose()
+                keeper.repo.close()
+    figures = {}
+    for keeper in keepers:
+        if relevant is None:
+            figures[keeper.name] = freshness(published, keeper.requests, args.rounds, args.revisit_rounds)
+            continue
+        mine = {url: r for url, r in published.items() if relevant(url)}
+        others = {url: r for url, r in published.items() if not relevant(url)}
+        figures[keeper.name] = {
+            **freshness(mine, keeper.requests, args.rounds, args.revisit_rounds),
+            "other_published": len(others),
+            "other_fetched": freshness(others, keeper.requests, args.rounds, args.revisit_rounds)["fetched"],
+            "stored": keeper.stored,
+        }
+    return figures
+
+
+def breadth_first_keepers(args: argparse.Namespace, workdir: Path) -> list[Keeper]:
+    keepers = []
+    for name, feeds in (("feeds", True), ("links", False)):
+        settings = keeper_settings(args.revisit_rounds, feeds)
+        keepers.append(Keeper(name, settings, Repository(workdir / f"{name}.db"), Fetcher(settings)))
+    return keepers
+
+
+def focused_keepers(args: argparse.Namespace, training: Any, workdir: Path) -> list[Keeper]:
+    """The three focused crawlers, one fetch at a time (their order then depends on the policy alone)."""
+    keepers = []
+    for name, (feeds, judged) in FOCUSED.items():
+        settings = dataclasses.replace(
+            keeper_settings(args.revisit_rounds, feeds),
+            concurrent_requests=1,
+            concurrent_requests_per_domain=1,
+        )
+        policy = TopicFocus(training, bench_focus(args.pages, judge_feed_entries=judged))
+        repo = Repository(workdir / f"{name}.db")
+        keepers.append(Keeper(name, settings, repo, Fetcher(settings), policy))
+    return keepers
 
 
 def mean(values: list[int]) -> float | None:
@@ -184,20 +261,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--revisit-rounds", type=float, default=8.0, help="a page's first revisit interval, in rounds"
     )
+    parser.add_argument("--bookmarks", type=Path, help="focused crawlers from these bookmarks' topics")
+    parser.add_argument("--pages", type=int, default=1000, help="with --bookmarks: pages of the first crawl")
+    parser.add_argument(
+        "--round-pages", type=int, default=10, help="with --bookmarks: new pages a crawler stores a round"
+    )
     args = parser.parse_args(argv)
-    if args.held < 1 or args.rounds < 1 or args.revisit_rounds <= 0:
-        parser.error("--held and --rounds must be at least 1 and --revisit-rounds positive")
+    if min(args.held, args.rounds, args.pages, args.round_pages) < 1 or args.revisit_rounds <= 0:
+        parser.error(
+            "--held, --rounds, --pages and --round-pages must be at least 1, --revisit-rounds positive"
+        )
     corpus = subset(load_web(args.web), args.sites)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="freshness-bench-") as tmp:
-        figures = trio.run(run, corpus, args.held, args.rounds, args.revisit_rounds, Path(tmp))
+        figures = trio.run(run, args, corpus, Path(tmp))
     seconds = round(time.perf_counter() - started, 1)
-    feeds, links = figures["feeds"], figures["links"]
+    first = next(iter(figures.values()))
+    which = "pages" if args.bookmarks is None else "pages of the topics' target groups"
     print(
-        f"web {args.web} ({len(corpus.sites)} sites): {feeds['published']} pages published over "
+        f"web {args.web} ({len(corpus.sites)} sites): {first['published']} {which} published over "
         f"{args.rounds} rounds; revisits every {args.revisit_rounds:g} rounds at first"
     )
     for name, f in figures.items():
+        other = (
+            f"; {f['other_fetched']} of the {f['other_published']} other published pages fetched, "
+            f"{f['stored']} pages stored"
+            if "other_fetched" in f
+            else ""
+        )
         print(
             f"{name}: fetched {f['fetched']} of {f['published']} published; rounds waited median "
             f"{f['median_wait']}, mean {f['mean_wait']} ({f['mean_wait_settled']} for the "
@@ -205,20 +296,22 @@ def main(argv: list[str] | None = None) -> None:
             f"{f['asked_before_published']} asked for before they were published; "
             "first crawl "
             f"{f['first_crawl_requests']} requests, then {f['requests_per_round']} per round "
-            f"({f['feed_requests']} feed readings)"
+            f"({f['feed_requests']} feed readings){other}"
         )
-    ratios = {
-        "fetched": ratio(feeds["fetched"], links["fetched"]),
-        "mean_wait": ratio(feeds["mean_wait"], links["mean_wait"]),
-        "mean_wait_settled": ratio(feeds["mean_wait_settled"], links["mean_wait_settled"]),
-        "requests_per_round": ratio(feeds["requests_per_round"], links["requests_per_round"]),
-    }
-    print(f"feeds / links: {ratios}")
+    base = figures["links"]
+    ratios = {name: ratios_to(f, base) for name, f in figures.items() if name != "links"}
+    for name, r in ratios.items():
+        print(f"{name} / links: {r}")
     print(
         json.dumps(
             {"web": args.web, "sites": len(corpus.sites), **figures, "ratios": ratios, "seconds": seconds}
         )
     )
+
+
+def ratios_to(figures: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
+    keys = ("fetched", "mean_wait", "mean_wait_settled", "requests_per_round")
+    return {key: ratio(figures[key], base[key]) for key in keys}
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from crawler.focus import (
     HARVESTING,
     HUB_PRIORITY,
     LEARNING,
+    SEED_PRIORITY,
     FocusSettings,
     TopicFocus,
     boost_entries,
@@ -138,6 +139,17 @@ def test_tunnelling_decays_the_inherited_priority_and_stops_at_the_depth_limit()
     third = page(OTHER[0], "Databases", depth=4, tunnel=2, priority=0.2)
     assert f.link_priority(third, link("http://db0.test/c"), rejected) is None
     assert focus(tunnel_depth=0).link_priority(first, link("http://db0.test/a"), rejected) is None
+
+
+@pytest.mark.parametrize("boost", [HUB_PRIORITY, SEED_PRIORITY], ids=["a hub's link", "a bookmark"])
+def test_a_rejected_page_moved_to_the_front_passes_on_an_unjudged_links_priority_not_its_boost(boost):
+    f = focus(tunnel_depth=2, tunnel_decay=0.5)  # classifier_bfs: an unjudged link at depth d: 1 / (d + 1)
+    rejected = PageVerdict(None, -0.3, False)
+    boosted = page(OTHER[0], "Databases", depth=1, tunnel=0, priority=boost)
+    tunnelled = f.link_priority(boosted, link("http://db0.test/a"), rejected)
+    assert tunnelled == pytest.approx(0.5 * 0.5)  # not 0.5 * boost, ahead of every accepted page's links
+    accepted = f.link_priority(boosted, link("http://db0.test/b"), PageVerdict("Databases", 0.6, True))
+    assert tunnelled < accepted == pytest.approx(0.3)
 
 
 def test_learning_phase_is_sharp_and_keeps_to_seed_hosts_until_harvesting():

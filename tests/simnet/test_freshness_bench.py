@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from node.cli.demo import BOOKMARKS as FIXTURE_BOOKMARKS
 from simnet.bench.freshness import freshness, main
 from simnet.web.layout import RequestRecord
 
@@ -62,6 +63,40 @@ def test_both_crawlers_keep_the_fixture_web_and_only_one_reads_feeds(capsys):
         assert 0 < figures["fetched"] <= figures["published"]
         assert 0 <= figures["mean_wait"] <= figures["max_wait"] <= 8
         assert figures["first_crawl_requests"] > 0 and figures["requests_per_round"] > 0
-    assert result["ratios"]["requests_per_round"] == round(
+    assert result["ratios"]["feeds"]["requests_per_round"] == round(
         feeds["requests_per_round"] / links["requests_per_round"], 3
     )
+
+
+@pytest.mark.slow
+def test_focused_crawlers_keep_the_pages_of_their_topics_within_their_budget(capsys):
+    held, rounds, sites, budget = 3, 4, 5, 2
+    main(
+        [
+            "--web",
+            "fixture",
+            "--bookmarks",
+            str(FIXTURE_BOOKMARKS),
+            "--held",
+            str(held),
+            "--rounds",
+            str(rounds),
+            "--pages",
+            "40",
+            "--round-pages",
+            str(budget),
+            "--revisit-rounds",
+            "2",
+        ]
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result) >= {"feeds_judged", "feeds_tunnelled", "links"} and result["sites"] == sites
+    for name in ("feeds_judged", "feeds_tunnelled", "links"):
+        figures = result[name]
+        # one site of five (python) is in no topic's target group: its pages are the others
+        assert figures["published"] + figures["other_published"] == held * sites
+        assert figures["other_published"] == held
+        new = figures["fetched"] + figures["other_fetched"]
+        assert new <= figures["stored"] - 40 <= budget * rounds  # the first crawl, then its budget a round
+        assert (figures["feed_requests"] > 0) == (name != "links")
+    assert set(result["ratios"]) == {"feeds_judged", "feeds_tunnelled"}
