@@ -177,17 +177,15 @@ async def run(args: argparse.Namespace, corpus: WebCorpus, workdir: Path) -> dic
     published: dict[str, int] = {}
     async with serve_web(corpus, feeds=True, publishing=publishing) as web:
         if args.bookmarks is None:
-            keepers, seeds, relevant = breadth_first_keepers(args, workdir), {None: [web.hub_url]}, None
+            keepers, seeds, groups = breadth_first_keepers(args, workdir), {None: [web.hub_url]}, None
         else:
             training, targets = await prepare_training(web, read_taxonomy(args.bookmarks))
             keepers = focused_keepers(args, training, workdir)
-            seeds = {**keepers[0].policy.seeds(), None: [web.hub_url]}
-            groups = set(targets.values())
-            relevant = lambda url: web.label_of(url) in groups  # noqa: E731
-        budget = None if args.bookmarks is None else args.round_pages
+            seeds, groups = {**keepers[0].policy.seeds(), None: [web.hub_url]}, set(targets.values())
+        first, budget = (None, None) if groups is None else (args.pages, args.round_pages)
         try:
             for keeper in keepers:
-                await keeper.crawl(web, calendar, seeds, None if args.bookmarks is None else args.pages)
+                await keeper.crawl(web, calendar, seeds, first)
             for round_number in range(1, args.rounds + 1):
                 calendar.now += ROUND_SECONDS
                 published.update(dict.fromkeys(web.publish_next(), round_number))
@@ -197,20 +195,31 @@ async def run(args: argparse.Namespace, corpus: WebCorpus, workdir: Path) -> dic
             for keeper in keepers:
                 await keeper.fetcher.aclose()
                 keeper.repo.close()
-    figures = {}
-    for keeper in keepers:
-        if relevant is None:
-            figures[keeper.name] = freshness(published, keeper.requests, args.rounds, args.revisit_rounds)
-            continue
-        mine = {url: r for url, r in published.items() if relevant(url)}
-        others = {url: r for url, r in published.items() if not relevant(url)}
-        figures[keeper.name] = {
-            **freshness(mine, keeper.requests, args.rounds, args.revisit_rounds),
-            "other_published": len(others),
-            "other_fetched": freshness(others, keeper.requests, args.rounds, args.revisit_rounds)["fetched"],
-            "stored": keeper.stored,
-        }
-    return figures
+        on_topic = {url for url in published if groups is not None and web.label_of(url) in groups}
+    return {
+        keeper.name: keeper_figures(keeper, published, on_topic, groups is not None, args)
+        for keeper in keepers
+    }
+
+
+def keeper_figures(
+    keeper: Keeper, published: dict[str, int], on_topic: set[str], focused: bool, args: argparse.Namespace
+) -> dict[str, Any]:
+    """A crawler's freshness figures: of every published page, or, for a focused crawler, of the `on_topic`
+    ones, with how many of the others it fetched."""
+
+    def measured(pages: dict[str, int]) -> dict[str, Any]:
+        return freshness(pages, keeper.requests, args.rounds, args.revisit_rounds)
+
+    if not focused:
+        return measured(published)
+    others = {url: r for url, r in published.items() if url not in on_topic}
+    return {
+        **measured({url: r for url, r in published.items() if url in on_topic}),
+        "other_published": len(others),
+        "other_fetched": measured(others)["fetched"],
+        "stored": keeper.stored,
+    }
 
 
 def breadth_first_keepers(args: argparse.Namespace, workdir: Path) -> list[Keeper]:
