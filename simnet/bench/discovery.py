@@ -80,3 +80,11 @@ async def measured_crawl(
         "seconds": round(seconds, 2),
     }
     return figures, requests
+
+
+def crawl_summary(figures: dict[str, Any], findable: int) -> str:
+    """The start of a measured crawl's printed line: stored and relevant pages, harvest rate and recall."""
+    return (
+        f"{figures['stored']} stored, {figures['relevant']} relevant (harvest {figures['harvest_rate']:.3f}, "
+        f"recall {figures['recall']:.3f} of {findable})"
+    )

@@ -30,7 +30,7 @@ import trio
 
 from crawler.repository import Repository
 from crawler.taxonomy import read_taxonomy
-from simnet.bench.discovery import bench_focus, measured_crawl, relevant_in_web
+from simnet.bench.discovery import bench_focus, crawl_summary, measured_crawl, relevant_in_web
 from simnet.experiments.webrun import add_web_arguments, prepare_training, sequential_settings
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
 from simnet.web.feeds import FEED_PATH
@@ -107,9 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in CRAWLS:
         figures = report[name]
         print(
-            f"{name:>15}: {figures['stored']} stored, {figures['relevant']} relevant "
-            f"(harvest {figures['harvest_rate']:.3f}, recall {figures['recall']:.3f} of "
-            f"{report['relevant_in_web']}); {figures['via_feeds']} found through feeds, "
+            f"{name:>15}: {crawl_summary(figures, report['relevant_in_web'])}; "
+            f"{figures['via_feeds']} found through feeds, "
             f"{figures['via_feeds_relevant']} relevant; {figures['requests']} requests "
             f"({figures['feed_requests']} feeds), {figures['seconds']} s",
             file=sys.stderr,

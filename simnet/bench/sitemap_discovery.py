@@ -25,7 +25,7 @@ from typing import Any
 import trio
 
 from crawler.taxonomy import read_taxonomy
-from simnet.bench.discovery import bench_focus, measured_crawl, relevant_in_web
+from simnet.bench.discovery import bench_focus, crawl_summary, measured_crawl, relevant_in_web
 from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
 
@@ -76,10 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("without_sitemaps", "with_sitemaps"):
         figures = report[name]
         print(
-            f"{name:>17}: {figures['stored']} stored, {figures['relevant']} relevant "
-            f"(harvest {figures['harvest_rate']:.3f}, recall {figures['recall']:.3f} of "
-            f"{report['relevant_in_web']}), {figures['requests']} requests "
-            f"({figures['sitemap_requests']} sitemaps), {figures['seconds']} s",
+            f"{name:>17}: {crawl_summary(figures, report['relevant_in_web'])}, "
+            f"{figures['requests']} requests ({figures['sitemap_requests']} sitemaps), "
+            f"{figures['seconds']} s",
             file=sys.stderr,
         )
     print(json.dumps(report))
