@@ -88,3 +88,9 @@ def crawl_summary(figures: dict[str, Any], findable: int) -> str:
         f"{figures['stored']} stored, {figures['relevant']} relevant (harvest {figures['harvest_rate']:.3f}, "
         f"recall {figures['recall']:.3f} of {findable})"
     )
+
+
+def ratios(figures: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
+    """A measured crawl's figures over those of the crawl it is compared with."""
+    keys = ("relevant", "harvest_rate", "requests", "seconds")
+    return {key: round(figures[key] / base[key], 3) if base[key] else None for key in keys}

@@ -30,7 +30,7 @@ import trio
 
 from crawler.repository import Repository
 from crawler.taxonomy import read_taxonomy
-from simnet.bench.discovery import bench_focus, crawl_summary, measured_crawl, relevant_in_web
+from simnet.bench.discovery import bench_focus, crawl_summary, measured_crawl, ratios, relevant_in_web
 from simnet.experiments.webrun import add_web_arguments, prepare_training, sequential_settings
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
 from simnet.web.feeds import FEED_PATH
@@ -85,16 +85,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for name, (feeds, judged) in CRAWLS.items()
         }
     base = crawls["without_feeds"]
-    ratios = {
-        name: {
-            key: round(crawls[name][key] / base[key], 3) if base[key] else None
-            for key in ("relevant", "harvest_rate", "requests", "seconds")
-        }
-        for name in CRAWLS
-        if name != "without_feeds"
-    }
+    to_base = {name: ratios(crawls[name], base) for name in CRAWLS if name != "without_feeds"}
     report = {"web": corpus.name, "pages": args.pages, "targets": targets, "relevant_in_web": findable}
-    return {**report, **crawls, "ratio": ratios}
+    return {**report, **crawls, "ratio": to_base}
 
 
 def main(argv: list[str] | None = None) -> int:

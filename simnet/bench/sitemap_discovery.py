@@ -25,7 +25,7 @@ from typing import Any
 import trio
 
 from crawler.taxonomy import read_taxonomy
-from simnet.bench.discovery import bench_focus, crawl_summary, measured_crawl, relevant_in_web
+from simnet.bench.discovery import bench_focus, crawl_summary, measured_crawl, ratios, relevant_in_web
 from simnet.experiments.webrun import add_web_arguments, crawl_settings, prepare_training
 from simnet.web import SubprocessWeb, load_web, serve_web_in_subprocess
 
@@ -57,13 +57,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             name: await one_crawl(web, training, targets, args, sitemaps, findable)
             for name, sitemaps in (("without_sitemaps", False), ("with_sitemaps", True))
         }
-    without, with_ = crawls["without_sitemaps"], crawls["with_sitemaps"]
-    ratios = {
-        key: round(with_[key] / without[key], 3) if without[key] else None
-        for key in ("relevant", "harvest_rate", "requests", "seconds")
-    }
     report = {"web": corpus.name, "pages": args.pages, "targets": targets, "relevant_in_web": findable}
-    return {**report, **crawls, "ratio": ratios}
+    return {**report, **crawls, "ratio": ratios(crawls["with_sitemaps"], crawls["without_sitemaps"])}
 
 
 def main(argv: list[str] | None = None) -> int:
