@@ -12,6 +12,7 @@ between its crawl rounds, on its crawlers' calendar.
 
 from __future__ import annotations
 
+import html
 import posixpath
 import re
 import time
@@ -21,7 +22,9 @@ from urllib.parse import unquote, urljoin, urlsplit
 from simnet.web.corpus import WebCorpus
 from simnet.web.feeds import published_order
 
-_ANCHOR = re.compile(rb"<a\b([^>]*)>.*?</a\s*>", re.IGNORECASE | re.DOTALL)
+# An anchor with its words up to its end tag, or its start tag alone where another anchor starts (or the page
+# ends) first: old HTML leaves anchors open, and an HTML parser closes one where the next one opens.
+_ANCHOR = re.compile(rb"<a\b([^>]*)>(?:(?:(?!<a\b).)*?</a\s*>)?", re.IGNORECASE | re.DOTALL)
 _HREF = re.compile(rb"""\bhref\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.IGNORECASE)
 
 
@@ -85,7 +88,9 @@ class Publishing:
     def without_held_links(self, body: bytes, page: str, site_of_url: Callable[[str], str | None]) -> bytes:
         """The HTML page at URL `page` without its links to held pages, their words included: a site adds
         the link and its words when it publishes the page (and a crawler that compares a page's text,
-        as `crawler.revisits` does, sees it changed). `site_of_url` names the site serving a URL."""
+        as `crawler.revisits` does, sees it changed); of an anchor left open, its start tag. An href is read
+        as a parser reads it, character references decoded. `site_of_url`
+        names the site serving a URL."""
         if not self._held:
             return body
 
@@ -93,7 +98,8 @@ class Publishing:
             href = _HREF.search(anchor.group(1))
             if href is None:
                 return anchor.group(0)
-            target = urljoin(page, href.group(1).strip(b"\"'").decode("utf-8", "replace"))
+            written = href.group(1).strip(b"\"'").decode("utf-8", "replace")
+            target = urljoin(page, html.unescape(written))  # as a parser reads git-web&#45;&#45;browse.html
             return b"" if self._held_target(target, site_of_url) else anchor.group(0)
 
         return _ANCHOR.sub(unlinked, body)

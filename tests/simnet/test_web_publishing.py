@@ -30,16 +30,33 @@ def test_links_to_held_pages_are_taken_out_with_their_words():
     body = (
         b"<p><a href=\"intro.html\">Intro</a> <A class=x HREF='/guide/intro.html#top'>again <b>and</b></A>"
         b' <a href="../faq/">FAQ</a> <a href="other.html">Other</a> <a name="here">Here</a>'
-        b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a></p>'
+        b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a>'
+        b' <a href="int&#114;o.html">Coded</a></p>'
     )
     served = publishing.without_held_links(body, "http://docs.test/guide/page.html", site_of)
     assert served == (
         b'<p>   <a href="other.html">Other</a> <a name="here">Here</a>'
-        b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a></p>'
+        b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a> </p>'
     )
     publishing.publish_next()
     served = publishing.without_held_links(body, "http://docs.test/guide/page.html", site_of)
     assert b'<a href="intro.html">Intro</a>' in served and b"FAQ" not in served
+
+
+def test_anchors_left_open_are_taken_out_one_by_one():
+    """Old HTML leaves anchors open: each is one link, closed where the next anchor opens. Read up to the
+    next end tag, a held link hid behind an open anchor before it, or took that anchor's link along."""
+    publishing = Publishing({"docs": ["guide/intro.html"]})
+    page = "http://docs.test/guide/page.html"
+    body = b'<li><a href="other.html">Other\n<li><a href="intro.html">Intro</a>\n<li><a href="last.html">Last'
+    assert publishing.without_held_links(body, page, site_of) == (
+        b'<li><a href="other.html">Other\n<li>\n<li><a href="last.html">Last'
+    )
+    body = b'<li><a href="intro.html">Intro\n<li><a href="other.html">Other</a>'
+    served = publishing.without_held_links(body, page, site_of)
+    assert served == b'<li>Intro\n<li><a href="other.html">Other</a>'
+    served = parse_html(served, page)
+    assert [link.url for link in served.links] == ["http://docs.test/guide/other.html"]
 
 
 def test_each_site_publishes_its_held_pages_oldest_first_one_per_call(fixture_web):
