@@ -112,4 +112,5 @@ class Publishing:
         relative = posixpath.normpath(path).lstrip("/")
         if path.endswith("/") or relative in ("", "."):
             relative = posixpath.join("" if relative in ("", ".") else relative, "index.html")
-        return (site, relative) in self._held
+        # a folder named without its slash is redirected to it, and so to its index.html
+        return (site, relative) in self._held or (site, posixpath.join(relative, "index.html")) in self._held

@@ -31,12 +31,12 @@ def test_links_to_held_pages_are_taken_out_with_their_words():
         b"<p><a href=\"intro.html\">Intro</a> <A class=x HREF='/guide/intro.html#top'>again <b>and</b></A>"
         b' <a href="../faq/">FAQ</a> <a href="other.html">Other</a> <a name="here">Here</a>'
         b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a>'
-        b' <a href="int&#114;o.html">Coded</a></p>'
+        b' <a href="int&#114;o.html">Coded</a> <a href="/faq">FAQ by its folder</a></p>'
     )
     served = publishing.without_held_links(body, "http://docs.test/guide/page.html", site_of)
     assert served == (
         b'<p>   <a href="other.html">Other</a> <a name="here">Here</a>'
-        b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a> </p>'
+        b' <a href="http://elsewhere.test/guide/intro.html">Elsewhere</a>  </p>'
     )
     publishing.publish_next()
     served = publishing.without_held_links(body, "http://docs.test/guide/page.html", site_of)
