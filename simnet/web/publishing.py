@@ -26,6 +26,9 @@ from simnet.web.feeds import published_order
 # ends) first: old HTML leaves anchors open, and an HTML parser closes one where the next one opens.
 _ANCHOR = re.compile(rb"<a\b([^>]*)>(?:(?:(?!<a\b).)*?</a\s*>)?", re.IGNORECASE | re.DOTALL)
 _HREF = re.compile(rb"""\bhref\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.IGNORECASE)
+_META = re.compile(rb"<meta\b[^>]*>", re.IGNORECASE)
+_REFRESH = re.compile(rb"""\bhttp-equiv\s*=\s*["']?refresh\b""", re.IGNORECASE)
+_REFRESH_URL = re.compile(rb"""\burl\s*=\s*['"]?([^"'>\s]+)""", re.IGNORECASE)
 
 
 class Publishing:
@@ -88,21 +91,26 @@ class Publishing:
     def without_held_links(self, body: bytes, page: str, site_of_url: Callable[[str], str | None]) -> bytes:
         """The HTML page at URL `page` without its links to held pages, their words included: a site adds
         the link and its words when it publishes the page (and a crawler that compares a page's text,
-        as `crawler.revisits` does, sees it changed); of an anchor left open, its start tag. An href is read
-        as a parser reads it, character references decoded. `site_of_url`
-        names the site serving a URL."""
+        as `crawler.revisits` does, sees it changed); of an anchor left open, its start tag; a meta refresh
+        to a held page, whole. A URL is read as a parser reads it, character references decoded.
+        `site_of_url` names the site serving a URL."""
         if not self._held:
             return body
 
+        def held(written: bytes) -> bool:
+            url = written.strip(b"\"'").decode("utf-8", "replace")
+            return self._held_target(urljoin(page, html.unescape(url)), site_of_url)  # git-web&#45;browse
+
         def unlinked(anchor: re.Match[bytes]) -> bytes:
             href = _HREF.search(anchor.group(1))
-            if href is None:
-                return anchor.group(0)
-            written = href.group(1).strip(b"\"'").decode("utf-8", "replace")
-            target = urljoin(page, html.unescape(written))  # as a parser reads git-web&#45;&#45;browse.html
-            return b"" if self._held_target(target, site_of_url) else anchor.group(0)
+            return b"" if href is not None and held(href.group(1)) else anchor.group(0)
 
-        return _ANCHOR.sub(unlinked, body)
+        def unrefreshed(meta: re.Match[bytes]) -> bytes:
+            tag = meta.group(0)
+            target = _REFRESH_URL.search(tag)
+            return b"" if _REFRESH.search(tag) and target is not None and held(target.group(1)) else tag
+
+        return _META.sub(unrefreshed, _ANCHOR.sub(unlinked, body))
 
     def _held_target(self, url: str, site_of_url: Callable[[str], str | None]) -> bool:
         site = site_of_url(url)

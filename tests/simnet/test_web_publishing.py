@@ -59,6 +59,17 @@ def test_anchors_left_open_are_taken_out_one_by_one():
     assert [link.url for link in served.links] == ["http://docs.test/guide/other.html"]
 
 
+def test_a_meta_refresh_to_a_held_page_is_taken_out():
+    publishing = Publishing({"docs": ["guide/intro.html"]})
+    page = "http://docs.test/guide/page.html"
+    held = b'<meta http-equiv="Refresh" content="0; URL=http://docs.test/guide/intro.html">'
+    other = b"<META CONTENT='5;url=other.html' HTTP-EQUIV=refresh>"
+    body = b"<head>" + held + other + b'<meta name="url=intro.html"></head>'
+    served = publishing.without_held_links(body, page, site_of)
+    assert served == b"<head>" + other + b'<meta name="url=intro.html"></head>'
+    assert parse_html(served, page).meta_refresh == "http://docs.test/guide/other.html"
+
+
 def test_each_site_publishes_its_held_pages_oldest_first_one_per_call(fixture_web):
     moments = iter([10.0, 20.0])
     publishing = Publishing.newest(fixture_web, 2, clock=lambda: next(moments))
