@@ -82,3 +82,23 @@ def test_community_of_three_with_one_hostile_node_on_the_fixture_web(tmp_path):
         assert honest["hostile_weights"] and max(honest["hostile_weights"]) == 0.0
     assert result["bytes_exchanged"] > 0 and result["bytes_crawled"] > 0
     assert not list(tmp_path.glob("node*/api.json"))  # every node stopped
+    assert_measured_again_alike(tmp_path, nodes)
+
+
+def assert_measured_again_alike(kept, nodes):
+    """The kept run measured again (simnet.scenarios.refilter) at the scenario's loss gives the figures the
+    scenario printed; at a higher loss it decides fewer documents."""
+    from simnet.scenarios.refilter import main as refilter
+
+    lines = []
+    args = ["--web", "fixture", "--bookmarks", str(BOOKMARKS), str(kept)]
+    assert refilter(args, out=lines.append) == 0
+    again = json.loads(lines[0])["nodes"]
+    for printed, measured in zip(nodes, again, strict=True):
+        for key in ("filter_accuracy_local", "filter_accuracy_meta", "filter_decided"):
+            assert measured[key] == printed[key]
+    lines.clear()
+    assert refilter(["--loss", "0.5", *args], out=lines.append) == 0
+    for printed, measured in zip(nodes, json.loads(lines[0])["nodes"], strict=True):
+        assert measured["filter_decided"]["meta"] < printed["filter_decided"]["meta"]
+    assert json.loads(lines[-1])["runs"] == 1

@@ -1,0 +1,41 @@
+"""Kept community runs measured again: node order, the summary's counts, and clear errors on what is not a
+kept run. The slow fixture community test checks that a run measured again at its own loss gives the figures
+it printed."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.cli.demo import BOOKMARKS
+from simnet.scenarios.refilter import main, node_dirs, summary
+
+
+def node(local, meta):
+    return {"filter_accuracy_local": local, "filter_accuracy_meta": meta}
+
+
+def test_nodes_are_read_in_node_order(tmp_path):
+    for name in ("node10", "node2", "node1", "nodes.txt", "node3x"):
+        (tmp_path / name).mkdir()
+    assert [p.name for p in node_dirs(tmp_path)] == ["node1", "node2", "node10"]
+
+
+def test_summary_counts_runs_where_every_node_is_better_and_nodes_by_verdict():
+    runs = [
+        {"nodes": [node(0.90, 0.95), node(0.97, 0.98)]},
+        {"nodes": [node(0.90, 0.95), node(0.99, 0.99)]},
+        {"nodes": [node(0.80, 0.78), node(None, 0.9)]},
+    ]
+    result = summary(runs)
+    assert result["runs"] == 3 and result["every_node_better"] == 1
+    assert result["nodes"] == {"better": 3, "equal": 1, "worse": 1, "unmeasured": 1}
+    assert result["mean_local"] == pytest.approx((0.90 + 0.97 + 0.90 + 0.99 + 0.80) / 5)
+    assert result["worst_difference"] == pytest.approx(-0.02)
+
+
+def test_a_folder_that_is_not_a_kept_run_is_a_clear_error(tmp_path, capsys):
+    lines = []
+    assert main(["--web", "fixture", "--bookmarks", str(BOOKMARKS), str(tmp_path)], out=lines.append) == 2
+    assert "no node directory" in capsys.readouterr().err and lines == []
+    assert main(["--web", "fixture", "--bookmarks", str(BOOKMARKS), "--loss", "1.5", str(tmp_path)]) == 2
+    assert "--loss" in capsys.readouterr().err
