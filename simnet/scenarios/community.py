@@ -46,7 +46,8 @@ with page labels):
 - With --hostile K the last K nodes offer label-flipped models (`[cooperation] hostile = true`); every honest
   node reports `hostile_weights`, the weights it gave their models (GET /api/models).
 Model and meta figures are read through the API and, after the nodes stopped, from their repositories
-(read-only SQLite). Nothing here knows a particular web or bookmarks file.
+(read-only SQLite). Nothing here knows a particular web or bookmarks file. A run kept with --keep can be
+measured again at another loss, without crawling: `simnet.scenarios.refilter`.
 """
 
 from __future__ import annotations
