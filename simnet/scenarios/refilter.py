@@ -112,20 +112,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
+def print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print_line) -> int:
     args = parse_args(argv)
     if not 0.0 <= args.loss < 1.0:
         print(f"--loss must be in [0, 1), not {args.loss}", file=sys.stderr)
         return 2
+    runs = []
     try:
         corpus = load_web(args.web)
         bookmarks = bookmarks_html(args.bookmarks)
-        runs = [run_figures(run, corpus, bookmarks, args.loss) for run in args.runs]
+        for run in args.runs:  # each printed when measured: a hundred kept runs take minutes
+            runs.append(run_figures(run, corpus, bookmarks, args.loss))
+            out(json.dumps(runs[-1]))
     except (ValueError, OSError, sqlite3.Error, TaxonomyError) as exc:
         print(f"refilter failed: {exc}", file=sys.stderr)
         return 2
-    for run in runs:
-        out(json.dumps(run))
     out(json.dumps({"loss": args.loss, **summary(runs)}))
     return 0
 
