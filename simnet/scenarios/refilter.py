@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from crawler.taxonomy import TaxonomyError, bookmarks_html, parse_bookmarks
 from node.cli.demo import map_bookmarks
@@ -40,14 +40,25 @@ def node_dirs(run: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.removeprefix("node")))
 
 
-def served_port(repository: Path) -> int:
-    """The port the run served its web on, from a URL the node crawled."""
+def crawled_url(repository: Path) -> str:
+    """A page the node crawled, to tell the web it was served from."""
     with read_only(repository) as repo:
-        row = repo.db.execute("SELECT url FROM documents WHERE origin IS NULL LIMIT 1").fetchone()
-    port = urlsplit(row[0]).port if row is not None else None
-    if port is None:
+        row = repo.db.execute("SELECT url FROM documents WHERE origin IS NULL ORDER BY id LIMIT 1").fetchone()
+    if row is None:
         raise ValueError(f"{repository} holds no crawled page to tell the web's port by")
-    return port
+    return str(row[0])
+
+
+def run_layout(corpus: WebCorpus, url: str) -> WebLayout:
+    """The layout the run served `corpus` with, from a URL it crawled; an error when that URL is no page of
+    this web (the run crawled another)."""
+    port = urlsplit(url).port
+    layout = WebLayout(corpus, port) if port is not None else None
+    site = layout.site_of_url(url) if layout is not None else None
+    path = unquote(urlsplit(url).path).lstrip("/")
+    if site is None or not (site.root / (path or site.entry)).exists():
+        raise ValueError(f"{url} is no page of the {corpus.name!r} web: give the web the runs crawled")
+    return layout
 
 
 def run_figures(run: Path, corpus: WebCorpus, bookmarks: str, loss: float) -> dict[str, Any]:
@@ -55,8 +66,10 @@ def run_figures(run: Path, corpus: WebCorpus, bookmarks: str, loss: float) -> di
     nodes = node_dirs(run)
     if not nodes:
         raise ValueError(f"{run} holds no node directory: give a community scenario's --keep directory")
-    layout = WebLayout(corpus, served_port(nodes[0] / "repository.db"))
+    layout = run_layout(corpus, crawled_url(nodes[0] / "repository.db"))
     targets = topic_targets(parse_bookmarks(map_bookmarks(bookmarks, layout.map_upstream)), layout.label_of)
+    if not targets:
+        raise ValueError(f"no bookmark of the file lies on the {corpus.name!r} web: give the runs' bookmarks")
     figures = []
     for node in nodes:
         with read_only(node / "repository.db") as repo:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from crawler.repository import Repository, StoredPage
+from crawler.search import text_document
 from node.cli.demo import BOOKMARKS
 from simnet.scenarios.refilter import main, node_dirs, summary
 
@@ -39,3 +41,13 @@ def test_a_folder_that_is_not_a_kept_run_is_a_clear_error(tmp_path, capsys):
     assert "no node directory" in capsys.readouterr().err and lines == []
     assert main(["--web", "fixture", "--bookmarks", str(BOOKMARKS), "--loss", "1.5", str(tmp_path)]) == 2
     assert "--loss" in capsys.readouterr().err
+
+
+def test_a_run_of_another_web_is_a_clear_error(tmp_path, capsys):
+    """A kept URL that is no page of the web given: its labels would be another web's."""
+    (tmp_path / "node1").mkdir()
+    repo = Repository(tmp_path / "node1" / "repository.db")
+    repo.insert_page(StoredPage(text_document("http://127.0.0.11:4242/no-such-page.html", "", "words")))
+    repo.close()
+    assert main(["--web", "fixture", "--bookmarks", str(BOOKMARKS), str(tmp_path)]) == 2
+    assert "is no page of the 'fixture' web" in capsys.readouterr().err
