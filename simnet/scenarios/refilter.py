@@ -9,8 +9,9 @@ scenario scores them (`community.filter_figures`), at the loss given, so a run's
 the ones it printed. A community run takes minutes; measuring its filters at other losses takes seconds.
 The web is not served: its kept URLs name the loopback port the run served it on, and the ground truth is
 that layout's. Prints one JSON line per run ({"run", "loss", "nodes": [{"filter_accuracy_local",
-"filter_accuracy_meta", ...}]}), then a summary line: the runs where every node's meta-classifier filtered
-better than the node alone, and the nodes better, equal and worse.
+"filter_accuracy_meta", ...}]}, the scenario's per-topic figures included), then a summary line: the runs
+where every node's meta-classifier filtered better than the node alone, and the nodes better, equal and
+worse.
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ from simnet.scenarios.community import filter_figures, read_only, topic_targets
 from simnet.web.corpus import WebCorpus, load_web
 from simnet.web.layout import WebLayout
 
-FIGURES = ("filter_accuracy_local", "filter_accuracy_meta", "filter_accuracy_local_platt", "filter_decided")
+FIGURES = (
+    "filter_accuracy_local",
+    "filter_accuracy_meta",
+    "filter_accuracy_local_platt",
+    "filter_decided",
+    "meta_wins",
+    "meta_losses",
+    "filter_topics",
+)
 
 
 def node_dirs(run: Path) -> list[Path]:
