@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -71,17 +70,14 @@ def feed_document(site: str, base_url: str, entries: list[tuple[str, str, str, f
     return "".join(parts).encode("utf-8")
 
 
-def site_feed(
-    site: str, root: Path, base_url: str, listed: Callable[[list[tuple[str, float]]], list] | None = None
-) -> bytes:
-    """The site's feed: its newest `FEED_ENTRIES` HTML pages with their words, of those `listed` keeps of
-    the site's (path, mtime) pages (`simnet.web.publishing`). Walks the site and reads files: call off the
+def site_feed(site: str, root: Path, base_url: str, pages: list[tuple[str, float]]) -> bytes:
+    """The site's feed: its newest `FEED_ENTRIES` HTML pages with their words, of the (path, mtime) `pages`
+    it lists (`server.site_pages`, or those published: `simnet.web.publishing`). Reads files: call off the
     event loop."""
-    from simnet.web.server import HTML_TYPES, page_type, page_url, site_pages
+    from simnet.web.server import HTML_TYPES, page_type, page_url
 
-    pages = site_pages(root)
     entries = []
-    for relative, mtime in published_order(site, listed(pages) if listed else pages):
+    for relative, mtime in published_order(site, pages):
         url = page_url(base_url, relative)
         if url is None or page_type(root / relative) not in HTML_TYPES:
             continue

@@ -15,7 +15,7 @@ import re
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -205,9 +205,11 @@ class WebServer:
         urls = (page_url(self.layout.base_url(site), relative) for site, relative in published)
         return [url for url in urls if url is not None]
 
-    def _listed(self, site: Site) -> Callable[[list[tuple[str, float]]], list[tuple[str, float]]] | None:
-        """What a site's sitemaps and feed list of its pages: all of them, or the published ones."""
-        return None if self.publishing is None else partial(self.publishing.listed, site.name)
+    async def _listed_pages(self, site: Site) -> list[tuple[str, float]]:
+        """The (path, mtime) pages a site's sitemaps and feed list: all of them, or the published ones
+        (`simnet.web.publishing`). Walked in a thread: a big site has thousands of files."""
+        pages = await trio.to_thread.run_sync(site_pages, site.root)
+        return pages if self.publishing is None else self.publishing.listed(site.name, pages)
 
     def _site_name_of_url(self, url: str) -> str | None:
         site = self.layout.site_of_url(url)
@@ -278,9 +280,7 @@ class WebServer:
         big site has thousands of files to walk."""
         async with self._sitemap_lock:  # concurrent first requests build once
             if site.name not in self._sitemaps:
-                pages = await trio.to_thread.run_sync(site_pages, site.root)
-                listed = self._listed(site)
-                pages = listed(pages) if listed else pages
+                pages = await self._listed_pages(site)
                 self._sitemaps[site.name] = sitemap_documents(self.layout.base_url(site), pages)
         documents = self._sitemaps[site.name]
         if part >= len(documents):
@@ -291,9 +291,8 @@ class WebServer:
         """/feed.xml, built once in a thread (it walks the site and parses the pages it lists)."""
         async with self._sitemap_lock:
             if site.name not in self._feeds:
-                built = partial(
-                    site_feed, site.name, site.root, self.layout.base_url(site), self._listed(site)
-                )
+                pages = await self._listed_pages(site)
+                built = partial(site_feed, site.name, site.root, self.layout.base_url(site), pages)
                 self._feeds[site.name] = await trio.to_thread.run_sync(built)
         return Reply(200, self._feeds[site.name], FEED_TYPE)
 
