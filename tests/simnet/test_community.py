@@ -13,6 +13,7 @@ from simnet.paths import PROJECT_ROOT
 from simnet.scenarios.community import seed_positions, seed_subset
 
 DEVWEB_BOOKMARKS = PROJECT_ROOT / "simnet" / "webs" / "devweb-bookmarks.html"
+DEVWEB_BOOKMARKS_4 = PROJECT_ROOT / "simnet" / "webs" / "devweb-bookmarks-4.html"
 
 NODE_FIELDS = {
     "pages",
@@ -38,6 +39,19 @@ def test_every_node_gets_every_topic_with_different_seeds():
     for text in texts:
         assert all(topic in text for topic in ("Databases", "Mathematics", "Sysadmin"))
         assert text.count("HREF") == 3 * 2 + 3  # two seeds per topic, the OTHERS folder whole
+
+
+def test_four_bookmarks_a_topic_give_four_nodes_shares_of_their_own():
+    """With three bookmarks a topic one of four nodes holds every peer's seeds; with four, none does."""
+    three = [seed_subset(DEVWEB_BOOKMARKS.read_text(), i, 4) for i in range(4)]
+    assert [text.count("HREF") - 3 for text in three] == [6, 9, 6, 6]  # node 2 gets all three of each
+    four = [seed_subset(DEVWEB_BOOKMARKS_4.read_text(), i, 4) for i in range(4)]
+    assert len(set(four)) == 4
+    assert [text.count("HREF") - 3 for text in four] == [6, 6, 6, 6]  # two of four a topic each
+    for i, text in enumerate(four):  # every other node holds a seed this one lacks
+        hrefs = {line for line in text.splitlines() if "HREF" in line}
+        for other in four[:i] + four[i + 1 :]:
+            assert {line for line in other.splitlines() if "HREF" in line} - hrefs
 
 
 @pytest.mark.slow
