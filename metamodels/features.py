@@ -8,9 +8,11 @@ the configuration travels with every model.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -28,6 +30,7 @@ TF_SCALINGS = ("raw", "log", "binary")
 _TOKEN_RE = re.compile(r"\b[^\W\d_]\w*")  # on text with "_" replaced by " "
 _STOPWORDS = {"english": frozenset(ENGLISH_STOP_WORDS)}
 _TOKEN_CACHE_LIMIT = 1_000_000
+ROW_CACHE_ENTRIES = 1_000_000  # (index, value) pairs of counted rows kept per feature space: about 12 MB
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,52 @@ class IdfWeights:
 # One token cache per analysis setting, shared by every Featurizer: stemming and hashing are the hot path.
 _TOKEN_CACHES: dict[tuple, dict[str, tuple[str, int, float] | None]] = {}
 
+CountedRow = tuple[np.ndarray, np.ndarray]  # (sorted feature indices, their nonzero tf-scaled counts)
+
+
+class RowCache:
+    """Counted rows by a digest of their text, the least recently used dropped first once they hold more
+    than `ROW_CACHE_ENTRIES` entries (read at each store, so 0 turns it off). A node featurizes its newest
+    thousand pages again for every topic's meta build and held-out curve, and its training documents for
+    every topic's model. Rows are read-only: a caller's matrix is a copy."""
+
+    def __init__(self) -> None:
+        self._rows: OrderedDict[bytes, CountedRow] = OrderedDict()
+        self._entries = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> CountedRow | None:
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows.move_to_end(key)
+            return row
+
+    def put(self, key: bytes, row: CountedRow) -> None:
+        with self._lock:
+            if key in self._rows:
+                return
+            self._rows[key] = row
+            self._entries += row[0].size
+            while self._rows and self._entries > ROW_CACHE_ENTRIES:
+                _, dropped = self._rows.popitem(last=False)
+                self._entries -= dropped[0].size
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+
+_ROW_CACHES: dict[tuple, RowCache] = {}
+_ROW_CACHES_LOCK = threading.Lock()
+
+
+def text_digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
 
 @dataclass(frozen=True)
 class Featurizer:
@@ -155,6 +204,8 @@ class Featurizer:
             cfg.hash_seed,
         )
         object.__setattr__(self, "_cache", _TOKEN_CACHES.setdefault(key, {}))
+        with _ROW_CACHES_LOCK:
+            object.__setattr__(self, "_rows", _ROW_CACHES.setdefault((*key, cfg.tf), RowCache()))
         object.__setattr__(self, "_stemmer", snowballstemmer.stemmer(cfg.language) if cfg.language else None)
         object.__setattr__(self, "_stopwords", stopwords(cfg.language) if cfg.stopwords else frozenset())
         weights = self.idf.weights(cfg.n_features) if self.idf is not None else None
@@ -176,29 +227,45 @@ class Featurizer:
 
     def counts(self, texts: Sequence[str]) -> sp.csr_matrix:
         """Signed hashed term frequencies after tf scaling, before IDF and normalisation."""
-        scale = _TF_SCALE[self.config.tf]
-        indptr = [0]
-        indices: list[int] = []
-        data: list[float] = []
-        for text in texts:
-            term_counts: dict[tuple[str, int, float], int] = {}
-            for token, count in Counter(tokenize(text)).items():
-                entry = self._entry(token)
-                if entry is not None:
-                    term_counts[entry] = term_counts.get(entry, 0) + count
-            row: dict[int, float] = {}
-            for (_, index, sign), count in term_counts.items():
-                row[index] = row.get(index, 0.0) + sign * scale(count)
-            indices.extend(row)
-            data.extend(row.values())
-            indptr.append(len(indices))
-        matrix = sp.csr_matrix(
-            (np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int32), np.asarray(indptr)),
-            shape=(len(indptr) - 1, self.config.n_features),
+        rows = [self._counted(text) for text in texts]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([indices.size for indices, _ in rows], out=indptr[1:])
+        empty = (np.zeros(0, dtype=np.int32), np.zeros(0))
+        return sp.csr_matrix(
+            (
+                np.concatenate([data for _, data in rows] or [empty[1]]),
+                np.concatenate([indices for indices, _ in rows] or [empty[0]]),
+                indptr,
+            ),
+            shape=(len(rows), self.config.n_features),
         )
-        matrix.sort_indices()
-        matrix.eliminate_zeros()
-        return matrix
+
+    def _counted(self, text: str) -> CountedRow:
+        key = text_digest(text)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._count(text)
+            self._rows.put(key, row)
+        return row
+
+    def _count(self, text: str) -> CountedRow:
+        scale = _TF_SCALE[self.config.tf]
+        term_counts: dict[tuple[str, int, float], int] = {}
+        for token, count in Counter(tokenize(text)).items():
+            entry = self._entry(token)
+            if entry is not None:
+                term_counts[entry] = term_counts.get(entry, 0) + count
+        row: dict[int, float] = {}
+        for (_, index, sign), count in term_counts.items():
+            row[index] = row.get(index, 0.0) + sign * scale(count)
+        indices = np.fromiter(row.keys(), dtype=np.int32, count=len(row))
+        data = np.fromiter(row.values(), dtype=np.float64, count=len(row))
+        order = np.argsort(indices, kind="stable")
+        kept = data[order] != 0.0
+        indices, data = indices[order][kept], data[order][kept]
+        indices.flags.writeable = False
+        data.flags.writeable = False
+        return indices, data
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         """One L2-normalised row per text (all-zero rows for texts without terms)."""

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from metamodels import features
 from metamodels.errors import FeatureSpaceMismatch, ModelFormatError
 from metamodels.features import FeatureConfig, Featurizer, IdfWeights, check_feature_space, tokenize
 
@@ -129,3 +130,67 @@ def test_indicator_words_map_to_their_stemmed_feature_indices():
     assert fz.indices_of_words(["Kolmogorov", "tests", "the"]) == sorted(
         {fz.feature_of("kolmogorov")[0], fz.feature_of("test")[0]}
     )
+
+
+TEXTS = [
+    "PostgreSQL indexes speed up queries on large tables",
+    "Apache virtual hosts share one server between names",
+    "",
+    "Octave solves linear systems of equations, equations and more equations",
+]
+
+
+def _uncached(texts, monkeypatch, **config):
+    monkeypatch.setattr(features, "ROW_CACHE_ENTRIES", 0)
+    monkeypatch.setattr(features, "_ROW_CACHES", {})
+    return Featurizer(FeatureConfig(**config)).transform(texts)
+
+
+def _same(a, b):
+    return (
+        a.shape == b.shape
+        and np.array_equal(a.indptr, b.indptr)
+        and np.array_equal(a.indices, b.indices)
+        and np.array_equal(a.data, b.data)
+    )
+
+
+def test_rows_from_the_cache_equal_rows_counted_afresh(monkeypatch):
+    monkeypatch.setattr(features, "_ROW_CACHES", {})
+    fz = Featurizer(FeatureConfig())
+    first = fz.transform(TEXTS)
+    again = fz.transform(TEXTS[::-1])  # every row a hit now, in another order
+    assert len(fz._rows) == len(TEXTS)
+    assert _same(again, first[::-1])
+    assert _same(first, _uncached(TEXTS, monkeypatch))
+
+
+def test_a_callers_matrix_is_its_own_copy(monkeypatch):
+    monkeypatch.setattr(features, "_ROW_CACHES", {})
+    fz = Featurizer(FeatureConfig())
+    first = fz.transform(TEXTS)
+    first.data[:] = 0.0
+    assert _same(fz.transform(TEXTS), _uncached(TEXTS, monkeypatch))
+
+
+def test_feature_spaces_and_tf_scalings_keep_rows_of_their_own(monkeypatch):
+    monkeypatch.setattr(features, "_ROW_CACHES", {})
+    text = ["equations equations equations linear"]
+    log = Featurizer(FeatureConfig(tf="log")).transform(text)
+    binary = Featurizer(FeatureConfig(tf="binary")).transform(text)
+    narrow = Featurizer(FeatureConfig(n_features=2**10)).transform(text)
+    assert not np.array_equal(log.data, binary.data)
+    assert narrow.shape[1] == 2**10 and log.shape[1] == 2**18
+
+
+def test_the_least_recently_used_rows_go_first_beyond_the_limit(monkeypatch):
+    monkeypatch.setattr(features, "_ROW_CACHES", {})
+    fz = Featurizer(FeatureConfig())
+    sizes = [fz.transform([text]).nnz for text in TEXTS]
+    monkeypatch.setattr(features, "ROW_CACHE_ENTRIES", sizes[0] + sizes[1] + sizes[3])
+    fz.transform([TEXTS[0]])  # used again: the second text is now the oldest
+    fz.transform(["Debian packages install with apt and dpkg"])
+    kept = fz._rows
+    assert kept.get(features.text_digest(TEXTS[0])) is not None
+    assert kept.get(features.text_digest(TEXTS[1])) is None
+    assert kept.entries <= features.ROW_CACHE_ENTRIES
