@@ -230,15 +230,9 @@ class Featurizer:
         rows = [self._counted(text) for text in texts]
         indptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([indices.size for indices, _ in rows], out=indptr[1:])
-        empty = (np.zeros(0, dtype=np.int32), np.zeros(0))
-        return sp.csr_matrix(
-            (
-                np.concatenate([data for _, data in rows] or [empty[1]]),
-                np.concatenate([indices for indices, _ in rows] or [empty[0]]),
-                indptr,
-            ),
-            shape=(len(rows), self.config.n_features),
-        )
+        indices = np.concatenate([np.zeros(0, dtype=np.int32), *(indices for indices, _ in rows)])
+        data = np.concatenate([np.zeros(0), *(data for _, data in rows)])
+        return sp.csr_matrix((data, indices, indptr), shape=(len(rows), self.config.n_features))
 
     def _counted(self, text: str) -> CountedRow:
         key = text_digest(text)
