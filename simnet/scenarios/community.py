@@ -27,12 +27,14 @@ with page labels):
   micro-averaged over the topics (filter_documents: the labelled documents per topic, filter_decided:
   decisions over all topics; meta_wins/meta_losses: documents the meta-classifier decided right and the local
   model did not, abstaining or wrong / the reverse; both abstain on the same number, so they mostly differ in
-  which documents they dismiss). "meta" is the node's meta-classifier as stored after the build; "local" is
-  what the same build makes of the node's local model alone (`learning.meta_classifier` with no peer models:
-  its Platt scaler from cross-validation on the node's labels, then its own latent class model of the node's
-  documents), i.e. what the node decides without peers. filter_accuracy_local_platt: the local model with its
-  Platt scaler only (the threshold its labels set), as nodes filtered before the latent class step. All score
-  the same documents.
+  which documents they dismiss; meta_sign_test_p: the exact two-sided sign test of the wins against the
+  losses, the chance of a split at least that uneven if either model were as likely to be the one right on a
+  document they decide differently, 1.0 when there are none). "meta" is the node's meta-classifier as stored
+  after the build; "local" is what the same build makes of the node's local model alone
+  (`learning.meta_classifier` with no peer models: its Platt scaler from cross-validation on the node's
+  labels, then its own latent class model of the node's documents), i.e. what the node decides without peers.
+  filter_accuracy_local_platt: the local model with its Platt scaler only (the threshold its labels set), as
+  nodes filtered before the latent class step. All score the same documents.
 - Harvest: the share of the node's fetched pages whose group is a target of one of its topics. harvest_local
   counts the pages fetched before the node first held a peer model with weight > 0 (from then on its focus
   classifies with the meta-classifier), harvest_meta those fetched after (null when that never happened).
@@ -240,6 +242,14 @@ def read_only(path: Path) -> Iterator[ReadOnlyRepository]:
         repo.close()
 
 
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test of wins against losses (1.0 without either): whether one filter is right
+    on more of the documents the two decide differently than a fair coin would make it."""
+    from scipy.stats import binomtest
+
+    return float(binomtest(wins, wins + losses).pvalue) if wins + losses else 1.0
+
+
 def filter_figures(
     repo: ReadOnlyRepository, targets: dict[str, str], label_of: Callable[[str], str | None], loss: float
 ) -> dict[str, Any]:
@@ -320,6 +330,7 @@ def filter_figures(
         "filter_decided": {name: counts[1] for name, counts in totals.items()},
         "meta_wins": changed[0],
         "meta_losses": changed[1],
+        "meta_sign_test_p": sign_test_p(*changed),
         "filter_topics": per_topic,
     }
 

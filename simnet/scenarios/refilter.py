@@ -10,8 +10,8 @@ the ones it printed. A community run takes minutes; measuring its filters at oth
 The web is not served: its kept URLs name the loopback port the run served it on, and the ground truth is
 that layout's. Prints one JSON line per run ({"run", "loss", "nodes": [{"filter_accuracy_local",
 "filter_accuracy_meta", ...}]}, the scenario's per-topic figures included), then a summary line: the runs
-where every node's meta-classifier filtered better than the node alone, and the nodes better, equal and
-worse.
+where every node's meta-classifier filtered better than the node alone, the nodes better, equal and
+worse, and those significantly better or worse (the scenario's sign test below 0.05).
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ FIGURES = (
     "filter_decided",
     "meta_wins",
     "meta_losses",
+    "meta_sign_test_p",
     "filter_topics",
 )
+SIGNIFICANCE = 0.05  # a node's sign test below it counts it significantly better or worse
 
 
 def node_dirs(run: Path) -> list[Path]:
@@ -95,8 +97,10 @@ def comparison(local: float | None, meta: float | None) -> str | None:
 
 def summary(runs: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """How often the meta-classifier filtered better than the node alone: by run (every node) and by node,
-    with both means over the nodes measured and the meta-classifier's worst difference from the node alone."""
+    the nodes where its sign test (`meta_sign_test_p`) says the difference is more than chance, both means
+    over the nodes measured and the meta-classifier's worst difference from the node alone."""
     counts = {"better": 0, "equal": 0, "worse": 0, "unmeasured": 0}
+    significant = {"better": 0, "worse": 0}
     pairs: list[tuple[float, float]] = []
     every_node_better = total = 0
     for run in runs:
@@ -108,11 +112,14 @@ def summary(runs: Iterable[dict[str, Any]]) -> dict[str, Any]:
             counts[verdicts[-1] or "unmeasured"] += 1
             if local is not None and meta is not None:
                 pairs.append((local, meta))
+            if verdicts[-1] in significant and node.get("meta_sign_test_p", 1.0) < SIGNIFICANCE:
+                significant[verdicts[-1]] += 1
         every_node_better += bool(verdicts) and all(v == "better" for v in verdicts)
     return {
         "runs": total,
         "every_node_better": every_node_better,
         "nodes": counts,
+        "significantly": significant,
         "mean_local": sum(p[0] for p in pairs) / len(pairs) if pairs else None,
         "mean_meta": sum(p[1] for p in pairs) / len(pairs) if pairs else None,
         "worst_difference": min((m - lo for lo, m in pairs), default=None),

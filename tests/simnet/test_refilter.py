@@ -9,11 +9,12 @@ import pytest
 from crawler.repository import Repository, StoredPage
 from crawler.search import text_document
 from node.cli.demo import BOOKMARKS
+from simnet.scenarios.community import sign_test_p
 from simnet.scenarios.refilter import main, node_dirs, summary
 
 
-def node(local, meta):
-    return {"filter_accuracy_local": local, "filter_accuracy_meta": meta}
+def node(local, meta, p=1.0):
+    return {"filter_accuracy_local": local, "filter_accuracy_meta": meta, "meta_sign_test_p": p}
 
 
 def test_nodes_are_read_in_node_order(tmp_path):
@@ -24,15 +25,23 @@ def test_nodes_are_read_in_node_order(tmp_path):
 
 def test_summary_counts_runs_where_every_node_is_better_and_nodes_by_verdict():
     runs = [
-        {"nodes": [node(0.90, 0.95), node(0.97, 0.98)]},
-        {"nodes": [node(0.90, 0.95), node(0.99, 0.99)]},
-        {"nodes": [node(0.80, 0.78), node(None, 0.9)]},
+        {"nodes": [node(0.90, 0.95, 0.001), node(0.97, 0.98, 0.2)]},
+        {"nodes": [node(0.90, 0.95, 0.01), node(0.99, 0.99)]},
+        {"nodes": [node(0.80, 0.78, 0.04), node(None, 0.9)]},
     ]
     result = summary(runs)
     assert result["runs"] == 3 and result["every_node_better"] == 1
     assert result["nodes"] == {"better": 3, "equal": 1, "worse": 1, "unmeasured": 1}
+    assert result["significantly"] == {"better": 2, "worse": 1}
     assert result["mean_local"] == pytest.approx((0.90 + 0.97 + 0.90 + 0.99 + 0.80) / 5)
     assert result["worst_difference"] == pytest.approx(-0.02)
+
+
+def test_the_sign_test_weighs_wins_against_losses():
+    assert sign_test_p(0, 0) == 1.0 and sign_test_p(15, 15) == 1.0
+    assert sign_test_p(10, 0) == pytest.approx(2 / 2**10)  # ten of ten one way: 2 * 0.5**10
+    assert sign_test_p(3, 9) == sign_test_p(9, 3) > 0.05  # 9 of 12 happens by chance
+    assert sign_test_p(40, 15) < 0.01
 
 
 def test_a_folder_that_is_not_a_kept_run_is_a_clear_error(tmp_path, capsys):
