@@ -112,7 +112,7 @@ def summary(runs: Iterable[dict[str, Any]]) -> dict[str, Any]:
             counts[verdicts[-1] or "unmeasured"] += 1
             if local is not None and meta is not None:
                 pairs.append((local, meta))
-            if verdicts[-1] in significant and node.get("meta_sign_test_p", 1.0) < SIGNIFICANCE:
+            if verdicts[-1] in significant and node["meta_sign_test_p"] < SIGNIFICANCE:
                 significant[verdicts[-1]] += 1
         every_node_better += bool(verdicts) and all(v == "better" for v in verdicts)
     return {
