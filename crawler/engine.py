@@ -41,7 +41,7 @@ import trio
 
 from crawler.dedup import DedupIndex, DedupVerdict, fingerprint, simhash
 from crawler.feeds import is_feed, parse_feed
-from crawler.frontier import Frontier, FrontierEntry
+from crawler.frontier import Frontier, FrontierEntry, ReadyAt
 from crawler.parse import Link, ParsedPage, parse_page
 from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
 from crawler.revisits import (
@@ -153,6 +153,9 @@ class FocusPolicy(Protocol):
     # (title and summary), in the worker thread: an entry it accepts is queued as a link of an accepted page
     # of that confidence and topic (one already queued is raised to that priority); the others (and every
     # entry without it) are tunnelled through the feed.
+    # Optional: `frontier_dry() -> bool`, on the event loop when nothing is in flight and no queued entry can
+    # be served (none left, or only paused topics' ones): True when it queued entries it held back, and the
+    # crawl goes on; else the run ends ("exhausted", "paused" or "blocked").
 
 
 NOT_JUDGED = PageVerdict(None, 0.0, False)  # a sitemap's: not classified
@@ -512,20 +515,33 @@ class Crawler:
                 if entry is None:
                     limiter.release()
                     if self._pending == 0 and not self._deferred and not self._revisit_queue:
-                        if len(self.frontier) == 0:
-                            self._reason = "exhausted"
-                            break
-                        if self.frontier.servable_size() == 0:
-                            self._reason = "paused"  # what is left belongs to paused topics
-                            break
-                        if self.frontier.next_ready_at(ready_at) == math.inf:
-                            self._reason = "blocked"  # every queued host is bad or capped: nothing can move
+                        dry = self._dry_reason(ready_at)
+                        if dry and self._policy_refills():
+                            continue
+                        if dry:
+                            self._reason = dry
                             break
                     await self._sleep_until_woken(self._next_wake(ready_at))
                     continue
                 self._pending += 1
                 self._in_flight += 1
                 fetches.start_soon(self._fetch_one, entry, send, limiter)
+
+    def _dry_reason(self, ready_at: ReadyAt) -> str:
+        """Why no queued entry can ever be served, with nothing in flight; "" while one can."""
+        if len(self.frontier) == 0:
+            return "exhausted"
+        if self.frontier.servable_size() == 0:
+            return "paused"  # what is left belongs to paused topics
+        if self.frontier.next_ready_at(ready_at) == math.inf:
+            return "blocked"  # every queued host is bad or capped: nothing can move
+        return ""
+
+    def _policy_refills(self) -> bool:
+        """Whether the policy queued something when told the crawl has nothing left to serve (its optional
+        `frontier_dry()`, see `FocusPolicy`)."""
+        frontier_dry = getattr(self.policy, "frontier_dry", None)
+        return bool(frontier_dry()) if frontier_dry is not None else False
 
     def _new_pending(self) -> int:
         """Dispatched fetches that may store a new page (revisits replace theirs)."""

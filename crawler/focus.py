@@ -7,7 +7,9 @@ page decayed by `tunnel_decay` per hop, up to `tunnel_depth` hops.
 
 Learning phase (the first `learning_pages` pages): sharp focus (a page counts only if it lands in the topic
 of the queue it came from) and only the seeds' hosts; links to other hosts are parked. Harvesting phase:
-soft focus (any topic) and every host, with the parked links released.
+soft focus (any topic) and every host, with the parked links released. The learning phase also ends when
+the crawl has nothing left to serve before `learning_pages` (the seeds' hosts hold fewer pages, or what is
+left belongs to paused topics): parked links would otherwise never be fetched.
 
 Every `retrain_every` pages (and at the phase switch) the re-organisation step runs: per topic, HITS in
 the Bharat-Henzinger form over the topic's pages and their neighbours picks archetypes (thesis 1.7's
@@ -158,6 +160,7 @@ class TopicFocus:
         self._since_reorganisation = 0
         self._origin_conf: dict[str, float] = {}
         self._parked: list[FrontierEntry] = []
+        self._ended_early = False  # the learning phase ended on a dry frontier: retrain at the next batch
         self._pending = _Pending()
         self.crawler: Any = None
         self.repo: Repository | None = None
@@ -279,6 +282,7 @@ class TopicFocus:
     def _maybe_reorganise(self) -> None:
         s = self.settings
         switch = self.phase == LEARNING and self._scored >= s.learning_pages
+        switch, self._ended_early = switch or self._ended_early, False
         due = s.retrain and self._since_reorganisation >= s.retrain_every
         if not (switch or due):
             return
@@ -401,6 +405,19 @@ class TopicFocus:
                     )
                 )
         return entries
+
+    def frontier_dry(self) -> bool:
+        """The engine's hook when nothing can be served: in the learning phase with links parked, the phase
+        ends here (the retraining of its switch runs with the next batch of pages) and they are queued.
+        Pausing the one topic whose queue held the seeds' hosts' pages had stopped every topic's crawl, and
+        seeds on small sites ended a crawl with other sites' links never fetched. True when it queued any."""
+        if self.phase != LEARNING or not self._parked or self.crawler is None:
+            return False
+        self.phase = HARVESTING
+        self._ended_early = True
+        frontier = self.crawler.frontier
+        parked, self._parked = self._parked, []
+        return sum(frontier.add(entry) for entry in parked if not frontier.seen(entry.url)) > 0
 
     def _apply_pending(self) -> None:
         """On the event loop: hub links to the front, parked links released (after the phase switch)."""

@@ -289,10 +289,11 @@ class NodeService:
 
     # -- crawl control ------------------------------------------------------------------------------------
     def _wants_crawl(self) -> bool:
-        if self._stop.is_set() or self._holds or self._states.get(ALL_TOPICS, RUNNING) != RUNNING:
-            return False
-        topic_states = [state for key, state in self._states.items() if key != ALL_TOPICS]
-        return not topic_states or RUNNING in topic_states
+        """Whether the engine may run: a paused or stopped topic is held by the frontier, which serves none
+        of its queue (`_sync_paused_topics`), so the engine runs while any other queue has entries. (Judged
+        by the topics with a stored state, a node whose topics were imported before it ran stopped every
+        topic's crawl when one was paused.)"""
+        return not (self._stop.is_set() or self._holds or self._states.get(ALL_TOPICS, RUNNING) != RUNNING)
 
     def _sync_paused_topics(self) -> None:
         """The frontier serves no queue of a topic that is paused or stopped (its entries wait there)."""
@@ -328,6 +329,7 @@ class NodeService:
                 self._runs_pages += stats.pages
                 self._runs_seconds += stats.elapsed
                 self._last_reason = stats.reason
+                log.info("crawl run ended (%s) after %d pages", stats.reason, stats.pages)
                 self._publish("log", {"message": f"crawl paused: {stats.reason}", "reason": stats.reason})
                 if stats.reason == "disk_full":
                     self._publish("log", {"message": self._idle_detail("disk_full", stats.total_pages)})
@@ -394,8 +396,8 @@ class NodeService:
         if topic is not None:
             await self.require_topic(topic)
         now = time.time()
-        if topic is None:
-            for key in [k for k in self._states if k != ALL_TOPICS]:
+        if topic is None:  # every topic, those never given a state of their own too
+            for key in sorted({*await self.topic_keys(), *self._states} - {ALL_TOPICS}):
                 self._states[key] = state
                 await self.db(save_crawl_state, key, state, now)
         key = ALL_TOPICS if topic is None else topic

@@ -10,9 +10,11 @@ import pytest
 import trio
 
 from crawler.engine import Crawler, CrawlStats, PageVerdict
+from crawler.frontier import FrontierEntry
 from crawler.repository import DONE, FAILED, QUEUED, Repository, StoredPage
 from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
+from crawler.urls import host_of
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,50 @@ async def test_a_paused_topic_is_not_fetched_while_others_are_and_resumes(tmp_pa
     crawler.frontier.set_paused_topics(())
     assert (await crawler.run()).reason == "exhausted"
     assert fetcher.fetched[-1] == "http://a.test/"
+    repo.close()
+
+
+class HoldsBackOtherHosts:
+    """A policy that keeps links to other hosts back until the engine says nothing is left to serve."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.crawler: Crawler | None = None
+        self.dry_calls = 0
+
+    def score_pages(self, pages):
+        return [PageVerdict(None, 1.0, True) for _ in pages]
+
+    def link_priority(self, page, link, verdict):
+        if not link.url.startswith("http://a.test/"):
+            self.held.append(link.url)
+            return None
+        return 1.0
+
+    def frontier_dry(self) -> bool:
+        self.dry_calls += 1
+        held, self.held = self.held, []
+        return (
+            sum(self.crawler.frontier.add(FrontierEntry(url=u, host=host_of(u), priority=1.0)) for u in held)
+            > 0
+        )
+
+
+@pytest.mark.trio
+async def test_a_dry_frontier_lets_the_policy_queue_what_it_held_back_before_the_crawl_ends(tmp_path):
+    pages = {
+        "http://a.test/": '<a href="/1">1</a><a href="http://b.test/">b</a>',
+        "http://a.test/1": "<p>1</p>",
+    }
+    pages["http://b.test/"] = "<p>b</p>"
+    fetcher = FakeFetcher(pages)
+    policy = HoldsBackOtherHosts()
+    repo = Repository(tmp_path / "repo.db")
+    policy.crawler = crawler = Crawler(repo, CrawlSettings(), fetcher=fetcher, policy=policy)
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run()
+    assert fetcher.fetched == ["http://a.test/", "http://a.test/1", "http://b.test/"]
+    assert stats.reason == "exhausted" and policy.dry_calls == 2  # once to refill, once with nothing held
     repo.close()
 
 

@@ -171,6 +171,24 @@ def test_learning_phase_is_sharp_and_keeps_to_seed_hosts_until_harvesting():
     assert frontier.seen("http://elsewhere.test/x") and len(frontier) == 1
 
 
+def test_a_dry_frontier_ends_the_learning_phase_early_and_queues_the_parked_links():
+    f = focus(learning_pages=50, retrain=False)
+    db = page(DB_PAGE, "Databases", url="http://db0.test/p")
+    verdict = f.score_pages([db])[0]
+    assert f.link_priority(db, link("http://elsewhere.test/x"), verdict) is None  # parked
+    frontier = Frontier()
+    f.crawler = SimpleNamespace(frontier=frontier)
+    assert f.frontier_dry() and f.phase == HARVESTING
+    assert frontier.seen("http://elsewhere.test/x") and len(frontier) == 1
+    assert not f.frontier_dry()  # nothing held back any more: the crawl may end
+
+
+def test_a_dry_frontier_in_the_learning_phase_with_nothing_parked_changes_nothing():
+    f = focus(learning_pages=50, retrain=False)
+    f.crawler = SimpleNamespace(frontier=Frontier())
+    assert not f.frontier_dry() and f.phase == LEARNING
+
+
 def test_feed_entries_are_judged_by_their_words_without_counting_as_pages():
     f = focus()
     feed = page("", "Databases", url="http://db0.test/feed.xml")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import trio
 
-from crawler.repository import DONE
+from crawler.repository import DONE, Repository
+from crawler.taxonomy import parse_bookmarks, store_taxonomy
 from node.cli.demo import map_bookmarks
+from node.cli.topics import fetch_training_pages
 from node.client import AsyncNodeClient
 from node.config import parse_config
 from node.datadir import DataDir
@@ -84,3 +86,32 @@ async def test_paused_topic_is_not_fetched_while_others_proceed_and_resumes_afte
 def queued_in(repo, topic: str) -> int:
     sql = "SELECT count(*) FROM frontier WHERE state = 0 AND topic = ?"
     return repo.db.execute(sql, [topic]).fetchone()[0]
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_pausing_a_topic_imported_before_the_node_ran_leaves_the_others_crawling(tmp_path, fixture_web):
+    """`topics import` with no node running stores the topics without a crawl state of their own; pausing
+    one of them once had stopped every topic's crawl."""
+    data = DataDir(tmp_path / "node").ensure()
+    config = parse_config(CONFIG)
+    taxonomy = await fetch_training_pages(parse_bookmarks(local_bookmarks(fixture_web)), config.crawler)
+    repo = Repository(data.repository)
+    store_taxonomy(repo, taxonomy)
+    repo.close()
+    service = NodeService(data, config, offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        async with AsyncNodeClient.from_data_dir(data) as client:
+            await client.crawl("pause", topic=PAUSED)
+            before = await service.db(done_by_topic)
+            await wait_for(
+                service,
+                lambda d: (
+                    sum(d.values()) - d.get(PAUSED, 0) >= sum(before.values()) - before.get(PAUSED, 0) + 10
+                ),
+                "the topics not paused crawl on",
+            )
+            status = await client.status()
+            assert status["crawl"]["state"] == "running"
+        service.request_stop()
