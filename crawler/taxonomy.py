@@ -42,6 +42,8 @@ HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
 DOCUMENT_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
 URL_SCHEMES = ("http://", "https://")
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a bookmarks file or a topic document larger than this is refused
+MAX_FOLDER_FILES = 20_000  # files a topic folder tree may hold: more is a disk, not a taxonomy
 PDF_ERRORS = {
     "encrypted": "a password-protected PDF",
     "no_text": "a PDF without text (scanned pages need OCR first)",
@@ -254,10 +256,24 @@ def bookmarks_html(path: Path | str) -> str:
 def _read_tree(path: Path) -> tuple[bytes, BookmarkTree]:
     """A bookmarks file's bytes and folder tree."""
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path)
     except OSError as exc:
         raise TaxonomyError(f"cannot read the bookmarks file {path}: {exc.strerror}") from exc
     return raw, read_bookmark_tree(raw, str(path))
+
+
+def read_bounded(path: Path) -> bytes:
+    """A regular file's bytes, up to `MAX_FILE_BYTES`: a FIFO would block the reader for good, and a device
+    or a huge file would fill its memory."""
+    if not path.is_file():
+        raise TaxonomyError(f"{path} is not a regular file: give a bookmarks file or a folder of topics")
+    with path.open("rb") as file:
+        raw = file.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise TaxonomyError(
+            f"{path} is larger than {MAX_FILE_BYTES // 2**20} MB: not a bookmarks file or document"
+        )
+    return raw
 
 
 def read_bookmarks(path: Path | str) -> Taxonomy:
@@ -278,7 +294,7 @@ def read_folder_tree(root: Path | str) -> Taxonomy:
     topics: set[str] = set()
     docs: list[TrainingDocument] = []
     skipped: list[str] = []
-    for path in sorted(root.rglob("*")):
+    for path in _folder_files(root):
         relative = path.relative_to(root)
         if any(part.startswith(".") for part in relative.parts) or not path.is_file():
             continue
@@ -294,7 +310,10 @@ def read_folder_tree(root: Path | str) -> Taxonomy:
         if suffix not in DOCUMENT_SUFFIXES:
             skipped.append(f"{relative}: not a text, HTML or PDF document")
             continue
-        title, text, error = _read_document(path, suffix)
+        try:
+            title, text, error = _read_document(path, suffix)
+        except (TaxonomyError, OSError) as exc:
+            title, text, error = "", "", str(exc)
         if error is not None:
             skipped.append(f"{relative}: {error}")
             continue
@@ -307,9 +326,21 @@ def read_folder_tree(root: Path | str) -> Taxonomy:
     return Taxonomy(tuple(sorted(topics)), tuple(docs), str(root), tuple(skipped))
 
 
+def _folder_files(root: Path) -> list[Path]:
+    """Every entry under root, sorted; more than `MAX_FOLDER_FILES` is refused before they are read."""
+    found = []
+    for path in root.rglob("*"):
+        found.append(path)
+        if len(found) > MAX_FOLDER_FILES:
+            raise TaxonomyError(
+                f"{root} holds more than {MAX_FOLDER_FILES} files: give the folder of your topic folders"
+            )
+    return sorted(found)
+
+
 def _read_document(path: Path, suffix: str) -> tuple[str, str, str | None]:
     """(title, text, why it has none): a PDF without text says why (`PDF_ERRORS`)."""
-    raw = path.read_bytes()
+    raw = read_bounded(path)
     if suffix in HTML_SUFFIXES | PDF_SUFFIXES:
         page = parse_page(raw, path.as_uri(), PDF_TYPE if suffix in PDF_SUFFIXES else "text/html")
         if suffix in PDF_SUFFIXES and not page.text:

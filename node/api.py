@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,12 +20,15 @@ from typing import TYPE_CHECKING, Any
 import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler.repository import MAX_ROW_ID, RepositoryFull, is_disk_full
+from crawler.search import MAX_QUERY_CHARS
+from crawler.taxonomy import MAX_FILE_BYTES
+from node.cooperation.settings import MAX_CLUSTERS
 from node.service import NodeServiceError, not_found
 
 if TYPE_CHECKING:
@@ -36,6 +40,10 @@ API_HOST = "127.0.0.1"
 SSE_HEARTBEAT = 15.0
 FEEDBACK_KINDS = {True: "relevant", False: "irrelevant"}
 MAX_REVISIT_URLS = 1000  # URLs one revisit request may name
+MAX_BODY_BYTES = 1024 * 1024  # a request body larger than this is refused (an import's: MAX_FILE_BYTES)
+MAX_KEYWORDS = 100  # keywords one topic may have
+MAX_KEYWORD_CHARS = 100
+WHOLE_NUMBER = re.compile(r"[0-9]{1,100}")  # ASCII digits only: int() also takes "٣", "1_0" and " +1"
 
 
 def error(kind: str, detail: str, status: int) -> JSONResponse:
@@ -62,12 +70,20 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+async def _json_body(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The request's JSON object, read up to `limit` bytes: a larger body is refused (413) before it is
+    held in memory, and one that is not UTF-8 JSON, or nests past what the parser can, is a 400."""
+    raw = await _bounded_body(request, limit)
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise NodeServiceError("bad_request", "the body is not UTF-8: send JSON in UTF-8") from exc
+    except RecursionError as exc:
+        raise NodeServiceError(
+            "bad_request", "the body's JSON nests too deep: send a flat JSON object"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise NodeServiceError(
             "bad_request", f"the body is not JSON ({exc.msg}); send a JSON object"
@@ -75,6 +91,23 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise NodeServiceError("bad_request", "the body must be a JSON object")
     return body
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes:
+    too_large = NodeServiceError("body_too_large", f"the body is larger than {limit // 1024} KB", 413)
+    declared = request.headers.get("content-length", "")
+    if WHOLE_NUMBER.fullmatch(declared) and int(declared) > limit:
+        raise too_large
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+    except ClientDisconnect as exc:  # no one is left to answer; this only keeps a traceback out of the log
+        raise NodeServiceError("bad_request", "the client went away before the body arrived") from exc
+    return b"".join(chunks)
 
 
 def _require(body: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
@@ -89,6 +122,8 @@ def _types(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def _describe(kind: type | tuple[type, ...]) -> str:
+    if set(_types(kind)) == {int, float}:
+        return "a number"
     names = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", list: "a list"}
     return " or ".join(names.get(k, k.__name__) for k in _types(kind))
 
@@ -103,10 +138,9 @@ def _int_param(request: Request, name: str, default: int, low: int = 0, high: in
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise NodeServiceError("bad_request", f"query parameter {name} must be a whole number") from exc
+    if not WHOLE_NUMBER.fullmatch(raw):
+        raise NodeServiceError("bad_request", f"query parameter {name} must be a whole number")
+    value = int(raw)
     if not low <= value <= high:
         raise NodeServiceError("bad_request", f"query parameter {name} must be between {low} and {high}")
     return value
@@ -123,7 +157,10 @@ def _float_param(request: Request, name: str, default: float) -> float:
 
 
 def _number(body: dict[str, Any], name: str) -> float:
-    return float(_require(body, name, (int, float)))
+    try:
+        return float(_require(body, name, (int, float)))
+    except OverflowError as exc:
+        raise NodeServiceError("bad_request", f"{name} is too large a number") from exc
 
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -158,8 +195,8 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         return await service.topics()
 
     async def import_topics(request: Request) -> Any:
-        body = await _json_body(request)
-        fetch = body.get("fetch", True) is not False
+        body = await _json_body(request, MAX_FILE_BYTES)
+        fetch = _require(body, "fetch", bool) if "fetch" in body else True
         if "bookmarks_html" in body:
             html = _require(body, "bookmarks_html", str)
             return await service.import_topics(bookmarks_html=html, fetch=fetch)
@@ -170,7 +207,13 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
     async def keywords(request: Request) -> Any:
         body = await _json_body(request)
         words = _require(body, "keywords", list)
-        return await service.set_keywords(request.path_params["key"], [str(w) for w in words])
+        if not all(isinstance(w, str) and len(w) <= MAX_KEYWORD_CHARS for w in words):
+            raise NodeServiceError(
+                "bad_request", f"keywords must be strings of at most {MAX_KEYWORD_CHARS} characters"
+            )
+        if len(words) > MAX_KEYWORDS:
+            raise NodeServiceError("bad_request", f"at most {MAX_KEYWORDS} keywords a topic")
+        return await service.set_keywords(request.path_params["key"], words)
 
     async def crawl(request: Request) -> Any:
         action = request.path_params["action"]
@@ -220,18 +263,17 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         )
 
     async def document(request: Request) -> Any:
-        try:
-            doc_id = int(request.path_params["doc_id"])
-        except ValueError as exc:
-            raise NodeServiceError(
-                "bad_request", "the document id is a whole number from a search hit"
-            ) from exc
-        return await service.document(_document_id(doc_id))
+        raw = request.path_params["doc_id"]
+        if not WHOLE_NUMBER.fullmatch(raw):
+            raise NodeServiceError("bad_request", "the document id is a whole number from a search hit")
+        return await service.document(_document_id(int(raw)))
 
     async def feedback(request: Request) -> Any:
         body = await _json_body(request)
         doc_id = _document_id(_require(body, "doc_id", int))
         query = body.get("query") if isinstance(body.get("query"), str) else None
+        if query is not None and len(query) > MAX_QUERY_CHARS:
+            raise NodeServiceError("bad_request", f"the query is longer than {MAX_QUERY_CHARS} characters")
         if "relevant" in body:
             kind = FEEDBACK_KINDS[bool(_require(body, "relevant", bool))]
         elif body.get("opened") is True:
@@ -285,8 +327,10 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
     async def refine(request: Request) -> Any:
         body = await _json_body(request)
         k = _require(body, "k", int) if "k" in body else None  # none: the node's cooperation.cluster_k
-        if k is not None and not 2 <= k <= 32:
-            raise NodeServiceError("bad_request", "k (the number of clusters) must be between 2 and 32")
+        if k is not None and not 2 <= k <= MAX_CLUSTERS:
+            raise NodeServiceError(
+                "bad_request", f"k (the number of clusters) must be between 2 and {MAX_CLUSTERS}"
+            )
         topic = _require(body, "topic", str)
         await cooperation_topic(topic, "refine")
         return {"proposals": await service.cooperate("refine", topic, k)}
@@ -341,9 +385,11 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             404: f"no such endpoint {request.url.path}; see the API table in the README",
             405: f"{request.method} is not allowed on {request.url.path}",
         }
-        return error(
+        answer = error(
             kinds.get(exc.status_code, "http"), detail.get(exc.status_code, str(exc.detail)), exc.status_code
         )
+        answer.headers.update(exc.headers or {})  # a 405's Allow
+        return answer
 
     async def storage_error(request: Request, exc: Exception) -> Response:
         """A full disk is the user's to fix (the request's transaction rolled back): 507, no traceback."""
@@ -369,6 +415,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             Exception: server_error,
         },
     )
+    app.router.redirect_slashes = False  # "/api/status/" is a 404 in JSON, not an empty 307
     return BearerAuth(app, token)
 
 

@@ -25,6 +25,7 @@ import signal
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,6 +82,13 @@ class NodeServiceError(Exception):
         self.kind = kind
         self.detail = detail
         self.status = status
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """A caller's value quoted in an error message, cut to `limit` characters: an answer echoing a
+    100,000-character topic name back is no help."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 def not_found(what: str) -> NodeServiceError:
@@ -621,7 +629,9 @@ class NodeService:
     async def require_topic(self, key: str) -> None:
         """404 naming where the topic keys are listed, for the CLI's users and the API's alike."""
         if key not in await self.topic_keys():
-            raise not_found(f"no topic {key!r}: list topics with `topicswarm topics list` (GET /api/topics)")
+            raise not_found(
+                f"no topic {shown(key)}: list topics with `topicswarm topics list` (GET /api/topics)"
+            )
 
     async def topics(self) -> dict[str, Any]:
         rows = await self.db(topic_rows)
@@ -681,17 +691,21 @@ class NodeService:
     async def import_topics(
         self, bookmarks_html: str | None = None, path: str | None = None, fetch: bool = True
     ) -> dict[str, Any]:
-        """Read a taxonomy, fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches
-        them later), store it, and seed the crawl from its bookmarks."""
+        """Read a taxonomy (in a worker thread: a folder tree or a large file would hold the node's loop),
+        fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches them later), store it,
+        and seed the crawl from its bookmarks."""
         from crawler.taxonomy import FAILED, TaxonomyError, parse_bookmarks, read_taxonomy
 
+        if bookmarks_html is not None:
+            read = partial(parse_bookmarks, bookmarks_html, name="bookmarks_html")
+        elif path is not None:
+            if not Path(path).is_absolute():
+                raise NodeServiceError("bad_request", f"give the bookmarks' path in full, not {shown(path)}")
+            read = partial(read_taxonomy, Path(path))
+        else:
+            raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
         try:
-            if bookmarks_html is not None:
-                taxonomy = parse_bookmarks(bookmarks_html, name="bookmarks_html")
-            elif path is not None:
-                taxonomy = read_taxonomy(Path(path))
-            else:
-                raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
+            taxonomy = await trio.to_thread.run_sync(read)
         except (TaxonomyError, OSError) as exc:
             raise NodeServiceError("bad_topics", str(exc)) from exc
         if fetch:
@@ -809,6 +823,7 @@ class NodeService:
         """Store the mark; a relevance mark on a peer's result trains on the page, fetched in the background
         (`_train_on_page`), and the answer names it (`fetching`)."""
         from crawler.feedback import OPENED, RELEVANT, FeedbackError, record_feedback, training_document
+        from crawler.search import SearchError
 
         def run(repo: Repository) -> Any:
             document = repo.document(doc_id)
@@ -823,6 +838,8 @@ class NodeService:
         except FeedbackError as exc:
             status = 404 if "no document" in str(exc) else 400
             raise NodeServiceError("not_found" if status == 404 else "bad_request", str(exc), status) from exc
+        except SearchError as exc:  # the mark weighs the query's ranking signals: it must be searchable
+            raise NodeServiceError("bad_query", f"the mark's query: {exc}") from exc
         if marked is None:
             return {"ok": True}
         assert self._nursery is not None  # the API serves inside `run`

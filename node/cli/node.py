@@ -18,6 +18,7 @@ from typing import Any
 from node.cli.common import CliError, add_data_arg, data_dir, listing_line, revisit_line
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
+from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
 
 
@@ -595,8 +596,8 @@ def run_refine(args: argparse.Namespace) -> int:
         return decide_proposal(args)
     if args.topic is None:
         raise CliError("name the topic: `topicswarm refine TOPIC --k K`; or give --accept ID or --reject ID")
-    if args.k is not None and args.k < 2:
-        raise CliError("--k must be at least 2")
+    if args.k is not None and not 2 <= args.k <= MAX_CLUSTERS:
+        raise CliError(f"--k must be between 2 and {MAX_CLUSTERS}")
     with connect(args) as client:
         answer = client.refine(args.topic, args.k)
     if args.json:

@@ -73,6 +73,7 @@ from node.cooperation.wiremodels import (
     linear_from_payload,
     linear_payload,
 )
+from node.service import shown
 from p2p.errors import P2PError, WireError
 from p2p.protocols import RESULTS, ResultPage
 from p2p.schemas import (
@@ -1126,10 +1127,14 @@ class Cooperation:
         try:
             number = int(proposal_id)
         except ValueError:
-            raise KeyError(f"no proposal {proposal_id!r}: list them with GET /api/refine?topic=T") from None
+            raise KeyError(
+                f"no proposal {shown(proposal_id)}: `topicswarm refine TOPIC` lists ones (GET /api/refine)"
+            ) from None
         found = await self._db(store.load_proposals, None, number) if 0 <= number <= MAX_ROW_ID else []
         if not found:
-            raise KeyError(f"no proposal {proposal_id!r}: list them with GET /api/refine?topic=T")
+            raise KeyError(
+                f"no proposal {shown(proposal_id)}: `topicswarm refine TOPIC` lists ones (GET /api/refine)"
+            )
         if found[0]["status"] != "open":
             raise ValueError(f"proposal {number} is already {found[0]['status']}")
         return found[0]

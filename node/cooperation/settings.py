@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from crawler.settings import doc
 from p2p.schemas import MAX_HELD_FILTER_BYTES
 
+MAX_CLUSTERS = 32  # subtopics one refinement may propose (the API's and the CLI's bound on k)
+
 
 @dataclass(frozen=True)
 class CooperationSettings:
@@ -76,5 +78,7 @@ class CooperationSettings:
             raise ValueError("held_filter_fp_rate must lie in [0, 1) (0: no filter)")
         if not 1 <= self.held_filter_max_bytes <= MAX_HELD_FILTER_BYTES:
             raise ValueError(f"held_filter_max_bytes must lie in [1, {MAX_HELD_FILTER_BYTES}]")
-        if self.sync_interval <= 0 or self.request_timeout <= 0 or self.cluster_k < 2:
-            raise ValueError("sync_interval and request_timeout must be > 0, cluster_k >= 2")
+        if self.sync_interval <= 0 or self.request_timeout <= 0 or not 2 <= self.cluster_k <= MAX_CLUSTERS:
+            raise ValueError(
+                f"sync_interval and request_timeout must be > 0, cluster_k in [2, {MAX_CLUSTERS}]"
+            )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from crawler import search as search_module
 from crawler.query import parse_query
 from crawler.repository import DocumentRecord, Repository, StoredPage
 from crawler.search import WIDEN_BELOW, SearchError, ranked_search, search
@@ -95,6 +96,24 @@ def test_empty_query_is_an_error(repo):
         search(repo, "  ")
     with pytest.raises(SearchError, match="empty"):
         search(repo, "!!! ''", syntax="plain")
+
+
+@pytest.mark.parametrize("syntax", ["plain", "fts5"])
+def test_a_query_longer_than_anyone_types_is_refused_with_the_limit(repo, syntax):
+    with pytest.raises(SearchError, match=f"at most {search_module.MAX_QUERY_CHARS}"):
+        search(repo, "sql " * 300, syntax=syntax)
+
+
+def test_a_query_running_past_its_time_is_interrupted_with_advice_and_the_connection_stays_usable(
+    repo, monkeypatch
+):
+    monkeypatch.setattr(search_module, "QUERY_SECONDS", -1.0)  # every statement is already late
+    monkeypatch.setattr(search_module, "PROGRESS_STEPS", 1)
+    with pytest.raises(SearchError, match="fewer words"):
+        search(repo, "vacuum", syntax="plain")
+    assert repo.db.execute("SELECT count(*) FROM documents").fetchone()[0] > 0  # no handler left behind
+    monkeypatch.undo()
+    assert search(repo, "vacuum", syntax="plain")
 
 
 def test_default_verdict_filter_leaves_out_pages_no_topic_accepted(repo):

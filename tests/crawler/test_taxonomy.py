@@ -1,7 +1,9 @@
+import os
 from pathlib import Path
 
 import pytest
 
+from crawler import taxonomy as taxonomy_module
 from crawler.repository import Repository
 from crawler.taxonomy import (
     FAILED,
@@ -162,6 +164,38 @@ def test_folder_tree_must_exist(tmp_path):
         read_taxonomy(tmp_path / "missing.html")
     with pytest.raises(TaxonomyError):
         read_folder_tree(tmp_path)
+
+
+def test_a_fifo_is_refused_at_once_rather_than_read_forever(tmp_path):
+    fifo = tmp_path / "bookmarks.html"
+    os.mkfifo(fifo)
+    with pytest.raises(TaxonomyError, match="not a regular file"):
+        read_taxonomy(fifo)
+
+
+def test_a_bookmarks_file_over_the_size_limit_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(taxonomy_module, "MAX_FILE_BYTES", 100)
+    big = tmp_path / "bookmarks.html"
+    big.write_bytes((FIXTURES / "firefox-bookmarks.html").read_bytes())
+    with pytest.raises(TaxonomyError, match="larger than"):
+        read_taxonomy(big)
+
+
+def test_a_folder_tree_skips_an_oversized_document_and_refuses_a_whole_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(taxonomy_module, "MAX_FILE_BYTES", 100)
+    (tmp_path / "Math").mkdir()
+    (tmp_path / "Math" / "intro.txt").write_text("numbers and proofs")
+    (tmp_path / "Math" / "huge.txt").write_text("x" * 101)
+    tax = read_taxonomy(tmp_path)
+    assert [d.text for d in tax.positives("Math")] == ["numbers and proofs"]
+    assert (
+        len(tax.skipped) == 1
+        and tax.skipped[0].startswith("Math/huge.txt: ")
+        and "larger than" in tax.skipped[0]
+    )
+    monkeypatch.setattr(taxonomy_module, "MAX_FOLDER_FILES", 2)
+    with pytest.raises(TaxonomyError, match="more than 2 files"):
+        read_taxonomy(tmp_path)
 
 
 def test_stored_taxonomy_round_trips_and_replaces_the_previous_one(tmp_path):

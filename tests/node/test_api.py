@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import httpx
@@ -151,6 +152,64 @@ async def test_errors_are_json_with_what_to_do(node):
     async with httpx.AsyncClient(base_url=service.api_url, headers=client._http.headers) as raw:
         broken = await raw.post("/api/topics/import", content=b"{not json")
     assert broken.status_code == 400 and broken.json()["error"] == "bad_request"
+
+
+@pytest.mark.trio
+async def test_hostile_bodies_and_parameters_are_refused_with_what_was_wrong_and_the_node_serves_on(
+    node, tmp_path
+):
+    service, client = node
+    async with httpx.AsyncClient(base_url=service.api_url, headers=client._http.headers) as raw:
+
+        async def refused(method: str, path: str, status: int = 400, **options) -> str:
+            response = await raw.request(method, path, **options)
+            assert response.status_code == status, (path, response.text)
+            return response.json()["detail"]
+
+        assert "UTF-8" in await refused("POST", "/api/crawl/start", content=b'{"a": "\xff"}')
+        assert "nests too deep" in await refused("POST", "/api/crawl/start", content=b"[" * 100_000)
+        assert b"413" in await declared_too_large(service.api_url, client._http.headers["authorization"])
+        huge = {"topic": "Databases", "loss": 10**400}
+        assert "too large a number" in await refused("PUT", "/api/meta/loss", content=json.dumps(huge))
+        for odd in ("\u0663", "1_0", "+1", " 1"):  # an Arabic-Indic three, underscores, signs, spaces
+            assert "whole number" in await refused("GET", f"/api/search?q=sql&limit={odd}")
+        assert "whole number" in await refused("GET", "/api/documents/\u0663")
+        assert "at most 1000" in await refused(
+            "GET", "/api/search", params={"q": "a* " * 3333, "syntax": "fts5"}
+        )
+        keywords = {"keywords": [None, {"x": 1}]}
+        assert "strings" in await refused(
+            "PUT", "/api/topics/Databases/keywords", content=json.dumps(keywords)
+        )
+        assert "'fetch'" in await refused("POST", "/api/topics/import", json={"path": "/x", "fetch": "no"})
+        assert "in full" in await refused("POST", "/api/topics/import", json={"path": ""})
+        fifo = tmp_path / "bookmarks.html"
+        os.mkfifo(fifo)  # read on the node's loop, it had held the node until someone wrote to it
+        assert "not a regular file" in await refused("POST", "/api/topics/import", json={"path": str(fifo)})
+        assert "not_found" in (await raw.get("/api/status/")).text  # no empty redirect
+        not_allowed = await raw.delete("/api/status")
+        assert not_allowed.status_code == 405 and set(not_allowed.headers["allow"].split(", ")) == {
+            "GET",
+            "HEAD",
+        }
+        long_topic = "t" * 100_000
+        assert len(await refused("POST", "/api/crawl/pause", 404, json={"topic": long_topic})) < 200
+    assert (await client.status())["crawl"]["state"] == "running"
+
+
+async def declared_too_large(url: str, authorization: str) -> bytes:
+    """The status line the node answers a body announced at 2 MB with, before any of it is sent (httpx
+    would warn of the body it could not finish sending)."""
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    stream = await trio.open_tcp_stream(host, port)
+    async with stream:
+        request = (
+            f"POST /api/crawl/start HTTP/1.1\r\nHost: {host}\r\nAuthorization: {authorization}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 2000000\r\n\r\n"
+        )
+        await stream.send_all(request.encode())
+        with trio.fail_after(10):
+            return (await stream.receive_some(4096)).split(b"\r\n", 1)[0]
 
 
 @pytest.mark.trio

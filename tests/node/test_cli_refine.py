@@ -66,7 +66,8 @@ def test_a_proposal_is_accepted_under_a_name_or_rejected_by_its_id(client, capsy
         (["refine", "Databases", "--accept", "3"], "take a proposal ID, not a topic"),
         (["refine", "--reject", "3", "--name", "X"], "--name goes with --accept ID"),
         (["refine", "Databases", "--name", "X"], "--name goes with --accept ID"),
-        (["refine", "Databases", "--k", "1"], "--k must be at least 2"),
+        (["refine", "Databases", "--k", "1"], "--k must be between 2 and 32"),
+        (["refine", "Databases", "--k", "50"], "--k must be between 2 and 32"),
     ],
 )
 def test_a_refine_command_that_mixes_its_forms_says_which_to_use(client, capsys, argv, said):
