@@ -241,3 +241,5 @@ class TopicSwarmApp(App[None]):
             bar.show_status(self.telemetry.status)
         if self.problem:
             bar.show_problem(self.problem, connection=not self.reachable)
+        else:  # one that ended while another screen was shown (only the shown screen's bar is cleared)
+            bar.clear_problem()

@@ -70,9 +70,10 @@ class QuerySubmitted(Message):
 
 
 class ResultsFetched(Message):
-    def __init__(self, results: SearchResults) -> None:
+    def __init__(self, results: SearchResults, why_none: str = "") -> None:
         super().__init__()
         self.results = results
+        self.why_none = why_none  # the search failed: why (the node refused it, or could not be reached)
 
 
 class FeedbackSent(Message):

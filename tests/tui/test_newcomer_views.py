@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Static, Tree
 
 import tui.app
 import tui.screens.base
-from node.client import NodeError
+from node.client import NodeError, NodeUnreachable
 from tui.app import TopicSwarmApp
 from tui.link import NodeLink
 from tui.records import (
@@ -504,6 +504,90 @@ async def test_topics_and_peers_screens_follow_the_node_without_a_refresh_key_an
         link.peers = counted
         await settle(pilot, lambda: fetched[0] >= 2)
         assert table.cursor_row == 2
+
+
+class TwoTopicsLink(GrowingLink):
+    """GrowingLink with a second topic, Sysadmin, below Databases."""
+
+    async def topics(self) -> list[Topic]:
+        grown = await super().topics()
+        return [*grown, replace(TOPIC, key="Sysadmin", name="Sysadmin", local=1)]
+
+
+@pytest.mark.anyio
+async def test_the_topics_cursor_stays_on_its_topic_when_the_list_is_refreshed(monkeypatch):
+    """The tree is rebuilt at every answer; moving the cursor to a node not laid out yet left it on the
+    first topic, so the keys that act on the selected topic (s, p, x, k) acted on another."""
+    monkeypatch.setattr(tui.app, "STATUS_INTERVAL", 0.1)
+    monkeypatch.setattr(tui.screens.base, "LIVE_REFRESH", 0.3)
+    link = TwoTopicsLink()
+    app = TopicSwarmApp(Path("/nonexistent"), link=link)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(pilot, lambda: isinstance(app.screen, TopicsScreen) and len(app.screen.topics) == 2)
+        app.screen.query_one(Tree).focus()
+        await pilot.press("down")
+        await settle(pilot, lambda: app.screen.selected_key() == "Sysadmin")
+        answers = link.answers
+        await settle(pilot, lambda: link.answers >= answers + 2)
+        await pilot.pause()
+        assert app.screen.selected_key() == "Sysadmin"
+        assert "Sysadmin" in str(app.screen.query_one("#topic-details", Static).content)
+
+
+class RecoveringLink(StandInLink):
+    """A node that cannot be reached until `back` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(NodeError("not_found", "none", 404))
+        self.back = False
+
+    async def status(self) -> Status:
+        if not self.back:
+            raise NodeUnreachable("no node is running for /nonexistent")
+        return await super().status()
+
+
+@pytest.mark.anyio
+async def test_a_problem_that_ended_on_another_screen_is_gone_when_its_screen_comes_back(monkeypatch):
+    monkeypatch.setattr(tui.app, "STATUS_INTERVAL", 0.1)
+    link = RecoveringLink()
+    app = TopicSwarmApp(Path("/nonexistent"), link=link)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(pilot, lambda: "no node is running" in app.screen.query_one(StatusBar).problem)
+        await pilot.press("1")
+        link.back = True
+        await settle(pilot, lambda: app.reachable and not app.screen.query_one(StatusBar).problem)
+        await pilot.press("2")
+        await settle(pilot, lambda: isinstance(app.screen, TopicsScreen))
+        await pilot.pause()
+        bar = app.screen.query_one(StatusBar)
+        assert bar.problem == "" and bar.connected
+
+
+class RefusingSearchLink(StandInLink):
+    """Finds one page for any query but "(((", which it refuses as a node does a query it cannot read."""
+
+    async def search(self, q: str, **options) -> SearchResults:
+        if q == "(((":
+            raise NodeError("bad_query", "the query is empty: give at least one word to look for", 400)
+        return await super().search(q, **options)
+
+
+@pytest.mark.anyio
+async def test_a_refused_search_clears_the_previous_hits_and_says_why(monkeypatch):
+    app = TopicSwarmApp(Path("/nonexistent"), link=RefusingSearchLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await search_until_hits(pilot, app, "sqlite")
+        await pilot.press("slash", *["backspace"] * 6, *"(((", "enter")
+        table = app.screen.query_one("#hits", DataTable)
+        await settle(pilot, lambda: table.row_count == 0)
+        assert table.border_title == "no search for “(((”"
+        assert "give at least one word" in str(app.screen.query_one("#preview", Static).content)
+        await pilot.press("slash", *["backspace"] * 3, "enter")  # nothing typed: say so
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("type the words to search for")
 
 
 def test_the_dashboard_line_counts_revisits_once_there_are_any():

@@ -188,6 +188,7 @@ class ResultsScreen(NodeScreen):
     def submit(self) -> None:
         q = self.query_one("#query", Input).value.strip()
         if not q:
+            self.notify("type the words to search for, then Enter", severity="warning", timeout=4)
             return
         topic = self.query_one("#topic-filter", Select).value
         self.post_message(
@@ -204,11 +205,17 @@ class ResultsScreen(NodeScreen):
 
     @work(exclusive=True, group="search")
     async def search(self, query: QuerySubmitted) -> None:
-        results = await self.ask(
+        results, refusal = await self.ask_refusable(
             self.link.search, query.query, topic=query.topic, origin=query.origin, verdict=query.verdict
         )
         if results is not None:
             self.post_message(ResultsFetched(results))
+            return
+        if refusal is not None:
+            self.swarm.report_problem(refusal)
+        why = refusal.detail if refusal is not None else "the node could not be reached: nothing was searched"
+        # the previous query's hits stayed under the new query's words, as if they were its answer
+        self.post_message(ResultsFetched(SearchResults(query.query, (), 0), why_none=why))
 
     def on_results_fetched(self, message: ResultsFetched) -> None:
         self.results = message.results
@@ -219,7 +226,10 @@ class ResultsScreen(NodeScreen):
         shown = len(self.results.hits)
         widened = " and words it starts" if self.results.prefix and shown else ""
         table.border_title = f"{shown} of {self.results.total} for “{self.results.query}”{widened}"
-        if shown:
+        if message.why_none:
+            table.border_title = f"no search for “{self.results.query}”"
+            self.query_one("#preview", Static).update(escape(message.why_none))
+        elif shown:
             table.move_cursor(row=0)
             self._preview(self.results.hits[0])
         else:

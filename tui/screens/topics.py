@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.markup import escape
 from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
 
 from tui.messages import TopicsFetched
 from tui.records import CrawlFigures, Topic
@@ -81,6 +82,8 @@ class TopicsScreen(NodeScreen):
     def __init__(self) -> None:
         super().__init__()
         self.topics: dict[str, Topic] = {}
+        self._topic_nodes: dict[str, TreeNode[str]] = {}  # topic key -> its node in the tree
+        self._tree_shape: list[tuple[str, str | None]] | None = None  # (key, parent) of the tree's topics
 
     def body(self) -> ComposeResult:
         with Horizontal(id="topics-pane"):
@@ -107,26 +110,38 @@ class TopicsScreen(NodeScreen):
     def on_topics_fetched(self, message: TopicsFetched) -> None:
         tree: Tree[str] = self.query_one(Tree)
         selected = self.selected_key()
+        shape = [(t.key, t.parent) for t in sorted(message.topics, key=lambda t: t.key)]
         self.topics = {t.key: t for t in message.topics}
-        tree.clear()
-        nodes = {}
-        for topic in sorted(message.topics, key=lambda t: t.key):
-            parent = nodes.get(topic.parent) if topic.parent else None
-            node = (parent or tree.root).add(
-                topic_label(topic, self.node_crawl()), data=topic.key, expand=True
-            )
-            nodes[topic.key] = node
-        for node in nodes.values():
-            if not node.children:
-                node.allow_expand = False
-        if not nodes:
+        if shape == self._tree_shape:  # the same tree: new labels, and the cursor stays where the user put it
+            for node in self._topic_nodes.values():
+                node.set_label(topic_label(self.topics[node.data], self.node_crawl()))
+        else:
+            self._rebuild(tree, selected)
+            self._tree_shape = shape
+        if not self._topic_nodes:
             self.query_one("#topic-details", Static).update("no topics yet: press i to import bookmarks")
             return
-        target = nodes.get(selected or "") or next(iter(nodes.values()))
-        tree.move_cursor(target)
-        self._show(target.data)
+        self._show(self.selected_key() or selected)
         if any(t.measuring for t in message.topics):
             self.set_timer(MEASURING_POLL, self.fetch_topics)
+
+    def _rebuild(self, tree: Tree[str], selected: str | None) -> None:
+        """The tree anew, the cursor on the topic it was on (or the first), once the new lines are laid
+        out: before that a node has no line, and moving the cursor there left it on the first topic."""
+        tree.clear()
+        self._topic_nodes = {}
+        for topic in sorted(self.topics.values(), key=lambda t: t.key):
+            parent = self._topic_nodes.get(topic.parent) if topic.parent else None
+            self._topic_nodes[topic.key] = (parent or tree.root).add(
+                topic_label(topic, self.node_crawl()), data=topic.key, expand=True
+            )
+        for node in self._topic_nodes.values():
+            if not node.children:
+                node.allow_expand = False
+        if self._topic_nodes:
+            target = self._topic_nodes.get(selected or "") or next(iter(self._topic_nodes.values()))
+            self.call_after_refresh(tree.move_cursor, target)
+            self._show(target.data)
 
     def selected_key(self) -> str | None:
         node = self.query_one(Tree).cursor_node
