@@ -60,3 +60,40 @@ def advertised(
         else:
             out.append(addr)
     return list(dict.fromkeys(out))[:MAX_ADDRS_PER_PEER]
+
+
+LISTEN_EXAMPLE = "/ip4/0.0.0.0/tcp/4001"
+NAMED = ("dns", "dns4", "dns6")  # a peer may be dialled by host name; a node listens on an IP address
+
+
+def check_listen_addr(text: str) -> str:
+    """`text` if it is an address a node can listen on (/ip4 or /ip6, then /tcp/PORT); ValueError saying
+    the form otherwise (given "127.0.0.1:4001", the node failed deep in libp2p with a traceback)."""
+    if not _is_tcp_addr(text, named=False):
+        raise ValueError(f"{text!r} is not a listen address: give /ip4/HOST/tcp/PORT, e.g. {LISTEN_EXAMPLE}")
+    return text
+
+
+def check_peer_addr(text: str) -> str:
+    """`text` if it is a peer's full address (a TCP address and /p2p/PEER_ID, as `node run` prints);
+    ValueError saying the form otherwise (one without the peer id was dialled in vain every 15 s)."""
+    head, marker, peer = text.rpartition("/p2p/")
+    if not (marker and peer and "/" not in peer and _is_tcp_addr(head, named=True)):
+        raise ValueError(
+            f"{text!r} is not a peer address: give the /ip4/HOST/tcp/PORT/p2p/PEER_ID another node's "
+            "`node run` prints"
+        )
+    return text
+
+
+def _is_tcp_addr(text: str, named: bool) -> bool:
+    """Whether text is /ip4|ip6/ADDRESS/tcp/PORT (or, `named`, /dns|dns4|dns6/HOST/tcp/PORT)."""
+    parts = text.split("/")
+    if len(parts) != 5 or parts[0] or parts[3] != "tcp" or not parts[4].isdigit() or int(parts[4]) > 65535:
+        return False
+    if named and parts[1] in NAMED:
+        return bool(parts[2])
+    try:
+        return parts[1] in UNSPECIFIED and ipaddress.ip_address(parts[2]).version == int(parts[1][-1])
+    except ValueError:
+        return False

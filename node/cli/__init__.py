@@ -46,9 +46,25 @@ def describe_by_help(parser: argparse.ArgumentParser) -> None:
             describe_by_help(subparser)
 
 
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The parsed command line; a search's unquoted `-word` is a word of its query (argparse took it for
+    an option it did not know, and refused the command with the top-level usage)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras and getattr(args, "words_from_dashes", False) and all(_excluded_word(e) for e in extras):
+        args.query += extras
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _excluded_word(arg: str) -> bool:
+    """A search's `-word` (or `-"a phrase"`), not a mistyped `--option`."""
+    return arg.startswith("-") and not arg.startswith("--") and len(arg) > 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

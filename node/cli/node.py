@@ -20,6 +20,7 @@ from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, nod
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
+from p2p.addresses import check_listen_addr, check_peer_addr
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -206,6 +207,13 @@ def run_node(args: argparse.Namespace) -> int:
             "--offline runs without peers, so --listen and --bootstrap do nothing: drop --offline to join "
             "a network, or drop them to crawl alone"
         )
+    try:
+        for addr in args.listen:
+            check_listen_addr(addr)
+        for addr in args.bootstrap:
+            check_peer_addr(addr)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     setup_logging(data, args.log_level)
     service = NodeService(
         data,

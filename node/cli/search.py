@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "query",
         nargs="+",
         help='words to look for, quoted or not; "a phrase", -word or -"a phrase" to leave pages out, '
-        "site:HOST[/PATH] (quote a query that starts with -); with --fts: SQLite FTS5 query syntax",
+        "site:HOST[/PATH]; with --fts: SQLite FTS5 query syntax",
     )
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="most hits shown (default 10)")
     parser.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N hits (paging)")
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--fts", action="store_true", help='the query is FTS5 syntax (AND, OR, NOT, "phrases", prefix*)'
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, words_from_dashes=True)
 
 
 def open_repository(args: argparse.Namespace) -> Repository:

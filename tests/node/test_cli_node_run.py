@@ -26,6 +26,20 @@ def test_a_listen_port_in_use_is_refused_in_one_line(tmp_path):
     assert "--listen" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_listen_or_bootstrap_address_not_in_multiaddr_form_is_refused_before_the_node_starts(tmp_path):
+    command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(tmp_path / "node")]
+    for option, form in (("--listen", "/ip4/HOST/tcp/PORT"), ("--bootstrap", "/p2p/PEER_ID")):
+        done = subprocess.run(
+            [*command, option, "127.0.0.1:4001"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=PROJECT_ROOT,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("topicswarm: '127.0.0.1:4001' is not a") and form in done.stderr
+
+
 def test_ready_line_gives_the_api_the_peer_id_and_the_addresses_to_join_through():
     addrs = ["/ip4/192.0.2.7/tcp/4001/p2p/12D3KooWX", "/ip4/10.0.0.7/tcp/4001/p2p/12D3KooWX"]
     service = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id="12D3KooWX", _addrs=lambda: addrs)

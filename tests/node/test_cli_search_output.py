@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from node.cli import build_parser
+import pytest
+
+from node.cli import build_parser, parse_command_line
 from node.cli.search import print_hits
 
 ANSWER = {
@@ -24,6 +26,16 @@ ANSWER = {
 def test_unquoted_words_are_one_query():
     args = build_parser().parse_args(["search", "--data", "/tmp/x", "vacuum", "tables", "--limit", "3"])
     assert args.query == ["vacuum", "tables"] and args.limit == 3
+
+
+def test_an_unquoted_minus_word_leaves_pages_out_instead_of_failing_as_an_unknown_option():
+    parser = build_parser()
+    args = parse_command_line(parser, ["search", "sql", "-mysql", "--limit", "3", "-postgres"])
+    assert args.query == ["sql", "-mysql", "-postgres"] and args.limit == 3
+    with pytest.raises(SystemExit):  # a mistyped option is still one
+        parse_command_line(parser, ["search", "sql", "--limt", "3"])
+    with pytest.raises(SystemExit):  # and other commands take no stray words
+        parse_command_line(parser, ["status", "-x"])
 
 
 def test_a_hit_shows_rounded_confidence_and_a_one_line_preview(capsys):

@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from p2p import addresses
-from p2p.addresses import advertised, interface_addresses
+from p2p.addresses import advertised, check_listen_addr, check_peer_addr, interface_addresses
 from p2p.schemas import MAX_ADDRS_PER_PEER
 
 MACHINE = {"ip4": ["192.0.2.7", "10.1.2.3"], "ip6": ["2001:db8::7"]}
@@ -60,3 +60,36 @@ async def test_a_host_listening_on_every_interface_gives_no_unspecified_address(
         monkeypatch.setattr(addresses, "interface_addresses", lambda: {"ip4": ["127.0.0.1"], "ip6": []})
         assert host.transport_addrs() == [f"/ip4/127.0.0.1/tcp/{port}"]
         assert host.addrs() == [f"/ip4/127.0.0.1/tcp/{port}/p2p/{host.peer_id}"]
+
+
+@pytest.mark.parametrize("addr", ["/ip4/0.0.0.0/tcp/4001", "/ip4/127.0.0.1/tcp/0", "/ip6/::1/tcp/4001"])
+def test_a_listen_address_is_an_ip_address_and_a_tcp_port(addr):
+    assert check_listen_addr(addr) == addr
+
+
+@pytest.mark.parametrize(
+    "addr",
+    [
+        *["127.0.0.1:4001", "/ip4/127.0.0.1/tcp/x", "/ip4/::1/tcp/1", "/ip4/1.2.3/tcp/1"],
+        *["/ip4/127.0.0.1/tcp/70000", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWX", "/dns4/example.org/tcp/4001"],
+        "/ip4/127.0.0.1/udp/1",
+    ],
+)
+def test_anything_else_given_to_listen_on_is_refused_with_the_form_to_give(addr):
+    with pytest.raises(ValueError, match=r"give /ip4/HOST/tcp/PORT, e\.g\. /ip4/0\.0\.0\.0/tcp/4001"):
+        check_listen_addr(addr)
+
+
+@pytest.mark.parametrize(
+    "addr", ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWX", "/dns4/example.org/tcp/1/p2p/12D3KooWX"]
+)
+def test_a_peer_address_ends_in_the_peer_id(addr):
+    assert check_peer_addr(addr) == addr
+
+
+@pytest.mark.parametrize(
+    "addr", ["/ip4/127.0.0.1/tcp/4001", "127.0.0.1:4001", "/ip4/127.0.0.1/tcp/1/p2p/", "/p2p/12D3KooWX"]
+)
+def test_a_peer_address_without_its_peer_id_is_refused_saying_where_to_find_one(addr):
+    with pytest.raises(ValueError, match="PEER_ID another node's `node run` prints"):
+        check_peer_addr(addr)
