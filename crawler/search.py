@@ -263,6 +263,20 @@ def _run(repo: Repository, sql: str, params: list[object], query: str) -> list[t
         repo.db.conn.set_progress_handler(None, 0)
 
 
+def _check_topic(repo: Repository, topic: str) -> None:
+    """A filter topic the repository's topics do not hold is an error: it found nothing, and the answer
+    advised widening the verdict. (A crawl without topics has nothing to check against.)"""
+    try:
+        known, found = repo.db.execute(
+            "SELECT count(*), count(*) FILTER (WHERE key = ?) FROM topics", [topic]
+        ).fetchone()
+    except sqlite3.OperationalError:  # no topics table: nothing was ever imported
+        return
+    if known and not found:
+        shown = topic if len(topic) <= 60 else f"{topic[:59]}…"
+        raise SearchError(f"no topic {shown!r}: list topics with `topicswarm topics list` (GET /api/topics)")
+
+
 def ranked_search(
     repo: Repository,
     query: str,
@@ -299,6 +313,8 @@ def ranked_search(
     if limit < 0 or offset < 0:
         raise SearchError("limit and offset must not be negative")
     ensure_schema(repo)
+    if topic is not None:
+        _check_topic(repo, topic)
     where, params = _filters(topic, include_descendants, verdict, origin)
     if parsed:
         sites, site_params = parsed.site_filter()

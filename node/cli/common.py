@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from node.datadir import DataDir, default_data_dir
@@ -24,6 +25,15 @@ def add_data_arg(parser: argparse.ArgumentParser) -> None:
 
 def data_dir(args: argparse.Namespace) -> DataDir:
     return DataDir(args.data if args.data is not None else default_data_dir())
+
+
+def data_dir_for_writing(args: argparse.Namespace) -> DataDir:
+    """The data directory, made when missing, with a word on stderr when it was: a mistyped --data used
+    to start a second node from nothing without a sign."""
+    data = data_dir(args)
+    if not data.root.exists():
+        print(f"topicswarm: made a new data directory {data.root} (was --data mistyped?)", file=sys.stderr)
+    return data.ensure()
 
 
 def listing_line(noun: str, read: int, queued: int, unchanged: int = 0) -> str:

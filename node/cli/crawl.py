@@ -21,7 +21,7 @@ from crawler.engine import Crawler, CrawlStats
 from crawler.focus_settings import STRATEGIES, FocusSettings
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
-from node.cli.common import CliError, add_data_arg, data_dir, listing_line, revisit_line
+from node.cli.common import CliError, add_data_arg, data_dir_for_writing, listing_line, revisit_line
 from node.config import ConfigError, load_config
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    data = data_dir(args).ensure()
+    data = data_dir_for_writing(args)
     if args.action is not None:
         from node.cli.node import control_crawl
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from node.cli.common import CliError, add_data_arg, data_dir, listing_line, revisit_line
+from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing, listing_line, revisit_line
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
@@ -193,27 +193,14 @@ def run_node(args: argparse.Namespace) -> int:
 
     from node.service import NodeService
 
-    data = data_dir(args).ensure()
+    check_run_args(args)  # before anything is made
+    data = data_dir_for_writing(args)
     if node_running(data):
         raise CliError(f"a node already runs for {data.root}: stop it first, or use another --data directory")
     try:
         config = load_config(data.config)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
-    if args.max_pages is not None and args.max_pages < 0:
-        raise CliError("--max-pages must be 0 or more")
-    if args.offline and (args.listen or args.bootstrap):  # they were silently ignored
-        raise CliError(
-            "--offline runs without peers, so --listen and --bootstrap do nothing: drop --offline to join "
-            "a network, or drop them to crawl alone"
-        )
-    try:
-        for addr in args.listen:
-            check_listen_addr(addr)
-        for addr in args.bootstrap:
-            check_peer_addr(addr)
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
     setup_logging(data, args.log_level)
     service = NodeService(
         data,
@@ -244,6 +231,24 @@ def run_node(args: argparse.Namespace) -> int:
         raise CliError(f"the node failed: {root_cause(exc)} (details in {data.log})") from exc
     print("node stopped: frontier and state saved", file=sys.stderr)
     return 0
+
+
+def check_run_args(args: argparse.Namespace) -> None:
+    """`node run`'s options that cannot work, refused in one line each."""
+    if args.max_pages is not None and args.max_pages < 0:
+        raise CliError("--max-pages must be 0 or more")
+    if args.offline and (args.listen or args.bootstrap):  # they were silently ignored
+        raise CliError(
+            "--offline runs without peers, so --listen and --bootstrap do nothing: drop --offline to join "
+            "a network, or drop them to crawl alone"
+        )
+    try:
+        for addr in args.listen:
+            check_listen_addr(addr)
+        for addr in args.bootstrap:
+            check_peer_addr(addr)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def service_error_in(exc: BaseException) -> Any:
@@ -492,9 +497,11 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
     # with no peer model used there are no peers' reports behind the estimate (it printed 0.500 at loss 0)
     if used and predicted.get("accuracy") is not None and predicted.get("loss") is not None:
         lines.append(
-            f"  estimate from peers' reports: accuracy {_fmt(predicted['accuracy'])} at loss "
-            f"{_fmt(predicted['loss'])}"
+            f"  estimate from peers' reports, for unanimous decisions of {used + 1} models: accuracy "
+            f"{_fmt(predicted['accuracy'])}, abstaining on {_fmt(predicted['loss'])} of the documents"
         )
+    elif used and predicted.get("why"):
+        lines.append(f"  no estimate from peers' reports: {predicted['why']}")
     return "\n".join(lines)
 
 

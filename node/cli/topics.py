@@ -25,7 +25,7 @@ from crawler.taxonomy import (
     store_taxonomy,
     topic_summary,
 )
-from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
@@ -77,7 +77,7 @@ def run_import(args: argparse.Namespace) -> int:
         taxonomy = read_taxonomy(args.source)
     except TaxonomyError as exc:
         raise CliError(str(exc)) from exc
-    data = data_dir(args).ensure()
+    data = data_dir_for_writing(args)
     client = node_client_or_none(data)
     if client is not None:
         answer = _import_through(client, args.source.resolve(), fetch=not args.no_fetch)

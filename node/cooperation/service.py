@@ -811,12 +811,11 @@ class Cooperation:
         built = await self._work(self._build, topic, used, loss)
         if built is None:
             raise ValueError(f"topic {topic!r} has no model yet: import training documents for it first")
-        predicted = exchangeable_agreement(mean_accuracy, max(covariance, 0.0), 1 + len(used))
         answer = {
             "topic": topic,
             "peers_used": len(used),
             "peers_needed": needed,
-            "predicted": {"loss": predicted.loss, "accuracy": learning.finite_or_none(predicted.accuracy)},
+            "predicted": predicted_figures(honest, mean_accuracy, covariance, 1 + len(used)),
             "measured": {"accuracy": built["measured"]},
             "kept": built["kept"],
             "abstained": built["abstained"],
@@ -1372,6 +1371,19 @@ def _short_float(value: float | None, step: float) -> float:
     """`value` rounded to a multiple of `step` (a power of two), 0.0 when missing or not finite."""
     value = float(value or 0.0)
     return round(value / step) * step if math.isfinite(value) else 0.0
+
+
+def predicted_figures(honest: Sequence[float], accuracy: float, covariance: float, k: int) -> dict[str, Any]:
+    """The estimate of k unanimous models from the measured accuracies better than chance (`honest`) and
+    their mean covariance; none, and why, when no model's accuracy was measured (it printed accuracy 0.5
+    at loss 0.5, the figures of a coin)."""
+    if not honest:
+        why = (
+            "no model's accuracy could be measured: too few labelled documents the models were not trained on"
+        )
+        return {"loss": None, "accuracy": None, "why": why}
+    predicted = exchangeable_agreement(accuracy, max(covariance, 0.0), k)
+    return {"loss": predicted.loss, "accuracy": learning.finite_or_none(predicted.accuracy)}
 
 
 def _topic_keys(repo: Repository) -> list[str]:

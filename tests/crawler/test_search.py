@@ -8,6 +8,7 @@ from crawler import search as search_module
 from crawler.query import parse_query
 from crawler.repository import DocumentRecord, Repository, StoredPage
 from crawler.search import WIDEN_BELOW, SearchError, ranked_search, search
+from crawler.taxonomy import parse_bookmarks, store_taxonomy
 
 
 def store(repo: Repository, url: str, title: str, text: str, **kw) -> int:
@@ -114,6 +115,20 @@ def test_a_query_running_past_its_time_is_interrupted_with_advice_and_the_connec
     assert repo.db.execute("SELECT count(*) FROM documents").fetchone()[0] > 0  # no handler left behind
     monkeypatch.undo()
     assert search(repo, "vacuum", syntax="plain")
+
+
+def test_a_filter_topic_the_repository_does_not_hold_is_named_as_unknown(repo):
+    assert ranked_search(repo, "vacuum", topic="Databases", verdict="any").hits == ()  # no topics yet
+    store_taxonomy(repo, parse_bookmarks(BOOKMARKS_WITH_DATABASES))
+    with pytest.raises(SearchError, match="no topic 'Nope': list topics with `topicswarm topics list`"):
+        ranked_search(repo, "vacuum", topic="Nope")
+    assert ranked_search(repo, "vacuum", topic="Databases", verdict="any").hits == ()  # known, no page in it
+
+
+BOOKMARKS_WITH_DATABASES = (
+    '<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><H3>Databases</H3><DL><p><DT><A HREF="http://h/vacuum">v</A>'
+    "</DL><p></DL><p>"
+)
 
 
 def test_default_verdict_filter_leaves_out_pages_no_topic_accepted(repo):

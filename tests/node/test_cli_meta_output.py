@@ -100,7 +100,14 @@ def test_build_with_no_peer_model_prints_no_estimate_from_peers_reports():
     first = text.splitlines()[0]
     assert first.endswith("its own model alone (no peer model of this topic could be used yet)")
     assert "estimate from peers' reports" not in text
-    assert "estimate from peers' reports: accuracy 0.800" in cli_node.build_text(BUILD, META)
+    text = cli_node.build_text(BUILD, META)
+    assert "for unanimous decisions of 2 models: accuracy 0.800, abstaining on 0.444 of the documents" in text
+    unmeasured = dict(
+        BUILD, predicted={"loss": None, "accuracy": None, "why": "no model's accuracy could be"}
+    )
+    assert "no estimate from peers' reports: no model's accuracy could be" in cli_node.build_text(
+        unmeasured, META
+    )
 
 
 def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
@@ -243,3 +250,15 @@ def test_every_topic_of_a_node_without_topics_says_how_to_get_some():
 
     with pytest.raises(CliError, match="topics import"):
         cli_node.each_topic(Empty(), None, lambda topic: None)
+
+
+def test_the_prediction_is_none_with_the_reason_when_no_accuracy_was_measured():
+    from node.cooperation.service import predicted_figures
+
+    unmeasured = predicted_figures([], 0.5, 0.0, 2)
+    assert unmeasured["accuracy"] is None and unmeasured["loss"] is None and "measured" in unmeasured["why"]
+    measured = predicted_figures(
+        [0.9, 0.8], 0.85, 0.0, 2
+    )  # independent: both right 0.7225, both wrong 0.0225
+    assert measured["loss"] == pytest.approx(1 - 0.7225 - 0.0225)
+    assert measured["accuracy"] == pytest.approx(0.7225 / 0.745)

@@ -89,3 +89,23 @@ def test_every_command_help_says_what_the_command_does_and_every_option_what_it_
         for action in parser._actions:
             if action.option_strings and action.dest != "help":
                 assert action.help, f"`topicswarm {' '.join(words)}`: {action.option_strings[0]} has no help"
+
+
+def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_start(tmp_path, capsys):
+    missing = tmp_path / "swram"
+    err = failure(capsys, ["status", "--data", str(missing)])
+    assert f"there is no data directory {missing}" in err and "topicswarm init" in err
+    assert "node run" not in err and not missing.exists()
+
+
+def test_importing_into_a_directory_that_did_not_exist_says_it_made_one(tmp_path, capsys):
+    bookmarks = tmp_path / "bookmarks.html"
+    bookmarks.write_text(
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><H3>Math</H3><DL><p>"
+        '<DT><A HREF="http://127.0.0.1:9/">x</A></DL><p></DL><p>'
+    )
+    missing = tmp_path / "swram"
+    assert main(["topics", "import", "--data", str(missing), "--no-fetch", str(bookmarks)]) == 0
+    assert f"made a new data directory {missing} (was --data mistyped?)" in capsys.readouterr().err
+    assert main(["topics", "import", "--data", str(missing), "--no-fetch", str(bookmarks)]) == 0
+    assert "made a new" not in capsys.readouterr().err  # only the first time

@@ -18,6 +18,7 @@ def test_a_listen_port_in_use_is_refused_in_one_line(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
+        (tmp_path / "node").mkdir()  # an existing one: a new one is said first on stderr
         command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(tmp_path / "node")]
         command += ["--listen", f"/ip4/127.0.0.1/tcp/{port}"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
@@ -38,6 +39,7 @@ def test_a_listen_or_bootstrap_address_not_in_multiaddr_form_is_refused_before_t
         )
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert done.stderr.startswith("topicswarm: '127.0.0.1:4001' is not a") and form in done.stderr
+    assert not (tmp_path / "node").exists()  # refused before anything was made
 
 
 def test_ready_line_gives_the_api_the_peer_id_and_the_addresses_to_join_through():
