@@ -517,6 +517,11 @@ class NodeService:
                 "unchanged": stats.feeds_unchanged,
             },
             "relisted": stats.relisted,  # failed URLs a sitemap or feed dated later, queued again
+            "held_topics": {  # topics paused or stopped while the crawl runs for the others
+                key: state
+                for key, state in sorted(self._states.items())
+                if key != ALL_TOPICS and state != RUNNING
+            },
         }
 
     def _session_figures(self, current: CrawlStats) -> dict[str, Any]:

@@ -323,7 +323,8 @@ def _seconds(seconds: float) -> str:
 def crawl_lines(crawl: dict[str, Any]) -> list[str]:
     """What the crawl does, why it does not crawl (and what to do), and how fast it went."""
     activity = crawl.get("activity") or ("crawling" if crawl.get("active") else crawl["state"])
-    size = f"{crawl['pages']} documents  frontier {crawl['frontier_size']}"
+    # the documents line below counts the repository; this count, the crawl's last snapshot, lagged it
+    size = f"frontier {crawl['frontier_size']}"
     session = crawl.get("session") or {}
     if session.get("pages"):
         since = (
@@ -342,6 +343,10 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
             f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}",
             f"           {size}; {since}",
         ]
+    held = crawl.get("held_topics") or {}
+    if held and crawl.get("state") == "running":
+        topics = ", ".join(f"{topic} ({state})" for topic, state in held.items())
+        lines.append(f"           not crawled: {topics}; `topicswarm crawl start --topic T` resumes one")
     revisits = crawl.get("revisits") or {}
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")

@@ -232,7 +232,7 @@ def test_status_text_explains_its_figures(monkeypatch, capsys):
     monkeypatch.setattr(cli_node, "connect", lambda args: nullcontext(Client()))
     assert cli_node.run_status(argparse.Namespace(json=False, data=None)) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "crawl      crawling  3.2 pages/s (last seconds)  40 documents  frontier 300"
+    assert lines[2] == "crawl      crawling  3.2 pages/s (last seconds)  frontier 300"
     assert lines[3] == "           since the node started 40 pages in 16 s of crawling (2.5 pages/s)"
     assert lines[-2].startswith("harvest    share of the pages fetched for each topic")
     assert lines[-1].split() == ["Databases", "0.50"]
@@ -249,6 +249,15 @@ def test_a_crawl_faster_than_a_tenth_of_a_second_still_reads_as_crawled():
     text = "\n".join(crawl_lines(crawl))
     assert "since the node started 8 pages in under 0.1 s of crawling (250.0 pages/s)" in text
     assert "nothing crawled" not in text
+
+
+def test_topics_held_while_the_crawl_runs_are_named_with_how_to_resume_them():
+    crawl = {"state": "running", "active": True, "pages_per_s": 1.0, "frontier_size": 9, "session": {}}
+    held = {**crawl, "held_topics": {"Databases": "paused", "Sysadmin": "stopped"}}
+    text = "\n".join(crawl_lines(held))
+    assert "not crawled: Databases (paused), Sysadmin (stopped); `topicswarm crawl start --topic T`" in text
+    assert "not crawled" not in "\n".join(crawl_lines(crawl))
+    assert "not crawled" not in "\n".join(crawl_lines({**held, "state": "paused"}))  # the whole crawl is
 
 
 def test_a_networked_node_shows_the_addresses_to_join_it_and_when_alone_how_to_get_peers():

@@ -114,4 +114,5 @@ async def test_pausing_a_topic_imported_before_the_node_ran_leaves_the_others_cr
             )
             status = await client.status()
             assert status["crawl"]["state"] == "running"
+            assert status["crawl"]["held_topics"] == {PAUSED: "paused"}
         service.request_stop()
