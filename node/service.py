@@ -944,15 +944,23 @@ class NodeService:
             known.update(self.cooperation.known_peers())
         elif self.network is not None and hasattr(self.network, "peer_rows"):
             known.update(row["peer_id"] for row in self.network.peer_rows())
-        matches = sorted(peer for peer in known | set(self.blocked_peers) if peer.startswith(text))
+        candidates = known | set(self.blocked_peers)
+        candidates.discard(self.peer_id)  # the node's own id: named only in full (and then refused)
+        matches = sorted(peer for peer in candidates if peer.startswith(text))
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
-            raise NodeServiceError("bad_request", f"{text!r} starts {len(matches)} peer ids: give more of it")
+            raise NodeServiceError(
+                "bad_request", f"{shown(text)} starts {len(matches)} peer ids: give more of it"
+            )
+        if text == self.peer_id:
+            return text
         try:
             return check_peer_id(text, "peer")
         except WireError as exc:
-            raise not_found(f"no peer id known here starts with {text!r}: see `topicswarm peers`") from exc
+            raise not_found(
+                f"no peer id known here starts with {shown(text)}: see `topicswarm peers`"
+            ) from exc
 
     def _blocked_named(self, text: str) -> str:
         text = text.strip()

@@ -88,10 +88,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _client_args(build)
     build.add_argument("--topic", default=None, help="the topic key, e.g. Databases (default: every topic)")
     build.add_argument(
-        "--loss", type=float, required=True, help="fraction of documents it may abstain on, 0 to 1"
+        "--loss", type=loss_fraction, required=True, help="fraction of documents it may abstain on, 0 to 1"
     )
     build.add_argument(
-        "--error-goal", type=float, default=None, help="wanted error rate (peer-count estimate)"
+        "--error-goal", type=error_fraction, default=None, help="wanted error rate (peer-count estimate)"
     )
     build.set_defaults(func=run_meta_build)
     show = meta_commands.add_parser("show", help="the topic's meta-classifier and its loss/accuracy curve")
@@ -104,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _client_args(loss)
     loss.add_argument("--topic", default=None, help="the topic key (default: every topic)")
     loss.add_argument(
-        "--loss", type=float, required=True, help="fraction of documents it may abstain on, 0 to 1"
+        "--loss", type=loss_fraction, required=True, help="fraction of documents it may abstain on, 0 to 1"
     )
     loss.set_defaults(func=run_meta_loss)
 
@@ -231,6 +231,25 @@ def run_node(args: argparse.Namespace) -> int:
         raise CliError(f"the node failed: {root_cause(exc)} (details in {data.log})") from exc
     print("node stopped: frontier and state saved", file=sys.stderr)
     return 0
+
+
+def loss_fraction(text: str) -> float:
+    """--loss: a share of documents to abstain on, checked once here rather than refused once per topic."""
+    return _fraction(text, "a loss is at least 0 and below 1 (the share of documents to abstain on)", 0.0)
+
+
+def error_fraction(text: str) -> float:
+    return _fraction(text, "an error goal lies between 0 and 1, both left out (e.g. 0.05)", None)
+
+
+def _fraction(text: str, rule: str, lowest: float | None) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: {rule}") from None
+    if not (value == lowest or 0.0 < value < 1.0):
+        raise argparse.ArgumentTypeError(f"{text}: {rule}")
+    return value
 
 
 def check_run_args(args: argparse.Namespace) -> None:

@@ -262,3 +262,26 @@ def test_the_prediction_is_none_with_the_reason_when_no_accuracy_was_measured():
     )  # independent: both right 0.7225, both wrong 0.0225
     assert measured["loss"] == pytest.approx(1 - 0.7225 - 0.0225)
     assert measured["accuracy"] == pytest.approx(0.7225 / 0.745)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["meta", "build", "--loss", "1.5"],
+        ["meta", "build", "--loss", "nan"],
+        ["meta", "loss", "--loss", "-0.1"],
+        ["meta", "build", "--loss", "0.2", "--error-goal", "0"],
+    ],
+)
+def test_a_loss_or_error_goal_out_of_range_is_refused_once_before_any_topic_is_asked(argv, capsys):
+    from node.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)
+    assert capsys.readouterr().err.count("error: argument") == 1
+
+
+def test_a_loss_of_zero_is_a_loss():
+    from node.cli import build_parser
+
+    assert build_parser().parse_args(["meta", "build", "--loss", "0"]).loss == 0.0

@@ -83,6 +83,23 @@ async def test_blocking_a_peer_by_the_start_of_its_id_saves_it_and_removes_its_r
 
 
 @pytest.mark.trio
+async def test_a_prefix_shared_with_the_nodes_own_id_names_the_other_peer_and_the_own_id_is_refused(
+    data, monkeypatch
+):
+    """`peers --block 1` on a node with one peer said "a node cannot block itself": the prefix fitted the
+    node's own id too."""
+    monkeypatch.setattr(NodeService, "peer_id", property(lambda self: OTHER))  # whose results it holds too
+    service = NodeService(data, replace_settings(Config(), node={"metrics_interval": 5.0}), offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        async with AsyncNodeClient.from_data_dir(data) as client:
+            assert (await client.block_peer(PEER[:8]))["peer_id"] == PEER
+            with pytest.raises(NodeError, match="cannot block itself"):
+                await client.block_peer(OTHER)
+        service.request_stop()
+
+
+@pytest.mark.trio
 async def test_a_peer_name_that_fits_none_or_several_ids_is_a_clear_error(data):
     errors = {}
 
