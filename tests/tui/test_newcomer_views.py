@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Static, Tree
+from textual.widgets import DataTable, Label, Static, Tree
 
 import tui.app
 import tui.screens.base
@@ -39,6 +39,7 @@ from tui.screens.results import ResultsScreen, document_view, highlighted
 from tui.screens.topics import TopicsScreen, topic_details, topic_label
 from tui.telemetry import Telemetry
 from tui.widgets.plots import NO_META, CurvePlot, time_range, value_range
+from tui.widgets.prompt import Prompt
 from tui.widgets.status_bar import StatusBar
 
 SIZE = (100, 30)
@@ -294,6 +295,7 @@ async def test_enter_on_a_result_shows_its_stored_page_and_enter_again_the_resul
 
 @pytest.mark.anyio
 async def test_dashboard_without_an_answer_from_the_node_claims_no_crawl_state(tmp_path):
+    (tmp_path / "no-node-here").mkdir()  # a data directory no node runs for
     app = TopicSwarmApp(tmp_path / "no-node-here")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: "no node is running" in app.problem)
@@ -588,6 +590,39 @@ async def test_a_refused_search_clears_the_previous_hits_and_says_why(monkeypatc
         await pilot.press("slash", *["backspace"] * 3, "enter")  # nothing typed: say so
         await pilot.pause()
         assert [n.message for n in app._notifications][-1].startswith("type the words to search for")
+
+
+@pytest.mark.anyio
+async def test_refine_opens_on_its_proposals_and_escape_brings_a_drop_down_back_to_them():
+    """It opened on the topic drop-down, where Down opened the menu and a/n/x did nothing."""
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(pilot, lambda: isinstance(app.screen, RefineScreen))
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "proposals"
+        app.screen.query_one("#refine-topic").focus()
+        await pilot.press("escape")
+        assert app.focused.id == "proposals"
+
+
+@pytest.mark.anyio
+async def test_on_an_80_by_24_terminal_help_fits_and_a_long_question_wraps():
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await settle(pilot, lambda: bool(app.screen.query("#help")))
+        help_box = app.screen.query_one("#help").region
+        assert help_box.right <= 80 and help_box.bottom <= 24
+        await pilot.press("escape")
+        question = (
+            "Block 12D3KooWAbCd…? It is refused from now on, and its models and results are removed. " * 2
+        )
+        app.push_screen(Prompt(question))
+        await settle(pilot, lambda: isinstance(app.screen, Prompt))
+        await pilot.pause()
+        label = app.screen.query(Label).first().region
+        assert label.height >= 2 and label.right <= 80  # it was cut to its first line
 
 
 def test_the_dashboard_line_counts_revisits_once_there_are_any():

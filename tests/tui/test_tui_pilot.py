@@ -151,6 +151,7 @@ async def test_pausing_a_topic_and_editing_keywords_reach_the_node(node_data):
 
 
 async def test_node_errors_show_in_the_status_bar_not_as_tracebacks(tmp_path):
+    (tmp_path / "no-node-here").mkdir()  # a data directory no node runs for
     app = TopicSwarmApp(tmp_path / "no-node-here")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: bool(app.problem))

@@ -61,8 +61,9 @@ class NodeScreen(Screen[None]):
         self.reload()
 
     def action_leave_field(self) -> None:
-        """Escape from a text field to the screen's list, so the keys 1-6 and the screen's keys work again."""
-        if not isinstance(self.focused, Input):
+        """Escape from a text field (or a closed drop-down) to the screen's list, so the keys 1-6 and the
+        screen's keys work again."""
+        if not isinstance(self.focused, Input | Select):
             return
         target = next(iter(self.query(self.LIST)), None) if self.LIST else None
         if target is None or not target.focusable:

@@ -61,7 +61,6 @@ class RefineScreen(TopicScreen):
         table.add_column("size", width=5, key="size")
         table.add_column("abst", width=5, key="abstained")
         table.add_column("status", width=9, key="status")
-        self.query_one("#refine-topic", Select).focus()
 
     def topic_chosen(self, topic: str) -> None:
         self.fetch_proposals(topic)
