@@ -571,10 +571,10 @@ class NodeService:
             "no_seeds": "nothing to crawl: import topics with `topicswarm topics import FILE` or give "
             "`topicswarm node run --seed URL`",
             "topics_held": "what is queued belongs to paused or stopped topics: start one with "
-            "`topicswarm crawl start --topic KEY`",
+            "`topicswarm crawl start --topic KEY` (in the UI: s on the Topics screen)",
             "blocked": "every queued host is unreachable or over its page budget; trying again every 30 s",
-            PAUSED: "by the user; `topicswarm crawl start` resumes",
-            STOPPED: "by the user; `topicswarm crawl start` resumes",
+            PAUSED: "by the user; `topicswarm crawl start` resumes (in the UI: ctrl+p, Start crawling)",
+            STOPPED: "by the user; `topicswarm crawl start` resumes (in the UI: ctrl+p, Start crawling)",
             "shutting_down": "the node is shutting down",
             "starting": "about to crawl",
         }

@@ -625,6 +625,22 @@ async def test_on_an_80_by_24_terminal_help_fits_and_a_long_question_wraps():
         assert label.height >= 2 and label.right <= 80  # it was cut to its first line
 
 
+@pytest.mark.anyio
+async def test_an_offline_node_with_no_peers_says_to_restart_it_networked_and_unreachable_topics_say_so():
+    app = TopicSwarmApp(Path("/nonexistent"), link=StandInLink(NodeError("not_found", "none", 404)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.telemetry.status is not None)
+        await pilot.press("4")
+        await settle(pilot, lambda: isinstance(app.screen, PeersScreen))
+        table = app.screen.query_one("#peers", DataTable)
+        await settle(pilot, lambda: "offline" in str(table.border_subtitle))
+        assert "without --offline" in str(table.border_subtitle) and "--bootstrap" not in str(
+            table.border_subtitle
+        )
+        app.reachable, app.problem = False, "no node is running for /nonexistent"
+        assert app.screen.why_no_topic().startswith("the node's topics cannot be read: no node is running")
+
+
 def test_the_dashboard_line_counts_revisits_once_there_are_any():
     crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling"}
     revisited = CrawlFigures.from_json({**crawl, "revisits": {"fetched": 3, "changed": 1, "gone": 0}})

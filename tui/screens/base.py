@@ -74,6 +74,13 @@ class NodeScreen(Screen[None]):
     def action_reload(self) -> None:
         self.reload()
 
+    def why_no_topic(self) -> str:
+        """Why no topic is there to act on: the node's topics could not be read (it is down), or it has
+        none yet (it said "import bookmarks" while the node was down)."""
+        if not self.swarm.reachable:
+            return f"the node's topics cannot be read: {self.swarm.problem or 'the node does not answer'}"
+        return NO_TOPICS
+
     def tick(self) -> None:
         """Called on each status poll while the screen is shown: a `LIVE` screen reloads every
         `LIVE_REFRESH` seconds (the Topics screen kept "0+0, nothing to crawl" while the crawl ran)."""

@@ -178,7 +178,7 @@ class MetaScreen(TopicScreen):
     def action_build(self) -> None:
         topic = self.topic()
         if topic is None:
-            self.notify(NO_TOPICS, severity="warning")
+            self.notify(self.why_no_topic(), severity="warning")
             return
         self.build(topic, self.meta.loss if self.meta is not None else 0.1)
 

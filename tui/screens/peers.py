@@ -110,6 +110,9 @@ class PeersScreen(NodeScreen):
         hint = "no peers yet: run the node with --bootstrap MULTIADDR" + (
             ", or give a peer its address" if own else ""
         )
+        status = self.swarm.telemetry.status
+        if status is not None and not status.networked:  # --bootstrap goes with a node that has a network
+            hint = "no peers: this node runs offline; restart it without --offline to join a community"
         table.border_subtitle = "" if peers else hint
 
     def selected(self) -> Peer | None:

@@ -107,7 +107,7 @@ class RefineScreen(TopicScreen):
     def action_propose(self) -> None:
         topic = self.topic()
         if topic is None:
-            self.notify(NO_TOPICS, severity="warning")
+            self.notify(self.why_no_topic(), severity="warning")
             return
         try:
             k = int(self.query_one("#k", Input).value or DEFAULT_K)

@@ -163,7 +163,7 @@ class TopicsScreen(NodeScreen):
     def action_crawl(self, action: str) -> None:
         key = self.selected_key()
         if key is None:
-            self.notify("select a topic first", severity="warning")
+            self.notify("select a topic first" if self.topics else self.why_no_topic(), severity="warning")
             return
         self.set_crawl(action, key)
 
