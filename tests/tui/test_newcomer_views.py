@@ -35,7 +35,7 @@ from tui.screens.dashboard import summary
 from tui.screens.meta import MetaScreen, build_report
 from tui.screens.peers import PeersScreen, short
 from tui.screens.refine import RefineScreen
-from tui.screens.results import ResultsScreen, document_view, highlighted
+from tui.screens.results import ResultsScreen, document_view, highlighted, preview
 from tui.screens.topics import TopicsScreen, topic_details, topic_label
 from tui.telemetry import Telemetry
 from tui.widgets.plots import NO_META, CurvePlot, time_range, value_range
@@ -639,6 +639,13 @@ async def test_an_offline_node_with_no_peers_says_to_restart_it_networked_and_un
         )
         app.reachable, app.problem = False, "no node is running for /nonexistent"
         assert app.screen.why_no_topic().startswith("the node's topics cannot be read: no node is running")
+
+
+def test_a_result_offers_fetching_again_only_for_the_nodes_own_pages():
+    own = Hit(4, URL, "SQLite", "Databases", 0.93, "local", ("local",), 1.9, "", "")
+    pooled = replace(own, origin=PEER, origins=(PEER,))
+    assert "f fetch again" in preview(own) and "f fetch again" not in preview(pooled)
+    assert "not filtered yet" in preview(own)  # the default filter lists it: it is not a rejection
 
 
 def test_the_dashboard_line_counts_revisits_once_there_are_any():

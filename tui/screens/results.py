@@ -25,7 +25,7 @@ from tui.widgets.status_bar import human_bytes
 ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
-NO_VERDICT = "none yet (no meta-classifier has filtered it)"
+NO_VERDICT = "not filtered yet (accepted by the crawler; no meta-classifier has judged it)"
 DOCUMENT_KEYS = (
     "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser · f fetch again[/dim]"
 )
@@ -63,7 +63,9 @@ def preview(hit: Hit) -> str:
         f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}\n"
         f"verdict: {escape(hit.verdict or NO_VERDICT)}\n"
         f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
-        "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser · f fetch again[/dim]"
+        "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser"
+        + (" · f fetch again" if hit.is_local else "")  # a peer's result is not this node's to fetch
+        + "[/dim]"
     )
 
 
