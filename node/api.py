@@ -41,6 +41,7 @@ SSE_HEARTBEAT = 15.0
 FEEDBACK_KINDS = {True: "relevant", False: "irrelevant"}
 MAX_REVISIT_URLS = 1000  # URLs one revisit request may name
 MAX_BODY_BYTES = 1024 * 1024  # a request body larger than this is refused (an import's: MAX_FILE_BYTES)
+BODY_SECONDS = 30.0  # a request body must arrive within this
 MAX_KEYWORDS = 100  # keywords one topic may have
 MAX_KEYWORD_CHARS = 100
 WHOLE_NUMBER = re.compile(r"[0-9]{1,100}")  # ASCII digits only: int() also takes "٣", "1_0" and " +1"
@@ -100,13 +101,18 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
         raise too_large
     chunks, size = [], 0
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise too_large
-            chunks.append(chunk)
+        with trio.move_on_after(BODY_SECONDS) as waiting:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise too_large
+                chunks.append(chunk)
     except ClientDisconnect as exc:  # no one is left to answer; this only keeps a traceback out of the log
         raise NodeServiceError("bad_request", "the client went away before the body arrived") from exc
+    if waiting.cancelled_caught:  # a body trickling in at a byte a second held a request open for good
+        raise NodeServiceError(
+            "body_timeout", f"the body took longer than {BODY_SECONDS:.0f} s to arrive", 408
+        )
     return b"".join(chunks)
 
 

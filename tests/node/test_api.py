@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from crawler.repository import RepositoryFull
+from node import api as node_api
 from node.client import AsyncNodeClient, NodeError, NodeUnreachable, Unauthorised
 from node.config import Config
 from node.datadir import DataDir
@@ -194,6 +195,26 @@ async def test_hostile_bodies_and_parameters_are_refused_with_what_was_wrong_and
         }
         long_topic = "t" * 100_000
         assert len(await refused("POST", "/api/crawl/pause", 404, json={"topic": long_topic})) < 200
+    assert (await client.status())["crawl"]["state"] == "running"
+
+
+@pytest.mark.trio
+async def test_a_body_that_trickles_in_is_cut_off_with_a_408(node, monkeypatch):
+    service, client = node
+    monkeypatch.setattr(node_api, "BODY_SECONDS", 0.3)
+    url = httpx.URL(service.api_url)
+    stream = await trio.open_tcp_stream(url.host, url.port)
+    async with stream:
+        head = (
+            f"POST /api/crawl/start HTTP/1.1\r\nHost: {url.host}\r\n"
+            f"Authorization: {client._http.headers['authorization']}\r\nContent-Length: 10\r\n\r\n{{"
+        )
+        await stream.send_all(head.encode())  # one byte of ten, and then nothing
+        answer = b""
+        with trio.fail_after(10):
+            while b"took longer than" not in answer and (chunk := await stream.receive_some(4096)):
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408") and b"took longer than" in answer
     assert (await client.status())["crawl"]["state"] == "running"
 
 
