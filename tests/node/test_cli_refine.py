@@ -56,7 +56,9 @@ def test_a_proposal_is_accepted_under_a_name_or_rejected_by_its_id(client, capsy
     assert capsys.readouterr().out.strip() == "proposal 3 accepted: subtopic Databases/Maintenance"
     assert main(["refine", "--reject", "4"]) == 0
     assert capsys.readouterr().out.strip() == "proposal 4 rejected"
-    assert client.calls == [("accept", 3, "Maintenance"), ("reject", 4)]
+    assert main(["refine", "--accept", "5"]) == 0  # named after its label: the user is told how to name one
+    assert "--name NAME gives a subtopic a name of your own" in capsys.readouterr().out
+    assert client.calls == [("accept", 3, "Maintenance"), ("reject", 4), ("accept", 5, None)]
 
 
 @pytest.mark.parametrize(
