@@ -224,6 +224,8 @@ class TopicSwarmApp(App[None]):
         self.reachable = self.reachable and not connection
         for bar in self.status_bars():
             bar.show_problem(text, connection=connection)
+        if connection and self.on_dashboard():  # its figures are now the last known ones
+            self.screen.schedule_redraw()
         if changed:
             self.notify(text, title="node", severity="error", timeout=6)
 

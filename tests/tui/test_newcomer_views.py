@@ -648,6 +648,22 @@ def test_a_result_offers_fetching_again_only_for_the_nodes_own_pages():
     assert "not filtered yet" in preview(own)  # the default filter lists it: it is not a rejection
 
 
+@pytest.mark.anyio
+async def test_the_dashboard_marks_its_figures_as_last_known_while_the_node_does_not_answer(monkeypatch):
+    monkeypatch.setattr(tui.app, "STATUS_INTERVAL", 0.1)
+    link = RecoveringLink()
+    link.back = True
+    app = TopicSwarmApp(Path("/nonexistent"), link=link)
+    async with app.run_test(size=SIZE) as pilot:
+        summary_line = app.screen.query_one("#summary", Static)
+        await settle(pilot, lambda: "pages" in str(summary_line.content))
+        assert "last known" not in str(summary_line.content)
+        link.back = False
+        await settle(pilot, lambda: "last known, the node does not answer" in str(summary_line.content))
+        link.back = True
+        await settle(pilot, lambda: "last known" not in str(summary_line.content))
+
+
 def test_the_dashboard_line_counts_revisits_once_there_are_any():
     crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling"}
     revisited = CrawlFigures.from_json({**crawl, "revisits": {"fetched": 3, "changed": 1, "gone": 0}})

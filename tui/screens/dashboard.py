@@ -23,7 +23,7 @@ class DashboardScreen(NodeScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self._drawn_version = -1
+        self._drawn_version: tuple[int, bool] | None = None  # the telemetry's version and reachability drawn
         self._redraw_pending = False
 
     def body(self) -> ComposeResult:
@@ -40,7 +40,7 @@ class DashboardScreen(NodeScreen):
         self.set_interval(REDRAW_INTERVAL, self._redraw_if_pending)
 
     def reload(self) -> None:
-        self._drawn_version = -1
+        self._drawn_version = None
         self.redraw()
 
     def schedule_redraw(self) -> None:
@@ -53,14 +53,17 @@ class DashboardScreen(NodeScreen):
     def redraw(self) -> None:
         self._redraw_pending = False
         data = self.swarm.telemetry
-        if data.version == self._drawn_version:
+        drawn = (data.version, self.swarm.reachable)
+        if drawn == self._drawn_version:
             return
-        self._drawn_version = data.version
+        self._drawn_version = drawn
         figures, status = data.latest, data.status
         if status is None and figures == CrawlFigures():  # said "crawl stopped · 0 pages" before any answer
             self.query_one("#summary", Static).update(NO_ANSWER)
         else:
-            self.query_one("#summary", Static).update(summary(figures, status))
+            # a node that went down kept showing "crawling" beside the status bar's "unreachable"
+            stale = "" if self.swarm.reachable else "[b]last known, the node does not answer:[/b] "
+            self.query_one("#summary", Static).update(stale + summary(figures, status))
         self.query_one("#plot-pages", SeriesPlot).show({"pages/s": data.pages_per_s})
         self.query_one("#plot-frontier", SeriesPlot).show({"frontier": data.frontier})
         harvest = {topic: series for topic, series in sorted(data.harvest.items())[:6]}
