@@ -167,9 +167,16 @@ class TopicFocus:
 
     # -- set-up -------------------------------------------------------------------------------------------
     def attach(self, crawler: Any) -> None:
+        """Focus `crawler`'s crawl. The learning phase counts the pages the crawler's repository already
+        holds: a restarted node (or one that imported topics) went back to learning for `learning_pages`
+        more, keeping to its seeds' hosts again however far its crawl had gone."""
         self.crawler = crawler
         self.repo = crawler.repo
         ensure_schema(crawler.repo)
+        stats = getattr(crawler, "stats", None)
+        self._scored = max(self._scored, int(getattr(stats, "total_pages", 0)))
+        if self.phase == LEARNING and self._scored >= self.settings.learning_pages:
+            self.phase = HARVESTING
 
     def seeds(self) -> dict[str, list[str]]:
         """Topic -> URLs of its bookmarks, the crawl's start points."""

@@ -183,6 +183,21 @@ def test_a_dry_frontier_ends_the_learning_phase_early_and_queues_the_parked_link
     assert not f.frontier_dry()  # nothing held back any more: the crawl may end
 
 
+@pytest.mark.parametrize(("crawled", "phase", "left"), [(150, HARVESTING, 0), (30, LEARNING, 20)])
+def test_a_focus_attached_to_a_crawl_that_went_on_learns_only_what_is_left_of_the_phase(
+    tmp_path, crawled, phase, left
+):
+    f = focus(learning_pages=50, retrain=False)
+    with Repository(tmp_path / "r.db") as repo:
+        f.attach(SimpleNamespace(repo=repo, stats=SimpleNamespace(total_pages=crawled), frontier=Frontier()))
+    assert f.phase == phase
+    if left:
+        f.score_pages([page(DB_PAGE, "Databases")] * left)
+        assert f.phase == LEARNING
+        f.score_pages([page(DB_PAGE, "Databases")])  # the switch comes with the batch after the phase's last
+        assert f.phase == HARVESTING
+
+
 def test_a_dry_frontier_in_the_learning_phase_with_nothing_parked_changes_nothing():
     f = focus(learning_pages=50, retrain=False)
     f.crawler = SimpleNamespace(frontier=Frontier())
