@@ -61,6 +61,8 @@ from crawler.urls import host_of, looks_like_trap, normalize_url
 
 log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
+LOCAL_RESOURCES_WAIT = 5.0  # seconds before a URL the node had no socket for is tried again
+LOCAL_RESOURCES_TRIES = 60  # and how often (5 minutes) before it is given up, its host left unharmed
 META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
 RATE_WINDOW = 5.0  # seconds over which the current pages/s is measured
 REVISIT_BATCH = 64  # due pages taken from the repository at a time
@@ -778,6 +780,10 @@ class Crawler:
         self._counters.errors[kind] += 1
         if kind == "robots_deferred" and entry.retries < ROBOTS_DEFER_TRIES:
             retry_at = getattr(result, "retry_at", None) or self._clock() + 1.0
+            self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
+            return
+        if kind == "local_resources" and entry.retries < LOCAL_RESOURCES_TRIES:
+            retry_at = self._clock() + LOCAL_RESOURCES_WAIT
             self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
             return
         self.frontier.fail(entry, kind, release=False)

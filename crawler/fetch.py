@@ -9,6 +9,7 @@ timeouts, resets and 5xx with exponential back-off. It never raises for network 
 from __future__ import annotations
 
 import contextlib
+import errno
 import re
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -51,11 +52,28 @@ ERROR_KINDS = (
     "invalid_url",
     "decode",  # undecodable content encoding
     "protocol",  # an answer HTTP cannot make sense of (e.g. a redirect without Location)
+    "local_resources",  # this machine ran out of sockets, file descriptors or buffers: not the host's fault
 )
+LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 RETRYABLE_KINDS = frozenset({"timeout", "connect", "reset", "http_5xx", "http_429", "truncated"})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2
 _ERROR_BODY_BYTES = 65_536  # error pages are read (and dropped) up to this, to keep the connection alive
+
+
+def out_of_local_resources(exc: BaseException) -> bool:
+    """Whether `exc` (or an error it was raised from) is this machine running out of file descriptors,
+    sockets or buffers. Counted as the host's connect failures, a node at its descriptor limit (a local
+    process had opened hundreds of idle connections to its API) marked two sites bad and failed 509 of
+    their queued URLs."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in LOCAL_ERRNOS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @dataclass(frozen=True)
@@ -198,7 +216,8 @@ class Fetcher:
             if decision.verdict == "disallow":
                 return self._failure(url, current, "robots_disallowed", started, redirects)
             if decision.verdict == "defer":
-                return self._failure(url, current, "robots_deferred", started, redirects, decision.retry_at)
+                kind = "local_resources" if decision.local else "robots_deferred"
+                return self._failure(url, current, kind, started, redirects, decision.retry_at)
             answer = await self._get_with_retries(
                 current, self.settings.download_maxsize, check_mime=True, headers=validators
             )
@@ -313,8 +332,8 @@ class Fetcher:
                     await response.aclose()
         except (trio.TooSlowError, httpx.TimeoutException):
             kind = "timeout"
-        except httpx.ConnectError:
-            kind = "connect"
+        except httpx.ConnectError as exc:
+            kind = "local_resources" if out_of_local_resources(exc) else "connect"
         except httpx.RemoteProtocolError:
             kind = "reset" if response is None else "truncated"
         except (httpx.ReadError, httpx.WriteError, httpx.CloseError):
@@ -323,8 +342,11 @@ class Fetcher:
             kind = "decode"
         except (httpx.UnsupportedProtocol, httpx.InvalidURL):
             kind = "invalid_url"
-        except (httpx.HTTPError, OSError):
-            kind = "protocol" if response is not None else "connect"
+        except (httpx.HTTPError, OSError) as exc:
+            if out_of_local_resources(exc):
+                kind = "local_resources"
+            else:
+                kind = "protocol" if response is not None else "connect"
         status = response.status_code if response is not None else 0
         return _Answer(status=status, error=kind, latency=latency)
 
@@ -415,7 +437,7 @@ class Fetcher:
                     break
                 current = target
                 continue
-            if answer.error is not None and answer.error in RETRYABLE_KINDS | {"host_bad"}:
+            if answer.error is not None and answer.error in RETRYABLE_KINDS | {"host_bad", "local_resources"}:
                 return RobotsResponse(answer.status, error=answer.error)
             return RobotsResponse(answer.status, answer.body)
         return RobotsResponse(404)  # unfollowable redirects: RFC 9309 treats robots.txt as unavailable

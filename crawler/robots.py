@@ -33,6 +33,7 @@ class RobotsResponse:
 class RobotsDecision:
     verdict: Literal["allow", "disallow", "defer"]
     retry_at: float | None = None  # clock time to ask again, for "defer"
+    local: bool = False  # deferred because this machine had no socket for the robots.txt, not the host
 
 
 @dataclass
@@ -46,6 +47,7 @@ class _Rules:
 class _Deferred:
     until: float
     attempts: int
+    local: bool = False
 
 
 RobotsFetch = Callable[[str], Awaitable[RobotsResponse]]
@@ -110,7 +112,7 @@ class RobotsCache:
         now = self._clock()
         deferred = self._deferred.get(host)
         if deferred is not None and now < deferred.until:
-            return RobotsDecision("defer", deferred.until)
+            return RobotsDecision("defer", deferred.until, deferred.local)
         rules = self._rules.get(host)
         if rules is None or now >= rules.expires_at:
             return None
@@ -122,6 +124,10 @@ class RobotsCache:
     async def _load(self, host: str, url: str) -> None:
         response = await self._fetch(origin_of(url) + "/robots.txt")
         now = self._clock()
+        if response.error == "local_resources":  # the host is not to blame: ask again soon, no back-off
+            attempts = self._deferred[host].attempts if host in self._deferred else 0
+            self._deferred[host] = _Deferred(now + self._settings.robotstxt_defer_delay, attempts, local=True)
+            return
         if response.error is not None or response.status == 429 or response.status >= 500:
             attempts = self._deferred[host].attempts + 1 if host in self._deferred else 1
             wait = self._settings.robotstxt_defer_delay * 2 ** (attempts - 1)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 import trio
 
+from crawler import engine as engine_module
 from crawler.engine import Crawler, CrawlStats, PageVerdict
 from crawler.frontier import FrontierEntry
 from crawler.repository import DONE, FAILED, QUEUED, Repository, StoredPage
@@ -278,6 +279,34 @@ async def test_a_dry_frontier_lets_the_policy_queue_what_it_held_back_before_the
     stats = await crawler.run()
     assert fetcher.fetched == ["http://a.test/", "http://a.test/1", "http://b.test/"]
     assert stats.reason == "exhausted" and policy.dry_calls == 2  # once to refill, once with nothing held
+    repo.close()
+
+
+class OutOfSocketsAtFirst(FakeFetcher):
+    """Fails its first `times` fetches as a node at its descriptor limit does."""
+
+    def __init__(self, pages: dict[str, str], times: int) -> None:
+        super().__init__(pages)
+        self.times = times
+
+    async def fetch(self, url: str) -> FakeResult:
+        if self.times > 0:
+            self.times -= 1
+            self.fetched.append(url)
+            return FakeResult(url, url, 0, "", {}, b"", 0.0, "local_resources")
+        return await super().fetch(url)
+
+
+@pytest.mark.trio
+async def test_a_url_the_node_had_no_socket_for_is_tried_again_not_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine_module, "LOCAL_RESOURCES_WAIT", 0.01)
+    fetcher = OutOfSocketsAtFirst(site(3), times=3)
+    crawler, repo = make(tmp_path, fetcher)
+    crawler.add_seeds(["http://a.test/"])
+    stats = await crawler.run()
+    assert stats.pages == 4 and repo.document_count() == 4  # the home page and its three pages, all stored
+    assert stats.errors_by_kind.get("local_resources") == 3
+    assert "a.test" not in fetcher.politeness.bad
     repo.close()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import itertools
 import socket
@@ -371,6 +372,43 @@ async def test_network_faults_classified_never_raised(autojump_clock, exception,
     r = await fetch(Site({"/x": fail}), "http://example.com/x")
     assert r.error == kind
     assert r.error in ERROR_KINDS and r.status == 0 and r.body == b""
+
+
+def out_of_descriptors() -> httpx.ConnectError:
+    """What httpx raises when the node's process is at its file descriptor limit."""
+    try:
+        raise OSError(errno.EMFILE, "Too many open files")
+    except OSError as cause:
+        try:
+            raise httpx.ConnectError("[Errno 24] Too many open files") from cause
+        except httpx.ConnectError as exc:
+            return exc
+
+
+@pytest.mark.trio
+async def test_running_out_of_descriptors_is_the_nodes_own_failure_and_never_the_hosts(autojump_clock):
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise out_of_descriptors()
+
+    settings = CrawlSettings(download_delay=0.5, autothrottle_enabled=False, retry_times=0)
+    async with Fetcher(
+        settings, client=httpx.AsyncClient(transport=httpx.MockTransport(Site({"/x": fail})))
+    ) as f:
+        for _ in range(settings.host_bad_after_failures + 2):
+            assert (await f.fetch("http://example.com/x")).error == "local_resources"
+        assert str(f.politeness.state("example.com:80")) != "bad"
+
+
+@pytest.mark.trio
+async def test_a_robots_txt_the_node_had_no_socket_for_defers_its_urls_as_the_nodes_failure(autojump_clock):
+    async def robots_fails(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/robots.txt":
+            raise out_of_descriptors()
+        return respond(200, "<title>t</title>", HTML)
+
+    async with Fetcher(SETTINGS, client=httpx.AsyncClient(transport=httpx.MockTransport(robots_fails))) as f:
+        first = await f.fetch("http://example.com/x")
+        assert first.error == "local_resources" and first.retry_at is not None
 
 
 @pytest.mark.parametrize("url", ["ftp://example.com/", "not a url", "http://" + "a" * 300 + ".com/"])
