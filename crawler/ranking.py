@@ -75,10 +75,14 @@ class RankingWeights:
                 raise RankingError(
                     f"cannot read weight {item!r}: write SIGNAL=NUMBER, e.g. text=1,authority=0.5"
                 )
-            values[match.group(1)] = float(match.group(2))
+            value = float(match.group(2))
+            if not abs(value) <= MAX_WEIGHT:  # 1e308 twice is infinity, which no JSON answer can carry
+                raise RankingError(f"weight {item!r} is out of range: at most {MAX_WEIGHT:g} either way")
+            values[match.group(1)] = value
         return cls.from_dict(values)
 
 
+MAX_WEIGHT = 1e6  # the largest weight --weights takes, either sign
 TEXT_ONLY = RankingWeights(1.0, 0.0, 0.0, 0.0)
 TEXT_AND_CONFIDENCE = RankingWeights(1.0, 1.0, 0.0, 0.0)
 

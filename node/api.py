@@ -79,8 +79,9 @@ async def _json_body(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str,
         return {}
     try:
         body = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise NodeServiceError("bad_request", "the body is not UTF-8: send JSON in UTF-8") from exc
+        json.dumps(body, ensure_ascii=False).encode("utf-8")  # "\ud800" decodes to a lone surrogate
+    except UnicodeError as exc:
+        raise NodeServiceError("bad_request", "the body is not UTF-8 text: send JSON in UTF-8") from exc
     except RecursionError as exc:
         raise NodeServiceError(
             "bad_request", "the body's JSON nests too deep: send a flat JSON object"
@@ -89,6 +90,8 @@ async def _json_body(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str,
         raise NodeServiceError(
             "bad_request", f"the body is not JSON ({exc.msg}); send a JSON object"
         ) from exc
+    except ValueError as exc:  # a whole number of more than 4300 digits
+        raise NodeServiceError("bad_request", f"the body's JSON cannot be read: {exc}") from exc
     if not isinstance(body, dict):
         raise NodeServiceError("bad_request", "the body must be a JSON object")
     return body

@@ -13,7 +13,8 @@ import ipaddress
 import socket
 from collections.abc import Callable, Sequence
 
-from p2p.schemas import MAX_ADDRS_PER_PEER
+from p2p.errors import WireError
+from p2p.schemas import MAX_ADDRS_PER_PEER, check_peer_id
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -78,12 +79,21 @@ def check_peer_addr(text: str) -> str:
     """`text` if it is a peer's full address (a TCP address and /p2p/PEER_ID, as `node run` prints);
     ValueError saying the form otherwise (one without the peer id was dialled in vain every 15 s)."""
     head, marker, peer = text.rpartition("/p2p/")
-    if not (marker and peer and "/" not in peer and _is_tcp_addr(head, named=True)):
+    if not (marker and _is_peer_id(peer) and _is_tcp_addr(head, named=True)):
         raise ValueError(
             f"{text!r} is not a peer address: give the /ip4/HOST/tcp/PORT/p2p/PEER_ID another node's "
             "`node run` prints"
         )
     return text
+
+
+def _is_peer_id(text: str) -> bool:
+    """Whether text is a peer id (a node given "/p2p/12D3KooW" logged 'Invalid CID' every 12 s)."""
+    try:
+        check_peer_id(text, "peer")
+    except WireError:
+        return False
+    return True
 
 
 def _is_tcp_addr(text: str, named: bool) -> bool:

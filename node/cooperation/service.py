@@ -52,6 +52,7 @@ import trio
 
 from crawler.focus import HARVESTING
 from crawler.repository import MAX_ROW_ID, Repository, RepositoryError
+from crawler.taxonomy import OTHERS
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
     correctness_covariance,
@@ -106,6 +107,9 @@ REBUILD_GROWTH = 1.5
 """A topic's meta-classifier is rebuilt when the node's own documents grew by this factor since it was built:
 its latent class models are fitted on those documents, and a growing crawl is rebuilt for a logarithmic
 number of times. (Rebuilt every round instead, an idle node spent 7% of a core on it.)"""
+
+MAX_SUBTOPIC_NAME = 80
+"""The longest name an accepted proposal's subtopic may take (it is part of every key under it)."""
 
 _HELD_SCAN = 4
 """A result page with a held-URL filter looks at up to this many times its limit of documents to fill it."""
@@ -1097,6 +1101,10 @@ class Cooperation:
         label = " ".join((name or proposal["label"]).replace("/", " ").split())
         if not label:
             raise ValueError("a subtopic needs a non-empty name")
+        if label.lower() == OTHERS:  # a taxonomy's folder of negative examples, in any case
+            raise ValueError(f"{label!r} names a topic's negative examples: give the subtopic another name")
+        if len(label) > MAX_SUBTOPIC_NAME:
+            raise ValueError(f"a subtopic's name is at most {MAX_SUBTOPIC_NAME} characters")
         key = f"{proposal['topic']}/{label}"
 
         def accept(repo: Repository) -> None:

@@ -169,6 +169,11 @@ async def test_hostile_bodies_and_parameters_are_refused_with_what_was_wrong_and
 
         assert "UTF-8" in await refused("POST", "/api/crawl/start", content=b'{"a": "\xff"}')
         assert "nests too deep" in await refused("POST", "/api/crawl/start", content=b"[" * 100_000)
+        lone = b'{"keywords": ["\\ud800"]}'  # a lone UTF-16 surrogate, which no UTF-8 text can hold
+        assert "UTF-8" in await refused("PUT", "/api/topics/Databases/keywords", content=lone)
+        digits = b'{"doc_id": ' + b"9" * 5001 + b', "opened": true}'
+        assert "cannot be read" in await refused("POST", "/api/feedback", content=digits)
+        assert "out of range" in await refused("GET", "/api/search?q=sql&weights=text=1e308,confidence=1e308")
         assert b"413" in await declared_too_large(service.api_url, client._http.headers["authorization"])
         huge = {"topic": "Databases", "loss": 10**400}
         assert "too large a number" in await refused("PUT", "/api/meta/loss", content=json.dumps(huge))

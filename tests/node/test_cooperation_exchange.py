@@ -158,6 +158,9 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
         proposals = await a.refine("Databases", 2)
         assert proposals and all(p["status"] == "open" for p in proposals)
         assert sum(p["size"] for p in proposals) > 0
+        for reserved in ("OTHERS", "others", "x" * 81):  # a taxonomy's negatives folder; a name too long
+            with pytest.raises(ValueError, match=r"negative examples|at most 80"):
+                await a.accept_proposal(proposals[0]["id"], name=reserved)
         accepted = await a.accept_proposal(proposals[0]["id"], name="Indexes")
         assert accepted["status"] == "accepted"
         for unknown in ("x", "-1", str(2**64)):  # 2**64 overflowed SQLite's integer: an internal error

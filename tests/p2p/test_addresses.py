@@ -9,6 +9,7 @@ import pytest
 from p2p import addresses
 from p2p.addresses import advertised, check_listen_addr, check_peer_addr, interface_addresses
 from p2p.schemas import MAX_ADDRS_PER_PEER
+from p2p.signing import peer_id_from_public_key as peer_id_of
 
 MACHINE = {"ip4": ["192.0.2.7", "10.1.2.3"], "ip6": ["2001:db8::7"]}
 
@@ -80,15 +81,22 @@ def test_anything_else_given_to_listen_on_is_refused_with_the_form_to_give(addr)
         check_listen_addr(addr)
 
 
+PEER = peer_id_of(bytes(range(32)))
+
+
 @pytest.mark.parametrize(
-    "addr", ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWX", "/dns4/example.org/tcp/1/p2p/12D3KooWX"]
+    "addr", [f"/ip4/127.0.0.1/tcp/4001/p2p/{PEER}", f"/dns4/example.org/tcp/1/p2p/{PEER}"]
 )
 def test_a_peer_address_ends_in_the_peer_id(addr):
     assert check_peer_addr(addr) == addr
 
 
 @pytest.mark.parametrize(
-    "addr", ["/ip4/127.0.0.1/tcp/4001", "127.0.0.1:4001", "/ip4/127.0.0.1/tcp/1/p2p/", "/p2p/12D3KooWX"]
+    "addr",
+    [
+        *["/ip4/127.0.0.1/tcp/4001", "127.0.0.1:4001", "/ip4/127.0.0.1/tcp/1/p2p/", f"/p2p/{PEER}"],
+        *["/ip4/127.0.0.1/tcp/1/p2p/12D3KooW", "/ip4/127.0.0.1/tcp/1/p2p/garbage"],
+    ],
 )
 def test_a_peer_address_without_its_peer_id_is_refused_saying_where_to_find_one(addr):
     with pytest.raises(ValueError, match="PEER_ID another node's `node run` prints"):
