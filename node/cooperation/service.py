@@ -53,7 +53,7 @@ import trio
 from crawler.focus import HARVESTING
 from crawler.repository import MAX_ROW_ID, Repository, RepositoryError
 from crawler.taxonomy import OTHERS
-from metamodels.errors import MetamodelError
+from metamodels.errors import MetamodelError, ModelFormatError
 from metamodels.estimators import (
     correctness_covariance,
     exchangeable_agreement,
@@ -435,9 +435,12 @@ class Cooperation:
             entry[1].set()
 
     def _checked_model(
-        self, peer: str, signed: SignedModel | None, topic: str, kind: str
+        self, peer: str, signed: SignedModel | None, topic: str, kind: str, max_rows: int = 1
     ) -> SignedModel | None:
-        """A peer's model after signature, origin and kind checks; None (and a counted rejection) if bad."""
+        """A peer's model after signature, origin, kind, feature space and size checks; None (and a
+        counted rejection) if bad. A model of another feature space had passed, and measuring it failed
+        every cooperation round of the node; a centroid model of 256 rows of 2**24 features took 4.4 GB
+        to expand before it was refused."""
         if signed is None:
             return None
         try:
@@ -446,6 +449,10 @@ class Cooperation:
                 raise WireError("wrong_origin", "a peer may only send its own models")
             if payload.topic != topic or payload.kind != kind:
                 raise WireError("bad_model", f"asked for a {kind} model of {topic!r}")
+            if payload.rows > max_rows:
+                raise WireError("bad_model", f"{payload.rows} rows where at most {max_rows} were asked for")
+            if feature_config_of(payload) != self.featurizer.config:
+                raise WireError("bad_model", "its feature space is not this node's (another version?)")
             if kind == "linear":
                 linear_from_payload(payload)
             else:
@@ -1071,7 +1078,7 @@ class Cooperation:
             except P2PError as exc:
                 log.info("centroids: %s", exc)
                 continue
-            signed = self._checked_model(peer, reply, topic, "centroids")
+            signed = self._checked_model(peer, reply, topic, "centroids", max_rows=k)
             if signed is not None:
                 await self._db(store.save_model, signed, store.RECEIVED)
                 models.append(centroids_from_payload(signed.payload))
@@ -1379,6 +1386,14 @@ def _short_float(value: float | None, step: float) -> float:
     """`value` rounded to a multiple of `step` (a power of two), 0.0 when missing or not finite."""
     value = float(value or 0.0)
     return round(value / step) * step if math.isfinite(value) else 0.0
+
+
+def feature_config_of(payload: Any) -> FeatureConfig:
+    """The feature space a model payload names; `WireError("bad_model")` when it names none."""
+    try:
+        return FeatureConfig.from_dict(dict(payload.feature_config))
+    except (ModelFormatError, TypeError, ValueError) as exc:
+        raise WireError("bad_model", f"its feature config cannot be read: {str(exc)[:200]}") from None
 
 
 def predicted_figures(honest: Sequence[float], accuracy: float, covariance: float, k: int) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from crawler.repository import Repository
 from node.cooperation import store
 from node.cooperation.service import Backoff, Cooperation
 from node.cooperation.testing import add_crawled, add_mixed, make_repository, running_nodes
+from node.cooperation.wiremodels import linear_from_payload
 from p2p.schemas import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
@@ -145,6 +146,29 @@ async def test_results_of_community_peers_are_pooled_with_their_origin(tmp_path)
         # b offers what its restrictive filter keeps, and every such document of a judged stretch
         assert {verdicts[url] for url in pooled} == {"accepted"}
         assert len(pooled) >= 0.5 * sum(v == "accepted" for v in verdicts.values())
+
+
+@pytest.mark.trio
+async def test_a_model_of_another_feature_space_is_refused_and_counted_not_measured(tmp_path):
+    """Measuring one failed every cooperation round of the node that kept it."""
+    from dataclasses import replace
+
+    from metamodels.features import FeatureConfig
+    from node.cooperation.wiremodels import linear_payload
+    from p2p.signing import sign_model
+
+    async with running_nodes(tmp_path, 2, start=False) as (a, b):
+        await b.refresh_local_models(now=True)
+        own = linear_from_payload((await b.local_model("Databases")).model.payload)
+        kept = own.indices[own.indices < 1024]
+        other_space = replace(
+            own, config=FeatureConfig(n_features=1024), indices=kept, weights=own.weights[: kept.size]
+        )
+        signed = sign_model(b.key, linear_payload(other_space, "Databases", 7, b.peer_id))
+        assert a._checked_model(b.peer_id, signed, "Databases", "linear") is None
+        assert a.protocols.guard.ledger.record_of(b.peer_id).reasons == {"bad_model": 1}
+        fine = sign_model(b.key, linear_payload(own, "Databases", 8, b.peer_id))
+        assert a._checked_model(b.peer_id, fine, "Databases", "linear") is fine
 
 
 @pytest.mark.trio
