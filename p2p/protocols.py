@@ -205,7 +205,7 @@ class Protocols:
             with trio.fail_after(self.timeout):
                 stream = await self.p2p.host.new_stream(peer_id, [protocol])
                 await self._send(name, stream, message)
-                return [await self._receive(name, stream, kind) for kind in replies]
+                return [await self._receive(name, stream, kind, solicited=True) for kind in replies]
         except ProtocolError:
             raise
         except WireError as error:
@@ -298,9 +298,14 @@ class Protocols:
         self.bytes_by_message[f"out {message.TYPE}"] += len(frame)
         await stream.write(frame)
 
-    async def _receive(self, peer: str, stream: Any, expected: type[M]) -> M:
+    async def _receive(self, peer: str, stream: Any, expected: type[M], solicited: bool = False) -> M:
+        """One frame from `peer`. A `solicited` one answers this node's own request and is not charged to
+        the peer's rate limit: pulling many announced models from an honest peer had banned it."""
         limit = max(expected.MAX_FRAME, Reject.MAX_FRAME)
-        self.guard.admit(peer)
+        if solicited:
+            self.guard.ledger.check(peer)
+        else:
+            self.guard.admit(peer)
         try:
             payload = await read_frame(stream, limit)
             self.bytes_in[peer] += HEADER_SIZE + len(payload)

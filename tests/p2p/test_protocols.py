@@ -7,6 +7,7 @@ import trio
 from libp2p.custom_types import TProtocol
 
 from p2p.codec import decode_frame, read_frame
+from p2p.limits import RateLimiter
 from p2p.protocols import MODEL, ProtocolError, Protocols, ResultPage
 from p2p.schemas import CrawlResult, Reject, SignedModel
 from p2p.signing import sign_model
@@ -114,6 +115,27 @@ async def test_requests_above_the_rate_limit_are_refused(start_hosts):
             with pytest.raises(ProtocolError, match="rate_limited"):
                 await client.fetch_results(a.peer_id, "databases")
             assert server.guard.ledger.record_of(str(b.peer_id)).reasons["rate_limited"] == 1
+
+
+@pytest.mark.trio
+async def test_the_replies_to_a_nodes_own_requests_are_not_charged_to_the_peer_that_answers(start_hosts):
+    """Pulling many announced models from an honest peer charged its answers to its rate limit, and the
+    node banned the peer for answering."""
+    with trio.fail_after(30):
+        async with start_hosts(2, requests_per_second=0.1, request_burst=2) as (a, b):
+            server = Protocols(a)
+
+            async def provide(topic, cursor, limit):
+                return ResultPage((), cursor)
+
+            server.serve_results(provide)
+            await b.connect_addr(a.addrs()[0])
+            client = Protocols(b)
+            client.guard.limiter = RateLimiter(rate=0.1, burst=1)  # b lets a send one frame unasked
+            await client.fetch_results(a.peer_id, "databases")
+            await client.fetch_results(a.peer_id, "databases")  # b asked twice: a answered twice
+            assert client.guard.ledger.record_of(str(a.peer_id)) is None  # a owes b nothing
+            assert not client.guard.ledger.is_banned(str(a.peer_id))
 
 
 def _named(host):
