@@ -934,12 +934,16 @@ class Cooperation:
         held = {
             m.origin: m for m in await self._db(store.load_models, request.topic, "linear", store.RECEIVED)
         }
-        for origin in request.participants:
+        # each participant once, and at most max_meta_peers of them fetched: a request naming one honest
+        # peer 254 times had this node fetch its model 254 times, and that peer banned this node
+        fetches = self.settings.max_meta_peers
+        for origin in dict.fromkeys(request.participants):
             if origin == self.peer_id:
                 continue
             stored = held.get(origin)
             signed = stored.model if stored else None
-            if signed is None and origin in self.known_peers():
+            if signed is None and origin in self.known_peers() and fetches > 0:
+                fetches -= 1
                 try:
                     signed = await self.fetch_model(origin, request.topic)
                 except P2PError:

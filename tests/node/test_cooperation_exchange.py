@@ -172,6 +172,27 @@ async def test_a_model_of_another_feature_space_is_refused_and_counted_not_measu
 
 
 @pytest.mark.trio
+async def test_a_meta_request_naming_a_peer_many_times_fetches_its_model_once(tmp_path):
+    """A request naming one honest peer 254 times had the node fetch that peer's model 254 times, and the
+    peer banned the node for it."""
+    from p2p.schemas import MetaRequest
+
+    async with running_nodes(tmp_path, 3, start=False) as (a, b, c):
+        fetched: list[str] = []
+
+        async def fetch_model(peer, topic):
+            fetched.append(peer)
+
+        a.fetch_model = fetch_model
+        a.known_peers = lambda: {b.peer_id, c.peer_id}
+        request = MetaRequest(
+            "s" * 16, "Databases", b.peer_id, "estimate", 0.2, None, (b.peer_id,) + (c.peer_id,) * 254
+        )
+        await a._on_meta(b.peer_id, request)
+        assert fetched == [b.peer_id, c.peer_id]
+
+
+@pytest.mark.trio
 async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
     async with running_nodes(tmp_path, 2, crawled=30) as (a, b):
 
