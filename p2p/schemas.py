@@ -143,6 +143,16 @@ def check_pattern(value: Any, where: str, max_len: int, pattern: re.Pattern[str]
     return text
 
 
+_UNSHOWN_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown_text(text: str) -> str:
+    """A peer's text as it may be shown: control characters (terminal escapes such as clear-screen or a
+    window title) and bidirectional overrides become spaces; line breaks and tabs stay. Applied where a
+    result is stored, not where it is parsed: its signature covers the text as the peer sent it."""
+    return _UNSHOWN_RE.sub(" ", text)
+
+
 def check_topic(value: Any, where: str) -> str:
     topic = check_str(value, where, MAX_TOPIC_LEN)
     if _CONTROL_RE.search(topic) or topic != topic.strip():

@@ -21,7 +21,7 @@ from typing import Any
 from crawler.repository import Repository
 from crawler.urls import host_of
 from p2p.codec import pack, unpack
-from p2p.schemas import CrawlResult, ModelResponse, SignedModel
+from p2p.schemas import CrawlResult, ModelResponse, SignedModel, shown_text
 
 COMPONENT = "cooperation"
 LOCAL, RECEIVED, META = "local", "received", "meta"
@@ -333,6 +333,7 @@ def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[Craw
     origins) and advance the cursor, in one transaction; returns how many documents are new."""
     added = 0
     with repo.transaction() as db:
+        ceiling = pooled_confidence_ceiling(db.conn)
         for r in results:
             row = db.conn.execute("SELECT id, origins FROM documents WHERE url = ?", [r.url]).fetchone()
             if row is not None:
@@ -351,12 +352,12 @@ def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[Craw
                     r.url,
                     r.url,
                     host_of(r.url),
-                    r.title,
-                    r.preview,
+                    shown_text(r.title),
+                    shown_text(r.preview),
                     r.fingerprint,
                     r.fetched_at,
                     r.topic,
-                    r.confidence,
+                    min(max(r.confidence, 0.0), ceiling),
                     r.origin,
                     json.dumps([r.origin]),
                 ],
@@ -368,6 +369,14 @@ def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[Craw
             [peer, topic, cursor],
         )
     return added
+
+
+def pooled_confidence_ceiling(conn: Any) -> float:
+    """The most a peer's result may claim: the confidence of the node's own most confident page (1 before
+    it has one). A result claiming 10**12 ranked first for every query it matched, the node's own
+    confidences squeezed to 0 beside it."""
+    top = conn.execute("SELECT max(confidence) FROM documents WHERE origin IS NULL").fetchone()[0]
+    return float(top) if top is not None and top > 0 else 1.0
 
 
 _OWN_IN_TOPIC = (

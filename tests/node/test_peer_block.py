@@ -166,3 +166,16 @@ def test_the_cli_blocks_and_unblocks_through_the_node_and_lists_the_blocked(monk
     lines = blocked_lines([{"peer_id": OTHER, "blocked_at": 1.0}, {"peer_id": PEER, "blocked_at": 2.0}])
     assert lines[0] == "blocked    2 peers (`topicswarm peers --unblock PEER`)"
     assert [line.split()[0] for line in lines[1:]] == [PEER, OTHER]
+
+
+def test_a_pooled_result_claims_no_more_confidence_than_the_nodes_own_most_confident_page(data):
+    from dataclasses import replace
+
+    with Repository(data.repository) as repo:
+        before = dict(repo.db.execute("SELECT url, confidence FROM documents").fetchall())
+        assert store.pooled_confidence_ceiling(repo.db.conn) == 1.0  # no page of its own yet
+        bold = replace(crawl_result("http://c.test/x", PEER, "T"), confidence=1e12, title="a\x1b[2Jb")
+        store.pool_results(repo, PEER, "T", [bold], 2)
+        sql = "SELECT confidence, title FROM documents WHERE url = 'http://c.test/x'"
+        stored = repo.db.execute(sql).fetchone()
+    assert stored == (1.0, "a [2Jb") and len(before) == 2
