@@ -53,6 +53,8 @@ CENTROIDS = TProtocol("/topicswarm/centroids/1.0.0")
 
 MAX_CONCURRENT_HANDLERS = 64
 """Streams served at once; more are reset at once rather than queued (a flood must not build a backlog)."""
+MAX_HANDLERS_PER_PEER = 8
+"""Streams of one peer served at once (one peer trickling bytes into 64 streams had taken every slot)."""
 
 M = TypeVar("M", bound=Message)
 Respond = Callable[[str, Any], Awaitable[Sequence[Message]]]
@@ -109,6 +111,7 @@ class Protocols:
         self.bytes_by_message: Counter[str] = Counter()
         """Frame bytes per direction and message type ("out model_response", "in meta_request", ...)."""
         self._handlers = trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS)
+        self._running: Counter[str] = Counter()  # exchanges running per peer
 
     # -- serving ----------------------------------------------------------------------------------------
     def serve(self, protocol: TProtocol, expected: type[Message], respond: Respond) -> None:
@@ -116,6 +119,12 @@ class Protocols:
 
         async def handler(stream: Any) -> None:
             peer = str(stream.muxed_conn.peer_id)
+            if self._running[peer] >= MAX_HANDLERS_PER_PEER:  # counted: an honest peer never needs more
+                self.guard.reject(
+                    peer, WireError("rate_limited", f"{MAX_HANDLERS_PER_PEER} exchanges at once")
+                )
+                await _reset(stream)
+                return
             try:
                 self._handlers.acquire_nowait()
             except trio.WouldBlock:
@@ -127,6 +136,7 @@ class Protocols:
                 )
                 await _reset(stream)
                 return
+            self._running[peer] += 1
             try:
                 with trio.fail_after(self.timeout):
                     request = await self._receive(peer, stream, expected)
@@ -139,6 +149,9 @@ class Protocols:
             except Exception as exc:  # a broken stream or a failing provider must not take the host down
                 log.warning("%s from %s failed: %s", protocol, peer, exception_reason(exc))
             finally:
+                self._running[peer] -= 1
+                if not self._running[peer]:
+                    del self._running[peer]
                 self._handlers.release()
                 await _close(stream)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -8,7 +9,7 @@ from libp2p.custom_types import TProtocol
 
 from p2p.codec import decode_frame, read_frame
 from p2p.limits import RateLimiter
-from p2p.protocols import MODEL, ProtocolError, Protocols, ResultPage
+from p2p.protocols import MAX_HANDLERS_PER_PEER, MODEL, ProtocolError, Protocols, ResultPage
 from p2p.schemas import CrawlResult, Reject, SignedModel
 from p2p.signing import sign_model
 from p2p.wire_testing import sample_model, wire_key
@@ -77,6 +78,36 @@ async def test_garbage_request_is_rejected_counted_and_the_host_keeps_serving(st
             await honest.connect_addr(a.addrs()[0])
             fetched = await Protocols(honest).fetch_model(a.peer_id, "databases")
             assert fetched == model
+
+
+@pytest.mark.trio
+async def test_one_peer_holding_streams_open_cannot_take_the_slots_other_peers_need(start_hosts):
+    with trio.fail_after(30):
+        async with start_hosts(3, requests_per_second=100.0, request_burst=100) as (a, bad, honest):
+            server = Protocols(a)
+            model = sign_model(a.host.get_private_key(), sample_model(_named(a), "databases"))
+
+            async def provide(topic, version):
+                return model
+
+            server.serve_models(provide)
+            await bad.connect_addr(a.addrs()[0])
+            held = []
+            for _ in range(MAX_HANDLERS_PER_PEER + 3):
+                with contextlib.suppress(Exception):  # the node resets the streams past the bound
+                    stream = await bad.host.new_stream(a.peer_id, [TProtocol(MODEL)])
+                    await stream.write(b"\x00")  # a byte of a frame header, then nothing: the exchange waits
+                    held.append(stream)
+            with trio.move_on_after(2):
+                while server.guard.ledger.record_of(str(bad.peer_id)) is None:
+                    await trio.sleep(0.05)
+            assert server.guard.ledger.record_of(str(bad.peer_id)).reasons["rate_limited"] >= 1
+            assert sum(server._running.values()) <= MAX_HANDLERS_PER_PEER
+            await honest.connect_addr(a.addrs()[0])
+            assert await Protocols(honest).fetch_model(a.peer_id, "databases") == model
+            for stream in held:
+                with contextlib.suppress(Exception):
+                    await stream.reset()
 
 
 @pytest.mark.trio
