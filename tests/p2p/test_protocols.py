@@ -60,13 +60,7 @@ async def test_result_sync_pages_through_more_than_one_response(start_services):
 async def test_garbage_request_is_rejected_counted_and_the_host_keeps_serving(start_hosts):
     with trio.fail_after(30):
         async with start_hosts(3) as (a, bad, honest):
-            server = Protocols(a)
-            model = sign_model(a.host.get_private_key(), sample_model(_named(a), "databases"))
-
-            async def provide(topic, version):
-                return model
-
-            server.serve_models(provide)
+            server, model = serving_own_model(a)
             await bad.connect_addr(a.addrs()[0])
             stream = await bad.host.new_stream(a.peer_id, [TProtocol(MODEL)])
             await stream.write(b"\x00\x00\x00\x05\xc1\xc1\xc1\xc1\xc1")  # 0xc1 is never valid msgpack
@@ -84,13 +78,7 @@ async def test_garbage_request_is_rejected_counted_and_the_host_keeps_serving(st
 async def test_one_peer_holding_streams_open_cannot_take_the_slots_other_peers_need(start_hosts):
     with trio.fail_after(30):
         async with start_hosts(3, requests_per_second=100.0, request_burst=100) as (a, bad, honest):
-            server = Protocols(a)
-            model = sign_model(a.host.get_private_key(), sample_model(_named(a), "databases"))
-
-            async def provide(topic, version):
-                return model
-
-            server.serve_models(provide)
+            server, model = serving_own_model(a)
             await bad.connect_addr(a.addrs()[0])
             held = []
             for _ in range(MAX_HANDLERS_PER_PEER + 3):
@@ -167,6 +155,18 @@ async def test_the_replies_to_a_nodes_own_requests_are_not_charged_to_the_peer_t
             await client.fetch_results(a.peer_id, "databases")  # b asked twice: a answered twice
             assert client.guard.ledger.record_of(str(a.peer_id)) is None  # a owes b nothing
             assert not client.guard.ledger.is_banned(str(a.peer_id))
+
+
+def serving_own_model(host) -> tuple[Protocols, SignedModel]:
+    """`host`'s protocols answering every model request with its own signed model."""
+    server = Protocols(host)
+    model = sign_model(host.host.get_private_key(), sample_model(_named(host), "databases"))
+
+    async def provide(topic, version):
+        return model
+
+    server.serve_models(provide)
+    return server, model
 
 
 def _named(host):
