@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from logging.handlers import RotatingFileHandler
 from typing import Any
 
 from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing, listing_line, revisit_line
@@ -176,8 +177,16 @@ def run_init(args: argparse.Namespace) -> int:
     return 0
 
 
+LOG_BYTES = 10 * 1024 * 1024  # node.log is rotated at this size, keeping LOG_BACKUPS older files
+LOG_BACKUPS = 3
+
+
 def setup_logging(data: DataDir, level: str) -> None:
-    handlers: list[logging.Handler] = [logging.FileHandler(data.log, encoding="utf-8")]
+    """node.log, rotated: a node running for weeks, or a peer making it log on purpose, must not fill
+    the disk with it."""
+    handlers: list[logging.Handler] = [
+        RotatingFileHandler(data.log, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+    ]
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.WARNING if level == "INFO" else level)
     handlers.append(console)

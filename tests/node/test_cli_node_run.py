@@ -48,3 +48,24 @@ def test_ready_line_gives_the_api_the_peer_id_and_the_addresses_to_join_through(
     assert ready_line(service) == f"node ready: api http://127.0.0.1:5 peer 12D3KooWX addrs {' '.join(addrs)}"
     offline = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id=None, _addrs=lambda: [])
     assert ready_line(offline) == "node ready: api http://127.0.0.1:5 peer - addrs (offline)"
+
+
+def test_the_node_log_is_rotated_before_it_can_fill_the_disk(tmp_path, monkeypatch):
+    import logging
+
+    from node.cli import node as cli_node
+    from node.datadir import DataDir
+
+    monkeypatch.setattr(cli_node, "LOG_BYTES", 2000)
+    data = DataDir(tmp_path / "node").ensure()
+    cli_node.setup_logging(data, "INFO")
+    try:
+        for i in range(200):
+            logging.getLogger("node.test").info("line %d of a flood %s", i, "x" * 40)
+    finally:
+        for handler in logging.getLogger().handlers[:]:
+            handler.close()
+            logging.getLogger().removeHandler(handler)
+    logs = sorted(p.name for p in (tmp_path / "node").glob("node.log*"))
+    assert logs == ["node.log", "node.log.1", "node.log.2", "node.log.3"]
+    assert all(p.stat().st_size <= 2000 for p in (tmp_path / "node").glob("node.log*"))
