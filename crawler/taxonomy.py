@@ -411,17 +411,40 @@ def ensure_schema(repo: Repository) -> None:
 
 
 def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> None:
-    """Replace the stored taxonomy and its training documents, all in one transaction."""
+    """Replace the stored taxonomy and its imported training documents, all in one transaction. What the
+    node learned since stays where its topic does: subtopics the user accepted from a refinement, and the
+    training documents feedback and retraining added (a re-import of the same bookmarks had deleted the
+    user's relevance marks, the archetypes and the accepted subtopics)."""
     ensure_schema(repo)
     now = time.time()
     with repo.transaction() as db:
+        kept = _kept_subtopics(db, set(taxonomy.topics))
+        topics = set(taxonomy.topics) | set(kept)
+        columns = ", ".join(_DOC_COLUMNS)
+        rows = db.execute(f"SELECT {columns} FROM training_documents WHERE source != 'import' ORDER BY id")
+        learned = [TrainingDocument(*row) for row in rows.fetchall() if row[0] in topics]
         db.execute("DELETE FROM training_documents")
-        db.execute("DELETE FROM topics")
+        db.conn.execute(f"DELETE FROM topics WHERE key NOT IN ({', '.join('?' * len(kept))})", kept)
         db.conn.executemany(
             "INSERT INTO topics (key, name, parent, source, imported_at) VALUES (?, ?, ?, ?, ?)",
             [(t, display_name(t), parent_key(t), taxonomy.source, now) for t in taxonomy.topics],
         )
-        _insert_documents(db, taxonomy.documents)
+        _insert_documents(db, [*taxonomy.documents, *learned])
+
+
+def _kept_subtopics(db: Any, imported: set[str]) -> list[str]:
+    """The accepted refinement subtopics (topics of source 'refine') whose parent stays, directly or
+    through another kept subtopic."""
+    refined = dict(db.execute("SELECT key, parent FROM topics WHERE source = 'refine'").fetchall())
+    kept: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for key, parent in refined.items():
+            if key not in kept and key not in imported and (parent in imported or parent in kept):
+                kept.add(key)
+                grew = True
+    return sorted(kept)
 
 
 def _insert_documents(db: Any, docs: Iterable[TrainingDocument]) -> None:

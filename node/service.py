@@ -722,6 +722,9 @@ class NodeService:
         for key in taxonomy.topics:
             self._states.setdefault(key, RUNNING)
             await self.db(save_crawl_state, key, self._states[key], now)
+        known = set(await self.topic_keys())  # a topic the new file lacks is gone: so is its held state
+        self._states = {k: v for k, v in self._states.items() if k == ALL_TOPICS or k in known}
+        self._sync_paused_topics()
         seeds = 0
         await self._refresh_focus()
         for topic, urls in taxonomy_seeds(taxonomy).items():

@@ -246,3 +246,33 @@ def test_fetched_texts_fill_pending_documents_and_failures_are_kept(tmp_path):
         summary = {row["key"]: row for row in topic_summary(load_taxonomy(repo))}
     assert summary["Sysadmin"]["positives"] == 2 and summary["Sysadmin"]["with_text"] == 1
     assert summary[""]["failed"] == 1
+
+
+def test_a_re_import_keeps_what_the_node_learned_for_the_topics_that_stay(tmp_path):
+    with Repository(tmp_path / "repo.db") as repo:
+        firefox = read_bookmarks(FIXTURES / "firefox-bookmarks.html")
+        store_taxonomy(repo, firefox)
+        topic = firefox.topics[0]
+        learned = [
+            TrainingDocument(topic, POSITIVE, url="http://a.test/marked", text="marked", source="feedback"),
+            TrainingDocument(topic, POSITIVE, url="http://a.test/hub", text="hub", source="archetype"),
+        ]
+        add_training_documents(repo, learned)
+        with repo.transaction() as db:
+            columns = "key, name, parent, source, imported_at"
+            db.execute(
+                f"INSERT INTO topics ({columns}) VALUES (?, 'Sub', ?, 'refine', 0)", [f"{topic}/Sub", topic]
+            )
+        add_training_documents(
+            repo, [TrainingDocument(f"{topic}/Sub", POSITIVE, text="s", source="feedback")]
+        )
+        store_taxonomy(repo, read_bookmarks(FIXTURES / "firefox-bookmarks.html"))  # the same file again
+        again = load_taxonomy(repo)
+        assert f"{topic}/Sub" in again.topics
+        assert {d.text for d in again.documents if d.source != "import"} == {"marked", "hub", "s"}
+        assert sum(d.source == "import" for d in again.documents) == len(firefox.documents)  # not doubled
+        elsewhere = '<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><H3>Elsewhere</H3><DL><p><DT><A HREF="http://e.test/">e</A></DL><p></DL><p>'
+        store_taxonomy(repo, parse_bookmarks(elsewhere))  # the topic is gone: so is what was learned for it
+        other = load_taxonomy(repo)
+        assert other.topics == ("Elsewhere",)
+        assert all(d.source == "import" for d in other.documents)

@@ -223,6 +223,16 @@ async def test_a_body_that_trickles_in_is_cut_off_with_a_408(node, monkeypatch):
     assert (await client.status())["crawl"]["state"] == "running"
 
 
+@pytest.mark.trio
+async def test_a_topic_a_new_import_lacks_is_no_longer_named_as_held(node):
+    service, client = node
+    await client.import_topics(bookmarks_html=BOOKMARKS, fetch=False)
+    await client.crawl("pause", topic="Databases")
+    assert (await client.status())["crawl"]["held_topics"] == {"Databases": "paused"}
+    await client.import_topics(bookmarks_html=BOOKMARKS.replace("Databases", "Elsewhere"), fetch=False)
+    assert (await client.status())["crawl"]["held_topics"] == {}
+
+
 async def declared_too_large(url: str, authorization: str) -> bytes:
     """The status line the node answers a body announced at 2 MB with, before any of it is sent (httpx
     would warn of the body it could not finish sending)."""
