@@ -225,7 +225,7 @@ async def test_a_body_that_trickles_in_is_cut_off_with_a_408(node, monkeypatch):
 
 @pytest.mark.trio
 async def test_a_topic_a_new_import_lacks_is_no_longer_named_as_held(node):
-    service, client = node
+    _, client = node
     await client.import_topics(bookmarks_html=BOOKMARKS, fetch=False)
     await client.crawl("pause", topic="Databases")
     assert (await client.status())["crawl"]["held_topics"] == {"Databases": "paused"}
