@@ -21,7 +21,7 @@ import numpy as np
 from crawler.errors import CrawlerError
 from crawler.ranking import SIGNALS, RankingWeights
 from crawler.repository import Repository
-from crawler.taxonomy import FETCHED, NEGATIVE, POSITIVE, TrainingDocument, add_training_documents
+from crawler.taxonomy import FETCHED, NEGATIVE, POSITIVE, TrainingDocument, set_marked_document
 
 RELEVANT, IRRELEVANT, OPENED = "relevant", "irrelevant", "opened"
 KINDS = (RELEVANT, IRRELEVANT, OPENED)
@@ -141,7 +141,7 @@ def record_feedback(
             ],
         )
     if train and kind != OPENED and topic:
-        add_training_documents(repo, [training_document(document, topic, kind == RELEVANT)])
+        set_marked_document(repo, training_document(document, topic, kind == RELEVANT))
     return record
 
 

@@ -462,6 +462,19 @@ def add_training_documents(repo: Repository, docs: Sequence[TrainingDocument]) -
         _insert_documents(db, docs)
 
 
+def set_marked_document(repo: Repository, doc: TrainingDocument) -> None:
+    """A user's mark on a page as the topic's one training document of that page from feedback: a later
+    mark replaces an earlier one (twenty marks had made twenty copies, and a change of mind left both
+    the positive and the negative copy)."""
+    ensure_schema(repo)
+    with repo.transaction() as db:
+        db.execute(
+            "DELETE FROM training_documents WHERE source = ? AND topic = ? AND url = ?",
+            [doc.source, doc.topic, doc.url],
+        )
+        _insert_documents(db, [doc])
+
+
 def load_taxonomy(repo: Repository) -> Taxonomy | None:
     """The stored taxonomy, or None when none was imported."""
     ensure_schema(repo)

@@ -860,7 +860,7 @@ class NodeService:
         becomes the training document; the preview does when the fetch fails. A disk that cannot take it
         loses the training document, not the node."""
         from crawler.feedback import FEEDBACK_SOURCE
-        from crawler.taxonomy import FETCHED, PENDING, Taxonomy, add_training_documents
+        from crawler.taxonomy import FETCHED, PENDING, Taxonomy, set_marked_document
 
         pending = dataclasses.replace(marked, text="", status=PENDING)
         fetched = await self._fetch_training_pages(Taxonomy((marked.topic,), (pending,), FEEDBACK_SOURCE))
@@ -871,7 +871,7 @@ class NodeService:
         else:
             log.info("training on the preview of %s: fetching it failed (%s)", marked.url, page.error)
         try:
-            await self.db(add_training_documents, [document])
+            await self.db(set_marked_document, document)
         except (RepositoryError, sqlite3.Error, OSError) as exc:
             log.warning("could not store the marked page %s as a training document: %s", marked.url, exc)
             self._publish("log", {"message": f"feedback on {marked.url} not stored for training: {exc}"})

@@ -17,7 +17,7 @@ from crawler.feedback import (
 from crawler.ranking import TEXT_ONLY, RankingWeights
 from crawler.repository import Repository, StoredPage
 from crawler.search import ranked_search, text_document
-from crawler.taxonomy import POSITIVE
+from crawler.taxonomy import NEGATIVE, POSITIVE
 
 
 def test_plain_least_squares_recovers_the_exact_weights():
@@ -100,6 +100,16 @@ def test_explicit_feedback_adds_training_documents_to_the_topic(repo):
     record_feedback(repo, doc_id, "opened", query="postgresql")
     rows = repo.db.execute("SELECT topic, polarity, url, source FROM training_documents").fetchall()
     assert rows == [("db", POSITIVE, "http://b/short", "feedback")]  # the opened mark adds nothing
+
+
+def test_a_later_mark_on_a_page_replaces_the_earlier_training_document(repo):
+    doc_id = ranked_search(repo, "postgresql").hits[0].doc_id
+    for _ in range(5):
+        record_feedback(repo, doc_id, "relevant", query="postgresql")
+    record_feedback(repo, doc_id, "irrelevant", query="postgresql")  # the user changed their mind
+    rows = repo.db.execute("SELECT topic, polarity, url, source FROM training_documents").fetchall()
+    assert rows == [("db", NEGATIVE, "http://b/short", "feedback")]
+    assert len(feedback_of(repo)) == 6  # every mark is kept for the ranking's fit
 
 
 def test_bad_marks_are_refused_with_the_accepted_forms(repo):
