@@ -8,10 +8,12 @@ A small Starlette app served by Hypercorn's trio worker inside the node's own tr
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import re
 import secrets
+import socket
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
@@ -461,11 +463,33 @@ async def _event_stream(service: NodeService) -> AsyncIterator[str]:
         yield ": keep-alive\n\n" if event is None else event.to_sse()
 
 
+def check_api_port(port: int) -> None:
+    """NodeServiceError saying what to do when the API's port is taken (the node failed with 74 lines of
+    traceback ending in 'Address already in use')."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(
+            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+        )  # TIME_WAIT of a node just stopped is free
+        try:
+            probe.bind((API_HOST, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise NodeServiceError(
+                "api_port",
+                f"port {port} of the control API is in use (another node?): set [node] api_port in "
+                "config.toml to another port, or to 0 for any free one",
+            ) from exc
+
+
 async def serve_api(service: NodeService, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the API on 127.0.0.1 until cancelled; `task_status.started(base_url)` once listening."""
     from hypercorn.config import Config as HypercornConfig
     from hypercorn.trio import serve
 
+    check_api_port(service.settings.api_port)
     token = service.data.read_or_create_token()
     config = HypercornConfig()
     config.bind = [f"{API_HOST}:{service.settings.api_port}"]

@@ -107,7 +107,13 @@ def load_config(path: Path) -> Config:
     """The config at `path`, or the defaults when the file does not exist."""
     if not path.exists():
         return Config()
-    return parse_config(path.read_text(encoding="utf-8"), source=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8"
+        ) from exc
+    return parse_config(text, source=str(path))
 
 
 def default_config_toml() -> str:

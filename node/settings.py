@@ -29,3 +29,9 @@ class NodeSettings:
     shutdown_grace: float = doc(
         10.0, "Seconds a shutdown waits for in-flight pages before it cancels them (they are fetched again)."
     )
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.api_port <= 65535:  # 70000 passed `config check` and failed the node's start
+            raise ValueError(
+                f"api_port must be a TCP port, 0 to 65535 (0: any free one), not {self.api_port}"
+            )

@@ -69,3 +69,23 @@ def test_the_node_log_is_rotated_before_it_can_fill_the_disk(tmp_path, monkeypat
     logs = sorted(p.name for p in (tmp_path / "node").glob("node.log*"))
     assert logs == ["node.log", "node.log.1", "node.log.2", "node.log.3"]
     assert all(p.stat().st_size <= 2000 for p in (tmp_path / "node").glob("node.log*"))
+
+
+def test_an_api_port_in_use_or_out_of_range_and_a_config_not_in_utf8_are_refused_in_one_line(tmp_path):
+    data = tmp_path / "node"
+    data.mkdir()
+    command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data), "--offline"]
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        (data / "config.toml").write_text(f"[node]\napi_port = {port}\n")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"port {port} of the control API is in use" in done.stderr
+    (data / "config.toml").write_text("[node]\napi_port = 70000\n")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    assert done.returncode == 2 and "api_port must be a TCP port" in done.stderr, done.stderr
+    (data / "config.toml").write_bytes(b"[node]\n# caf\xe9\n")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    assert done.returncode == 2 and "is not UTF-8 text" in done.stderr and "Traceback" not in done.stderr
