@@ -46,3 +46,28 @@ def listing_line(noun: str, read: int, queued: int, unchanged: int = 0) -> str:
 def revisit_line(fetched: int, changed: int, gone: int) -> str:
     """Stored pages fetched again (crawler.revisits), in words."""
     return f"{fetched} stored pages fetched again: {changed} had changed, {gone} were gone"
+
+
+MAX_COUNT = (
+    10**9
+)  # the largest count an option takes (SQLite's integers end at 2**63: larger ones overflowed)
+
+
+def count(text: str) -> int:
+    """An option's count of pages, hits or documents: a whole number from 0 to `MAX_COUNT`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: 0 to {MAX_COUNT}")
+    return value
+
+
+def http_url(text: str) -> str:
+    """A --seed: an absolute http(s) URL (anything else was queued and dropped without a word)."""
+    from crawler.urls import normalize_url
+
+    if not text.lower().startswith(("http://", "https://")) or normalize_url(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL, e.g. https://example.org/")
+    return text

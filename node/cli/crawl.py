@@ -21,7 +21,15 @@ from crawler.engine import Crawler, CrawlStats
 from crawler.focus_settings import STRATEGIES, FocusSettings
 from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
-from node.cli.common import CliError, add_data_arg, data_dir_for_writing, listing_line, revisit_line
+from node.cli.common import (
+    CliError,
+    add_data_arg,
+    count,
+    data_dir_for_writing,
+    http_url,
+    listing_line,
+    revisit_line,
+)
 from node.config import ConfigError, load_config
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
@@ -30,10 +38,12 @@ PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a term
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("crawl", help="crawl the web from seed URLs into the repository (resumes)")
     add_data_arg(parser)
-    parser.add_argument("--seed", action="append", default=[], metavar="URL", help="a start URL (repeatable)")
+    parser.add_argument(
+        "--seed", action="append", default=[], type=http_url, metavar="URL", help="a start URL (repeatable)"
+    )
     parser.add_argument(
         "--max-pages",
-        type=int,
+        type=count,
         default=None,
         metavar="N",
         help="stop at N documents of this node's own crawl (pooled results do not count)",

@@ -8,7 +8,7 @@ from pathlib import Path
 from crawler.export import FORMATS, ExportError, export
 from crawler.feedback import DEFAULT_USER
 from crawler.repository import Repository
-from node.cli.common import CliError, add_data_arg
+from node.cli.common import CliError, add_data_arg, count
 from node.cli.search import open_repository, prefix_note, search_from_args
 
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file to write")
     parser.add_argument("--topic", metavar="KEY", help="only this topic and its subtopics")
     parser.add_argument("--query", help="export this search's results instead of every document")
-    parser.add_argument("--limit", type=int, default=1000, metavar="N", help="with --query: most results")
+    parser.add_argument("--limit", type=count, default=1000, metavar="N", help="with --query: most results")
     parser.set_defaults(func=run, offset=0, exact_topic=False, verdict="accepted", origin="any", weights=None)
     parser.set_defaults(user=DEFAULT_USER, fts=False)
 

@@ -16,7 +16,16 @@ from contextlib import contextmanager
 from logging.handlers import RotatingFileHandler
 from typing import Any
 
-from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing, listing_line, revisit_line
+from node.cli.common import (
+    CliError,
+    add_data_arg,
+    count,
+    data_dir,
+    data_dir_for_writing,
+    http_url,
+    listing_line,
+    revisit_line,
+)
 from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
@@ -50,10 +59,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     runner.add_argument("--offline", action="store_true", help="crawl alone: no peer-to-peer network")
     runner.add_argument(
-        "--seed", action="append", default=[], metavar="URL", help="also crawl from this URL (repeatable)"
+        "--seed",
+        action="append",
+        default=[],
+        type=http_url,
+        metavar="URL",
+        help="also crawl from this URL (repeatable)",
     )
     runner.add_argument(
-        "--max-pages", type=int, default=None, metavar="N", help="stop crawling at N documents"
+        "--max-pages", type=count, default=None, metavar="N", help="stop crawling at N documents"
     )
     runner.add_argument(
         "--log-level",

@@ -11,7 +11,7 @@ from crawler.feedback import DEFAULT_USER, personal_weights
 from crawler.ranking import SIGNALS, RankingError, RankingWeights
 from crawler.repository import Repository, RepositoryError
 from crawler.search import HIGHLIGHT, ORIGINS, VERDICTS, SearchError, SearchResults, ranked_search
-from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.common import CliError, add_data_arg, count, data_dir
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 
@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help='words to look for, quoted or not; "a phrase", -word or -"a phrase" to leave pages out, '
         "site:HOST[/PATH]; with --fts: SQLite FTS5 query syntax",
     )
-    parser.add_argument("--limit", type=int, default=10, metavar="N", help="most hits shown (default 10)")
-    parser.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N hits (paging)")
+    parser.add_argument("--limit", type=count, default=10, metavar="N", help="most hits shown (default 10)")
+    parser.add_argument("--offset", type=count, default=0, metavar="N", help="skip the first N hits (paging)")
     parser.add_argument(
         "--topic", metavar="KEY", help='only this topic and its subtopics, e.g. "Science/Math"'
     )

@@ -109,3 +109,19 @@ def test_importing_into_a_directory_that_did_not_exist_says_it_made_one(tmp_path
     assert f"made a new data directory {missing} (was --data mistyped?)" in capsys.readouterr().err
     assert main(["topics", "import", "--data", str(missing), "--no-fetch", str(bookmarks)]) == 0
     assert "made a new" not in capsys.readouterr().err  # only the first time
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["search", "sql", "--limit", "99999999999999999999"], "out of range: 0 to 1000000000"),
+        (["search", "sql", "--offset", "-1"], "out of range"),
+        (["export", "--query", "sql", "--limit", "1e3"], "is not a whole number"),
+        (["node", "run", "--seed", "notaurl"], "is not an http(s) URL"),
+        (["crawl", "--seed", "file:///etc/passwd"], "is not an http(s) URL"),
+    ],
+)
+def test_counts_and_seeds_out_of_shape_are_refused_by_the_option_itself(argv, said, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)
+    assert said in capsys.readouterr().err
