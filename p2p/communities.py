@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 GOSSIP_PREFIX = "topicswarm/topic/"
 DHT_PREFIX = "topicswarm:topic:"
 HEADER_SIZE = 4
+MAX_MEMBERS = 256  # peers heard announcing one topic that are remembered; the longest unheard goes first
 
 
 def gossip_topic(key: str) -> str:
@@ -282,7 +283,10 @@ class Communities:
             self.bytes["in"] += len(message.data)
             if announcement is None:
                 continue
-            self.members.setdefault(key, {})[sender] = time.time()
+            heard = self.members.setdefault(key, {})
+            heard[sender] = time.time()
+            if len(heard) > MAX_MEMBERS:  # announcements signed by throwaway keys grew it without end
+                del heard[min(heard, key=heard.__getitem__)]
             if self.on_announcement is not None:
                 try:
                     await self.on_announcement(announcement)

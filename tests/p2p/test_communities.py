@@ -48,3 +48,33 @@ async def test_a_newcomer_finds_a_community_through_deduplicated_dht_providers(s
             providers = await communities.find_providers("databases")
             assert [peer for peer, _ in providers] == [str(a.peer_id)]
             assert await communities.find_providers("astronomy") == []
+
+
+@pytest.mark.trio
+async def test_the_peers_heard_on_a_topic_are_bounded_the_longest_unheard_going_first(monkeypatch):
+    """Announcements signed by throwaway keys each made a member, and the list grew without end."""
+    from types import SimpleNamespace
+
+    from libp2p.peer.id import ID
+
+    from p2p import communities
+    from p2p.communities import Announcement, Communities
+    from p2p.settings import P2PSettings
+    from p2p.wire_testing import wire_key
+
+    monkeypatch.setattr(communities, "MAX_MEMBERS", 3)
+    senders = [wire_key(i).peer_id for i in range(1, 7)]
+    hub = Communities(SimpleNamespace(settings=P2PSettings(), peer_id="self"), guard=None)
+    hub._decode = lambda sender, key, data: Announcement(key, sender, 1)
+    queue = list(senders)
+
+    class Subscription:
+        async def get(self):
+            if len(queue) == 1:
+                hub._subscriptions.clear()  # the last message, then the listener stops
+            await trio.sleep(0.01)  # heard one after another
+            return SimpleNamespace(from_id=ID.from_base58(queue.pop(0)).to_bytes(), data=b"")
+
+    hub._subscriptions["databases"] = Subscription()
+    await hub._listen("databases", hub._subscriptions["databases"])
+    assert sorted(hub.members["databases"]) == sorted(senders[-3:])
