@@ -297,12 +297,11 @@ def test_results_offered_leave_out_the_askers_own_and_stop_at_the_first_unjudged
         kept = store.own_results(repo, "Databases", 0, 100, "peerB", kept_only=True)
         assert [i for i, _ in kept] == ids[2:4]
         assert store.unjudged(repo, "Databases") == 1
-        # peer "peerA" (a smaller id than this node's "peerM") synced ids[2] here: it offers it to peerB
+        # another peer claims ids[2] as its own result too: the node still offers it (a hostile peer with
+        # a small id had stopped the node sharing every page it claimed)
         repo.db.execute("UPDATE documents SET origins = ? WHERE id = ?", ['["peerA"]', ids[2]])
         repo.db.conn.commit()
-        smallest = store.own_results(repo, "Databases", 0, 100, "peerB", me="peerM")
-        assert [i for i, _ in smallest] == ids[1:2] + ids[3:]
-        assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, "peerB", me="peer0")] == ids[1:]
+        assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, "peerB")] == ids[1:]
 
 
 def test_backoff_doubles_the_rounds_skipped_up_to_the_cap_and_resets_on_news():
