@@ -8,12 +8,10 @@ A small Starlette app served by Hypercorn's trio worker inside the node's own tr
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import re
 import secrets
-import socket
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
@@ -466,22 +464,14 @@ async def _event_stream(service: NodeService) -> AsyncIterator[str]:
 def check_api_port(port: int) -> None:
     """NodeServiceError saying what to do when the API's port is taken (the node failed with 74 lines of
     traceback ending in 'Address already in use')."""
-    if port == 0:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(
-            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
-        )  # TIME_WAIT of a node just stopped is free
-        try:
-            probe.bind((API_HOST, port))
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
-            raise NodeServiceError(
-                "api_port",
-                f"port {port} of the control API is in use (another node?): set [node] api_port in "
-                "config.toml to another port, or to 0 for any free one",
-            ) from exc
+    from node.network import port_in_use
+
+    if port and port_in_use(API_HOST, port):
+        raise NodeServiceError(
+            "api_port",
+            f"port {port} of the control API is in use (another node?): set [node] api_port in "
+            "config.toml to another port, or to 0 for any free one",
+        )
 
 
 async def serve_api(service: NodeService, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:

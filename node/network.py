@@ -7,8 +7,10 @@ cooperation layer plugs its providers and handlers into.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,28 +151,34 @@ def refuse_taken_port(addr: str) -> None:
     """A listen address whose TCP port another process holds is an error that says what to do. libp2p
     listens with SO_REUSEPORT, so a second node on the default port 4001 used to start "fine" and share
     the port with the first, each getting a random half of the incoming connections."""
-    import errno
-    import socket
-
     from node.service import NodeServiceError
 
     parts = addr.strip("/").split("/")
     if len(parts) < 4 or parts[0] not in ("ip4", "ip6") or parts[2] != "tcp" or parts[3] in ("", "0"):
         return
-    family = socket.AF_INET if parts[0] == "ip4" else socket.AF_INET6
+    try:
+        taken = port_in_use(parts[1], int(parts[3]))
+    except (OSError, ValueError):
+        return  # not ours to judge (an address of another machine...): libp2p says what is wrong
+    if taken:
+        raise NodeServiceError(
+            "listen",
+            f"port {parts[3]} of {addr} is in use (another node?): listen elsewhere with "
+            f"`topicswarm node run --listen /{parts[0]}/{parts[1]}/tcp/PORT` or [p2p] listen_addrs "
+            "in config.toml (port 0 picks a free one)",
+        )
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether another process listens on TCP `host`:`port` (an IP address); other bind failures raise."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         # SO_REUSEADDR: a port left in TIME_WAIT by a node that just stopped is free; one listened on is not
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((parts[1], int(parts[3])))
+            probe.bind((host, port))
         except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                return  # not ours to judge (an address of another machine...): libp2p says what is wrong
-            raise NodeServiceError(
-                "listen",
-                f"port {parts[3]} of {addr} is in use (another node?): listen elsewhere with "
-                f"`topicswarm node run --listen /{parts[0]}/{parts[1]}/tcp/PORT` or [p2p] listen_addrs "
-                "in config.toml (port 0 picks a free one)",
-            ) from exc
-        except ValueError:
-            return
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False

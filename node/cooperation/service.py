@@ -53,7 +53,7 @@ import trio
 from crawler.focus import HARVESTING
 from crawler.repository import MAX_ROW_ID, Repository, RepositoryError
 from crawler.taxonomy import OTHERS
-from metamodels.errors import MetamodelError, ModelFormatError
+from metamodels.errors import MetamodelError
 from metamodels.estimators import (
     correctness_covariance,
     exchangeable_agreement,
@@ -70,6 +70,7 @@ from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import (
     centroids_from_payload,
     centroids_payload,
+    feature_config_of,
     flipped,
     linear_from_payload,
     linear_payload,
@@ -1388,14 +1389,6 @@ def _short_float(value: float | None, step: float) -> float:
     """`value` rounded to a multiple of `step` (a power of two), 0.0 when missing or not finite."""
     value = float(value or 0.0)
     return round(value / step) * step if math.isfinite(value) else 0.0
-
-
-def feature_config_of(payload: Any) -> FeatureConfig:
-    """The feature space a model payload names; `WireError("bad_model")` when it names none."""
-    try:
-        return FeatureConfig.from_dict(dict(payload.feature_config))
-    except (ModelFormatError, TypeError, ValueError) as exc:
-        raise WireError("bad_model", f"its feature config cannot be read: {str(exc)[:200]}") from None
 
 
 def predicted_figures(honest: Sequence[float], accuracy: float, covariance: float, k: int) -> dict[str, Any]:

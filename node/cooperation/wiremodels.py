@@ -57,6 +57,14 @@ def linear_payload(model: LinearModel, topic: str, version: int, origin: str) ->
     )
 
 
+def feature_config_of(payload: ModelPayload) -> FeatureConfig:
+    """The feature space a model payload names; `WireError("bad_model")` when it names none."""
+    try:
+        return FeatureConfig.from_dict(dict(payload.feature_config))
+    except (ModelFormatError, TypeError, ValueError) as exc:
+        raise WireError("bad_model", f"its feature config cannot be read: {str(exc)[:200]}") from None
+
+
 def linear_from_payload(payload: ModelPayload) -> LinearModel:
     """The model a validated payload describes; `WireError("bad_model")` when it is not a usable one."""
     if payload.kind != "linear":

@@ -121,12 +121,7 @@ async def test_model_with_a_bad_signature_is_refused_and_counted_against_the_ser
 async def test_requests_above_the_rate_limit_are_refused(start_hosts):
     with trio.fail_after(30):
         async with start_hosts(2, requests_per_second=0.1, request_burst=2) as (a, b):
-            server = Protocols(a)
-
-            async def provide(topic, cursor, limit):
-                return ResultPage((), cursor)
-
-            server.serve_results(provide)
+            server = serving_no_results(a)
             await b.connect_addr(a.addrs()[0])
             client = Protocols(b)
             for _ in range(2):
@@ -142,12 +137,7 @@ async def test_the_replies_to_a_nodes_own_requests_are_not_charged_to_the_peer_t
     node banned the peer for answering."""
     with trio.fail_after(30):
         async with start_hosts(2, requests_per_second=0.1, request_burst=2) as (a, b):
-            server = Protocols(a)
-
-            async def provide(topic, cursor, limit):
-                return ResultPage((), cursor)
-
-            server.serve_results(provide)
+            serving_no_results(a)
             await b.connect_addr(a.addrs()[0])
             client = Protocols(b)
             client.guard.limiter = RateLimiter(rate=0.1, burst=1)  # b lets a send one frame unasked
@@ -155,6 +145,17 @@ async def test_the_replies_to_a_nodes_own_requests_are_not_charged_to_the_peer_t
             await client.fetch_results(a.peer_id, "databases")  # b asked twice: a answered twice
             assert client.guard.ledger.record_of(str(a.peer_id)) is None  # a owes b nothing
             assert not client.guard.ledger.is_banned(str(a.peer_id))
+
+
+def serving_no_results(host) -> Protocols:
+    """`host`'s protocols answering every result sync with an empty page."""
+    server = Protocols(host)
+
+    async def provide(topic, cursor, limit):
+        return ResultPage((), cursor)
+
+    server.serve_results(provide)
+    return server
 
 
 def serving_own_model(host) -> tuple[Protocols, SignedModel]:
