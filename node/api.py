@@ -477,7 +477,8 @@ def check_api_port(port: int) -> None:
 async def serve_api(service: NodeService, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the API on 127.0.0.1 until cancelled; `task_status.started(base_url)` once listening."""
     from hypercorn.config import Config as HypercornConfig
-    from hypercorn.trio import serve
+
+    from node.api_server import serve_capped
 
     check_api_port(service.settings.api_port)
     token = service.data.read_or_create_token()
@@ -485,8 +486,6 @@ async def serve_api(service: NodeService, *, task_status: Any = trio.TASK_STATUS
     config.bind = [f"{API_HOST}:{service.settings.api_port}"]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
-    config.graceful_timeout = 1.0
     config.keep_alive_timeout = 30.0
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(partial(serve, build_app(service, token), config))
-        task_status.started(binds[0].rstrip("/"))
+        task_status.started(await nursery.start(partial(serve_capped, build_app(service, token), config)))

@@ -6,6 +6,11 @@ younger timestamp of an entry they share, drop entries older than the TTL and tr
 One live address is enough to join; leaving needs nothing: a dead peer is contacted by nobody, its newest
 timestamp stops growing and every list drops it once the TTL has passed.
 
+Two departures from the thesis keep one hostile peer from filling the list with invented ids:
+- the trim takes entries from the peer whose list brought the most first (Bitcoin's address manager buckets
+  addresses by source for the same reason); a peer contacted directly within the TTL is a group of its own;
+- a neighbour an exchange fails with is dropped at once (as in Cyclon), not after the TTL.
+
 `NeighbourList` is the pure logic (a clock is injected; timestamps are unix seconds since they cross
 machines); `Membership` runs it over the `/topicswarm/neighbours/1.0.0` protocol.
 """
@@ -52,6 +57,10 @@ class NeighbourList:
         self.clock = clock
         self.rng = rng or random.Random()
         self._entries: dict[str, Neighbour] = {}
+        self._sources: dict[str, str | None] = {}
+        """The peer whose list first brought each entry."""
+        self._contacted: dict[str, float] = {}
+        """When this peer last contacted an entry itself: within the TTL, each is a trim group of its own."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -72,10 +81,13 @@ class NeighbourList:
         old = self._entries.get(peer_id)
         kept = tuple(addrs)[:MAX_ADDRS_PER_PEER] or (old.addrs if old else ())
         self._entries[peer_id] = Neighbour(peer_id, kept, self.clock())
+        self._sources.setdefault(peer_id, peer_id)
+        self._contacted[peer_id] = self.clock()
         self._settle()
 
-    def merge(self, entries: Iterable[Neighbour]) -> None:
-        """Take a peer's list: shared entries keep the younger timestamp; stale ones go, then trim.
+    def merge(self, entries: Iterable[Neighbour], source: str | None = None) -> None:
+        """Take a peer's list (`source`: that peer): shared entries keep the younger timestamp; stale ones
+        go, then trim.
 
         A timestamp from the future (a skewed or lying clock) counts as now, so no entry can outlive the
         TTL by more than one exchange after its last real contact."""
@@ -85,6 +97,8 @@ class NeighbourList:
                 continue
             stamped = Neighbour(entry.peer_id, entry.addrs[:MAX_ADDRS_PER_PEER], min(entry.last_contact, now))
             old = self._entries.get(entry.peer_id)
+            if old is None:
+                self._sources[entry.peer_id] = source
             if old is None or stamped.last_contact > old.last_contact:
                 self._entries[entry.peer_id] = (
                     stamped if stamped.addrs or old is None else _with(old, stamped)
@@ -93,13 +107,15 @@ class NeighbourList:
 
     def remove(self, peer_id: str) -> None:
         self._entries.pop(peer_id, None)
+        self._sources.pop(peer_id, None)
+        self._contacted.pop(peer_id, None)
 
     def expire(self) -> list[str]:
         """Drop entries whose last contact is older than the TTL; their peer ids."""
         horizon = self.clock() - self.ttl
         stale = [p for p, n in self._entries.items() if n.last_contact < horizon]
         for peer_id in stale:
-            del self._entries[peer_id]
+            self.remove(peer_id)
         return stale
 
     def pick(self) -> Neighbour | None:
@@ -112,11 +128,25 @@ class NeighbourList:
         return [own, *self._entries.values()]
 
     def _settle(self) -> None:
+        """Expire, then trim to the bound: each entry dropped is a random one of the source that brought
+        the most (with one source, as in the thesis, a random entry)."""
         self.expire()
         excess = len(self._entries) - self.bound
-        if excess > 0:
-            for peer_id in self.rng.sample(sorted(self._entries), excess):
-                del self._entries[peer_id]
+        if excess <= 0:
+            return
+        by_source: dict[tuple[str, str | None], list[str]] = {}
+        for peer_id in sorted(self._entries):
+            by_source.setdefault(self._trim_group(peer_id), []).append(peer_id)
+        groups = list(by_source.values())
+        for _ in range(excess):
+            largest = max(len(group) for group in groups)
+            group = self.rng.choice([group for group in groups if len(group) == largest])
+            self.remove(group.pop(self.rng.randrange(len(group))))
+
+    def _trim_group(self, peer_id: str) -> tuple[str, str | None]:
+        if self._contacted.get(peer_id, float("-inf")) >= self.clock() - self.ttl:
+            return "contacted", peer_id
+        return "sent by", self._sources.get(peer_id)
 
 
 def _with(old: Neighbour, newer: Neighbour) -> Neighbour:
@@ -238,16 +268,17 @@ class Membership:
         self.rounds += 1
 
     async def exchange_once(self) -> str | None:
-        """Expire, pick a neighbour and exchange with it, then close surplus connections; the peer
-        contacted, or None."""
+        """Expire, pick a neighbour and exchange with it (dropping it if that fails), then close surplus
+        connections; the peer contacted, or None."""
         self.neighbours.expire()
         await self.drop_blocked()
         target = self.pick_target()
         if target is not None:
             try:
                 await self.exchange_with(target.peer_id)
-            except P2PError as exc:
-                log.info("neighbour exchange with %s failed: %s", target.peer_id, exc)
+            except P2PError as exc:  # dead or invented: dropped now (as Cyclon does), not after the TTL
+                log.info("neighbour exchange with %s failed, dropped from the list: %s", target.peer_id, exc)
+                self.neighbours.remove(target.peer_id)
         await self.p2p.trim_connections(self.settings.max_connections, self._last_contact)
         return target.peer_id if target is not None else None
 
@@ -310,7 +341,7 @@ class Membership:
     def _learn(self, peer: str, message: NeighbourExchange) -> None:
         blocked = self.protocols.guard.ledger.is_blocked  # other peers still list a peer the user blocked
         entries = [e for e in from_message(message) if not blocked(e.peer_id)]
-        self.neighbours.merge(entries)
+        self.neighbours.merge(entries, source=peer)
         own_entry = next((e for e in entries if e.peer_id == peer), None)
         if not blocked(peer):
             self.neighbours.touch(peer, own_entry.addrs if own_entry else ())

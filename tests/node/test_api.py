@@ -224,6 +224,34 @@ async def test_a_body_that_trickles_in_is_cut_off_with_a_408(node, monkeypatch):
 
 
 @pytest.mark.trio
+async def test_idle_connections_beyond_the_cap_wait_and_cannot_take_the_nodes_descriptors(
+    tmp_path, monkeypatch
+):
+    from node import api_server
+
+    monkeypatch.setattr(api_server, "MAX_API_CONNECTIONS", 3)
+    data = DataDir(tmp_path / "node")
+    service = NodeService(data, quiet_config(), offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        url = httpx.URL(service.api_url)
+        idle = [await trio.open_tcp_stream(url.host, url.port) for _ in range(3)]
+        fourth = await trio.open_tcp_stream(url.host, url.port)  # the kernel's backlog takes it
+        token = data.read_or_create_token()
+        request = f"GET /api/status HTTP/1.1\r\nHost: {url.host}\r\nAuthorization: Bearer {token}\r\n\r\n"
+        await fourth.send_all(request.encode())
+        with trio.move_on_after(1.0) as waiting:
+            await fourth.receive_some(4096)
+        assert waiting.cancelled_caught  # not served while three connections are open
+        await idle.pop().aclose()
+        with trio.fail_after(10):
+            assert (await fourth.receive_some(4096)).startswith(b"HTTP/1.1 200")
+        for stream in [*idle, fourth]:
+            await stream.aclose()
+        service.request_stop()
+
+
+@pytest.mark.trio
 async def test_a_topic_a_new_import_lacks_is_no_longer_named_as_held(node):
     _, client = node
     await client.import_topics(bookmarks_html=BOOKMARKS, fetch=False)

@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from types import SimpleNamespace
 
 import pytest
 import trio
+from libp2p.peer.id import ID
 
-from p2p.membership import Neighbour, NeighbourList, next_exchange_pause
+from p2p.errors import P2PError
+from p2p.membership import Membership, Neighbour, NeighbourList, next_exchange_pause
+from p2p.schemas import NeighbourEntry, NeighbourExchange
 from p2p.settings import P2PSettings
 from p2p.wire_testing import wait_until
 
@@ -66,6 +70,84 @@ def test_list_is_trimmed_randomly_to_the_bound():
     other = NeighbourList("me", 5, 60.0, FakeClock(), random.Random(8))
     other.merge([Neighbour(f"p{i}", (), 999.0) for i in range(20)])
     assert {n.peer_id for n in neighbours.peers()} != {n.peer_id for n in other.peers()}
+
+
+def test_one_exchange_of_invented_ids_cannot_push_out_the_honest_neighbours():
+    """A hostile peer sends 254 made-up entries: the trim takes them first, down to a source's share."""
+    neighbours = NeighbourList("me", 40, 600.0, FakeClock(), random.Random(4))
+    for source in ("a", "b", "c", "d"):
+        neighbours.touch(source)
+        neighbours.merge([Neighbour(f"{source}{i}", (), 999.0) for i in range(9)], source=source)
+    honest = {n.peer_id for n in neighbours.peers()}
+    assert len(honest) == 40
+    neighbours.merge([Neighbour(f"fake{i}", (), 1000.0) for i in range(254)], source="liar")
+    kept = {n.peer_id for n in neighbours.peers()}
+    assert len(kept) == 40
+    assert len(kept & honest) >= 30
+    assert {"a", "b", "c", "d"} <= kept  # peers contacted directly are their own source
+
+
+class FakeHost:
+    """What Membership needs from a host that cannot reach anybody."""
+
+    def __init__(self) -> None:
+        self.settings = P2PSettings(neighbour_list_size=20)
+        self.peer_id = "me"
+
+    def remember(self, *args: object) -> None:
+        pass
+
+    def connected_peers(self) -> list[str]:
+        return []
+
+    def is_connected(self, peer: object) -> bool:
+        return False
+
+    async def connect(self, peer: object, addrs: object) -> None:
+        raise P2PError(f"{peer} did not answer")
+
+    async def trim_connections(self, *args: object) -> None:
+        pass
+
+
+def fake_membership() -> Membership:
+    ledger = SimpleNamespace(is_blocked=lambda peer: False)
+    protocols = SimpleNamespace(serve_neighbours=lambda answer: None, guard=SimpleNamespace(ledger=ledger))
+    return Membership(FakeHost(), protocols, clock=FakeClock(), rng=random.Random(2))
+
+
+def exchange(peer_ids: list[str], at: float) -> NeighbourExchange:
+    return NeighbourExchange(tuple(NeighbourEntry(p, ("/ip4/127.0.0.1/tcp/9",), at) for p in peer_ids))
+
+
+PEER_IDS = [ID(random.Random(i).randbytes(34)).to_base58() for i in range(300)]
+
+
+def test_a_node_counts_the_exchanging_peer_as_the_source_of_what_it_sent():
+    membership = fake_membership()
+    honest, invented, liar = PEER_IDS[:20], PEER_IDS[20:274], PEER_IDS[299]
+    for i in range(0, 20, 5):
+        membership._learn(honest[i], exchange(honest[i : i + 5], 999.0))
+    membership._learn(liar, exchange(invented, 1000.0))
+    assert len(set(membership.peer_ids()) & set(honest)) >= 15
+
+
+@pytest.mark.trio
+async def test_a_neighbour_that_does_not_answer_an_exchange_is_dropped_at_once():
+    membership = fake_membership()
+    membership._learn(PEER_IDS[0], exchange(PEER_IDS[:3], 999.0))
+    dead = await membership.exchange_once()
+    assert dead in PEER_IDS[:3]
+    assert dead not in membership.peer_ids()
+    assert len(membership.peer_ids()) == 2
+
+
+def test_a_source_keeps_a_fair_share_so_new_peers_still_come_in():
+    neighbours = NeighbourList("me", 10, 600.0, FakeClock(), random.Random(4))
+    neighbours.merge([Neighbour(f"old{i}", (), 999.0) for i in range(10)], source="old")
+    neighbours.merge([Neighbour(f"new{i}", (), 999.0) for i in range(10)], source="new")
+    kept = [n.peer_id for n in neighbours.peers()]
+    assert sum(p.startswith("new") for p in kept) == 5
 
 
 def test_snapshot_includes_self_contacted_now():
