@@ -42,14 +42,13 @@ async def serve_capped(app: Any, config: Any, *, task_status: Any = trio.TASK_ST
     slots = trio.Semaphore(MAX_API_CONNECTIONS)
 
     async def handle(stream: trio.SocketStream) -> None:
-        with _Slot(slots) as slot:
-            held = _SlotStream(stream, slot)
-            try:
-                await TCPServer(asgi, config, context, ConnectionState({}), held)
-            finally:
-                # cancelled as the node stops, hypercorn's own close can end before closing the socket
-                # (its send_eof is a checkpoint): a client reading the event stream would never see the end
-                await trio.aclose_forcefully(held)
+        held = _SlotStream(stream, slots)
+        try:
+            await TCPServer(asgi, config, context, ConnectionState({}), held)
+        finally:
+            # cancelled as the node stops, hypercorn's own close can end before closing the socket (its
+            # send_eof is a checkpoint): a client reading the event stream would never see the end
+            await trio.aclose_forcefully(held)
 
     async with listener, trio.open_nursery() as nursery:
         task_status.started(f"http://{host}:{port}")
@@ -67,32 +66,13 @@ async def serve_capped(app: Any, config: Any, *, task_status: Any = trio.TASK_ST
             nursery.start_soon(handle, stream)
 
 
-class _Slot:
-    """One of the API's connection slots, given back once, when the connection's socket closes."""
-
-    def __init__(self, slots: trio.Semaphore) -> None:
-        self._slots = slots
-        self._held = True
-
-    def release(self) -> None:
-        if self._held:
-            self._held = False
-            self._slots.release()
-
-    def __enter__(self) -> _Slot:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
-
 class _SlotStream(trio.abc.HalfCloseableStream):
     """The accepted connection (hypercorn reads its `socket` for the addresses), closed as soon as the client
-    closes its end, and giving its slot back then."""
+    closes its end; it gives its slot back, once, as it closes."""
 
-    def __init__(self, stream: trio.SocketStream, slot: _Slot) -> None:
+    def __init__(self, stream: trio.SocketStream, slots: trio.Semaphore) -> None:
         self._stream = stream
-        self._slot = slot
+        self._slots: trio.Semaphore | None = slots
         self.socket = stream.socket
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
@@ -111,5 +91,7 @@ class _SlotStream(trio.abc.HalfCloseableStream):
         return data
 
     async def aclose(self) -> None:
-        self._slot.release()
+        if self._slots is not None:
+            self._slots, slots = None, self._slots
+            slots.release()
         await self._stream.aclose()
