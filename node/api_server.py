@@ -52,6 +52,7 @@ async def serve_capped(app: Any, config: Any, *, task_status: Any = trio.TASK_ST
 
     async with listener, trio.open_nursery() as nursery:
         task_status.started(f"http://{host}:{port}")
+        failed = 0  # accepts failed in a row: one warning when they start, one line when they end
         while True:
             await slots.acquire()
             try:
@@ -60,9 +61,14 @@ async def serve_capped(app: Any, config: Any, *, task_status: Any = trio.TASK_ST
                 slots.release()
                 if exc.errno not in LOCAL_ERRNOS:
                     raise
-                log.warning("the control API could not accept a connection: %s", exc)
+                if not failed:
+                    log.warning("the control API cannot accept connections for now: %s", exc)
+                failed += 1
                 await trio.sleep(ACCEPT_PAUSE)
                 continue
+            if failed:
+                log.warning("the control API accepts connections again (%d attempts failed)", failed)
+                failed = 0
             nursery.start_soon(handle, stream)
 
 

@@ -252,6 +252,41 @@ async def test_idle_connections_beyond_the_cap_wait_and_cannot_take_the_nodes_de
 
 
 @pytest.mark.trio
+async def test_accepts_failing_for_want_of_descriptors_warn_once_and_the_api_recovers(
+    tmp_path, monkeypatch, caplog
+):
+    import errno
+    import logging
+
+    from node import api_server
+
+    failures = iter(range(5))
+    accept = trio.SocketListener.accept
+
+    async def short_of_descriptors(listener):
+        if next(failures, None) is not None:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return await accept(listener)
+
+    monkeypatch.setattr(trio.SocketListener, "accept", short_of_descriptors)
+    monkeypatch.setattr(api_server, "ACCEPT_PAUSE", 0.01)
+    caplog.set_level(logging.WARNING, logger="node.api_server")
+    data = DataDir(tmp_path / "node")
+    service = NodeService(data, quiet_config(), offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        async with AsyncNodeClient.from_data_dir(data) as client:
+            with trio.fail_after(10):
+                assert (await client.status())["crawl"]["state"]
+        service.request_stop()
+    said = [r.getMessage() for r in caplog.records if r.name == "node.api_server"]
+    assert said == [
+        "the control API cannot accept connections for now: [Errno 24] Too many open files",
+        "the control API accepts connections again (5 attempts failed)",
+    ]
+
+
+@pytest.mark.trio
 async def test_a_topic_a_new_import_lacks_is_no_longer_named_as_held(node):
     _, client = node
     await client.import_topics(bookmarks_html=BOOKMARKS, fetch=False)
