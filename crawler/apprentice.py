@@ -765,7 +765,7 @@ def learn_from_crawl(apprentice: Apprentice, repo: Repository, topic: str | None
     threshold = apprentice.settings.label_threshold
     documents = repo.db.execute(
         "SELECT id, url, final_url, topic, confidence, accepted FROM documents "
-        "WHERE duplicate_of IS NULL ORDER BY id"
+        "WHERE duplicate_of IS NULL AND origin IS NULL ORDER BY id"
     ).fetchall()
     queued = {
         url: (source, priority)

@@ -336,6 +336,31 @@ def test_without_the_sparse_rule_archetypes_follow_the_relaxed_rule(tmp_path):
     assert added.get("Databases", 0) <= 2  # at most n_auth + n_conf
 
 
+def store_pooled_result(repo, url, topic, confidence):
+    """A peer's result as cooperation pools it: a preview for text, the peer's verdict and confidence."""
+    with repo.transaction() as db:
+        db.conn.execute(
+            "INSERT INTO documents (url, final_url, host, status, content_type, title, text, fingerprint, "
+            "fetched_at, topic, confidence, accepted, origin, origins) "
+            "VALUES (?, ?, ?, 200, 'text/html', 't', 'a preview', ?, 0, ?, ?, 1, 'peer', '[\"peer\"]')",
+            [url, url, url.split("/")[2], f"fp-{url}", topic, confidence],
+        )
+
+
+@pytest.mark.parametrize("learning_done", [True, False])
+def test_a_peers_pooled_results_never_become_archetypes(tmp_path, learning_done):
+    f = focus(n_auth=5, n_conf=5, n_hub=2, sparse_seeds=3)
+    with Repository(tmp_path / "repo.db") as repo:
+        store_small_crawl(f, repo)
+        store_pooled_result(repo, "http://a.test/3", "Databases", 9.0)  # linked to by nothing it crawled
+        store_pooled_result(repo, "http://b.test/2", "Databases", 9.0)
+        f.reorganise(learning_done=learning_done)
+        texts = [row[0] for row in repo.db.execute("SELECT text FROM training_documents")]
+    assert f.archetypes["Databases"]
+    assert not {"http://a.test/3", "http://b.test/2"} & set(f.archetypes["Databases"])
+    assert "a preview" not in texts
+
+
 def test_reconsidered_links_join_the_frontier_only_where_the_crawler_allows():
     f = focus()
     frontier = Frontier()
