@@ -487,6 +487,16 @@ def load_taxonomy(repo: Repository) -> Taxonomy | None:
     return Taxonomy(topics, docs, source)
 
 
+def failure_counts(taxonomy: Taxonomy) -> dict[str, int]:
+    """Bookmarked pages that could not be fetched, by error kind (robots_deferred, connect, http_4xx...),
+    most frequent first."""
+    counts: dict[str, int] = {}
+    for doc in taxonomy.documents:
+        if doc.status == FAILED:
+            counts[doc.error or "unknown"] = counts.get(doc.error or "unknown", 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
 def topic_summary(taxonomy: Taxonomy) -> list[dict[str, Any]]:
     """Per topic: key, name, parent, positives, negatives, and how many have text (for `topics list`)."""
     rows = []

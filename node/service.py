@@ -699,7 +699,7 @@ class NodeService:
         """Read a taxonomy (in a worker thread: a folder tree or a large file would hold the node's loop),
         fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches them later), store it,
         and seed the crawl from its bookmarks."""
-        from crawler.taxonomy import FAILED, TaxonomyError, parse_bookmarks, read_taxonomy
+        from crawler.taxonomy import FAILED, TaxonomyError, failure_counts, parse_bookmarks, read_taxonomy
 
         if bookmarks_html is not None:
             read = partial(parse_bookmarks, bookmarks_html, name="bookmarks_html")
@@ -1070,17 +1070,6 @@ def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:
         if doc.polarity == POSITIVE and doc.url:
             by_topic.setdefault(doc.topic, []).append(doc.url)
     return by_topic
-
-
-def failure_counts(taxonomy: Any) -> dict[str, int]:
-    """Bookmarked pages that could not be fetched, by error kind (robots_deferred, connect, http_4xx...)."""
-    from crawler.taxonomy import FAILED
-
-    counts: dict[str, int] = {}
-    for doc in taxonomy.documents:
-        if doc.status == FAILED:
-            counts[doc.error or "unknown"] = counts.get(doc.error or "unknown", 0) + 1
-    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def document_counts(repo: Repository) -> dict[str, int]:

@@ -19,6 +19,7 @@ from crawler.taxonomy import (
     FAILED,
     Taxonomy,
     TaxonomyError,
+    failure_counts,
     fetch_documents,
     load_taxonomy,
     read_taxonomy,
@@ -29,7 +30,6 @@ from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writi
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
-from node.service import failure_counts
 
 
 def register(sub: argparse._SubParsersAction) -> None:
