@@ -679,7 +679,18 @@ def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
             f"cannot open the repository at {path}: SQLite could not write beside it ({exc}; {free:.0f} MB "
             "free on that disk): free some space, or make the folder writable"
         )
+    if code == sqlite3.SQLITE_CORRUPT:
+        return f"{path} is damaged (SQLite said: {exc}): {damaged_advice(path)}"
     return f"{path} is not a topicswarm repository (SQLite said: {exc})"
+
+
+def damaged_advice(repository: Path) -> str:
+    """What to do about a repository SQLite finds damaged: the user's way back, in one clause."""
+    return (
+        f"stop the node, move {repository.name} aside and put the {repository.name} of your last "
+        "`topicswarm backup` in its place; without a backup, the node starts a new, empty repository when "
+        "it runs again (`topicswarm topics import` your bookmarks again first)"
+    )
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

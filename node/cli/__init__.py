@@ -14,7 +14,7 @@ import sys
 from node.cli.common import CliError
 
 # Modules of this package that add commands, in the order `--help` lists them.
-COMMAND_MODULES = ["config", "node", "simweb", "topics", "crawl", "search", "export", "demo", "tui"]
+COMMAND_MODULES = ["config", "node", "simweb", "topics", "crawl", "search", "export", "backup", "demo", "tui"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -205,3 +205,18 @@ def test_a_repository_that_cannot_write_its_journal_is_named_as_such_not_as_a_fo
     (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
     with pytest.raises(RepositoryError, match="is not a topicswarm repository"):
         Repository(tmp_path / "other.db")
+
+
+def test_a_damaged_repository_is_named_as_damaged_with_the_way_back(tmp_path):
+    path = tmp_path / "repository.db"
+    with Repository(path) as repo, repo.transaction():
+        for i in range(200):
+            repo.insert_page(StoredPage(doc(f"http://a/{i}", text="words " * 200)))
+    with open(path, "r+b") as f:  # the pages after the header overwritten, as a failing disk can
+        f.seek(4096)
+        f.write(b"\x07" * 4096 * 20)
+    with pytest.raises(RepositoryError) as failure:
+        Repository(path)
+    message = str(failure.value)
+    assert "is damaged" in message and "not a topicswarm repository" not in message
+    assert "topicswarm backup" in message and "topics import" in message
