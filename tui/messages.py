@@ -6,7 +6,16 @@ from typing import Any
 
 from textual.message import Message
 
-from tui.records import CrawlFigures, MetaState, MetricSample, Proposal, SearchResults, Status, Topic
+from tui.records import (
+    CrawlFigures,
+    LossSetting,
+    MetaState,
+    MetricSample,
+    Proposal,
+    SearchResults,
+    Status,
+    Topic,
+)
 
 
 class StatsUpdated(Message):
@@ -97,12 +106,10 @@ class MetaFetched(Message):
 
 
 class LossChanged(Message):
-    def __init__(self, topic: str, loss: float, kept: int, abstained: int) -> None:
+    def __init__(self, topic: str, setting: LossSetting) -> None:
         super().__init__()
         self.topic = topic
-        self.loss = loss
-        self.kept = kept
-        self.abstained = abstained
+        self.setting = setting
 
 
 class ProposalsFetched(Message):

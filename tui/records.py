@@ -370,6 +370,7 @@ class MetaState:
     held_out_documents: int = 0
     held_out_folds: int = 0
     held_out_why: str = "the node measured no held-out curve"
+    rejected: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MetaState:
@@ -384,6 +385,7 @@ class MetaState:
             held_out_documents=_i(held.get("documents")),
             held_out_folds=_i(held.get("folds")),
             held_out_why=str(held.get("why") or ("" if held else cls.held_out_why)),
+            rejected=_i(data.get("rejected")),
         )
 
 
@@ -403,10 +405,13 @@ class LossSetting:
     loss: float
     kept: int
     abstained: int
+    rejected: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LossSetting:
-        return cls(_f(data.get("loss")), _i(data.get("kept")), _i(data.get("abstained")))
+        return cls(
+            _f(data.get("loss")), _i(data.get("kept")), _i(data.get("abstained")), _i(data.get("rejected"))
+        )
 
 
 PENDING = "open"  # the node's status of a proposal nobody decided on yet

@@ -33,7 +33,7 @@ import tomli_w
 
 from crawler.taxonomy import TaxonomyError, bookmarks_html
 from node.cli.common import CliError
-from node.cli.node import each_topic
+from node.cli.node import each_topic, verdicts_text
 from node.client import ClientError, NodeClient, NodeError, node_running
 from node.datadir import DataDir
 
@@ -309,7 +309,7 @@ def build_line(node: int, topic: str, built: dict[str, Any]) -> str:
     used = int(built.get("peers_used") or 0)
     return (
         f"node {node}: meta-classifier for {topic} from its own model and {used} peer model"
-        f"{'s' * (used != 1)}, {built.get('kept')} documents kept, {built.get('abstained')} abstained"
+        f"{'s' * (used != 1)}, {verdicts_text(built)}"
     )
 
 
@@ -352,6 +352,7 @@ def node_summary(client: NodeClient, data: DataDir, truth: GroundTruth) -> dict[
         metas[topic["key"]] = {
             "loss": meta.get("loss"),
             "kept": meta.get("kept"),
+            "rejected": meta.get("rejected"),
             "abstained": meta.get("abstained"),
             "peer_models": sum(1 for m in members if m.get("origin") != "local"),
             "own_model": any(m.get("origin") == "local" for m in members),
@@ -409,8 +410,8 @@ def _topic_line(meta: dict[str, Any]) -> str:
     """A topic's meta-model, its abstentions and its filtering accuracy, or why they are missing."""
     if "missing" in meta or "loss" not in meta:
         return f"n/a ({meta.get('missing', 'none built')})"
-    kept, abstained = meta["kept"] or 0, meta["abstained"] or 0
-    realised = abstained / (kept + abstained) if kept + abstained else None
+    judged = sum(meta.get(key) or 0 for key in ("kept", "rejected", "abstained"))
+    realised = (meta["abstained"] or 0) / judged if judged else None
     peers = meta["peer_models"]
     own = "own + " if meta.get("own_model", True) else "no own, "
     members = f"{own}{peers} peer model{'s' * (peers != 1)}"
@@ -421,7 +422,7 @@ def _topic_line(meta: dict[str, Any]) -> str:
         accuracy = f"{local} (meta n/a: no peer model held, it is the local model)"
     else:
         accuracy = f"{local} -> {_fmt(meta.get('accuracy_meta'), why_untested)} on {tested or 0} pages"
-    share = f"{_fmt(realised, 'no documents')} of {kept + abstained}"
+    share = f"{_fmt(realised, 'no documents')} of {judged}"
     return f"{members:<22} {share:<12} {accuracy}"
 
 

@@ -536,8 +536,7 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
             if wanted is not None and wanted > used
             else ""
         ),
-        f"  filtering at loss {loss:.2f}: {answer.get('kept')} documents kept, {answer.get('abstained')} "
-        "abstained",
+        f"  filtering at loss {loss:.2f}: {verdicts_text(answer)}",
         f"  accuracy at loss {loss:.2f}: {held_out_text(meta, loss)}",
     ]
     predicted = answer.get("predicted") or {}
@@ -569,6 +568,13 @@ def held_out_text(meta: dict[str, Any], loss: float) -> str:
     )
 
 
+def verdicts_text(answer: dict[str, Any]) -> str:
+    """A filtering's verdicts in words: "52 documents kept, 28 rejected, 20 abstained" (a node older than
+    the rejected count says kept and abstained only)."""
+    rest = [f"{answer[key]} {key}" for key in ("rejected", "abstained") if answer.get(key) is not None]
+    return ", ".join([f"{answer.get('kept')} documents kept", *rest])
+
+
 def run_meta_show(args: argparse.Namespace) -> int:
     with connect(args) as client:
         answer = client.meta(args.topic)
@@ -576,8 +582,8 @@ def run_meta_show(args: argparse.Namespace) -> int:
         print_json(answer)
         return 0
     print(
-        f"{answer['topic']}: loss {_fmt(answer.get('loss'))}, kept {answer.get('kept')}, "
-        f"abstained {answer.get('abstained')}"
+        f"{answer['topic']}: loss {_fmt(answer.get('loss'))}, {verdicts_text(answer)}"
+        + (f", {answer['unjudged']} not judged yet" if answer.get("unjudged") else "")
     )
     held = answer.get("held_out") or {}
     held_by_loss = {p["loss"]: p.get("accuracy") for p in held.get("curve") or []}
@@ -643,8 +649,7 @@ def run_meta_loss(args: argparse.Namespace) -> int:
         return 1 if failed else 0
     for topic, answer in changed.items():
         prefix = "" if args.topic else f"{topic}: "
-        kept, abstained = answer.get("kept"), answer.get("abstained")
-        print(f"{prefix}loss {_fmt(answer.get('loss'))}: kept {kept}, abstained {abstained}")
+        print(f"{prefix}loss {_fmt(answer.get('loss'))}: {verdicts_text(answer)}")
         if answer.get("combination"):  # absent from nodes older than the rebuild at a new loss
             print(combination_line(answer["combination"]))
     print_failures("loss", failed)

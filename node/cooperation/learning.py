@@ -75,7 +75,7 @@ from metamodels.latent_class import LatentClass, fit_latent_class, labels_view
 from metamodels.linear import Calibration, LinearModel, train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_clustering import apply_models, consensus
-from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT, unanimous_confidence
+from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT, REJECT, unanimous_confidence
 from metamodels.restrictive import loss_targeted_decisions, sibling_margins
 from metamodels.robust import (
     RobustSettings,
@@ -835,15 +835,21 @@ def topic_documents(
     `unjudged`, only those without a restrictive verdict yet)."""
     pooled = ("" if include_pooled else " AND origin IS NULL") + (" AND verdict IS NULL" if unjudged else "")
     rows = repo.db.execute(
-        "SELECT id, title, text FROM documents WHERE duplicate_of IS NULL AND accepted = 1 "
-        f"AND (topic = ? OR substr(topic, 1, ?) = ?){pooled} ORDER BY id",
-        [topic, len(topic) + 1, topic + "/"],
+        f"SELECT id, title, text FROM documents WHERE {_IN_TOPIC}{pooled} ORDER BY id", _in_topic(topic)
     ).fetchall()
     return TopicDocuments(
         np.array([r[0] for r in rows], dtype=np.int64),
         tuple(r[1] or "" for r in rows),
         tuple(f"{r[1]}\n{r[2]}" for r in rows),
     )
+
+
+# A document the crawler (or a peer) filed in the topic's subtree, not a duplicate: `_in_topic` binds it.
+_IN_TOPIC = "duplicate_of IS NULL AND accepted = 1 AND (topic = ? OR substr(topic, 1, ?) = ?)"
+
+
+def _in_topic(topic: str) -> list[object]:
+    return [topic, len(topic) + 1, topic + "/"]
 
 
 def abstain_cutoff(scores: np.ndarray, decisions: np.ndarray) -> float:
@@ -888,14 +894,31 @@ def result_previews(repo: Repository, rows: Sequence[Mapping[str, Any]], chars: 
     return shown
 
 
-def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> tuple[int, int]:
-    """Store each document's restrictive verdict; (kept, abstained)."""
+def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> dict[str, int]:
+    """Store each document's restrictive verdict; how many it kept, rejected and abstained on."""
     with repo.transaction() as db:
         db.conn.executemany(
             "UPDATE documents SET verdict = ? WHERE id = ?",
             [(VERDICTS[int(d)], int(i)) for i, d in zip(doc_ids, decisions, strict=True)],
         )
-    return int(np.sum(decisions == ACCEPT)), int(np.sum(decisions == ABSTAIN))
+    return {
+        "kept": int(np.sum(decisions == ACCEPT)),
+        "rejected": int(np.sum(decisions == REJECT)),
+        "abstained": int(np.sum(decisions == ABSTAIN)),
+    }
+
+
+def verdict_counts(repo: Repository, topic: str) -> dict[str, int]:
+    """The topic's documents by their restrictive verdict now (kept, rejected, abstained, and `unjudged`:
+    filed since the last round judged them). Documents filed after a filtering are judged against its
+    cut-off, so the counts that filtering stored grow stale; these do not."""
+    rows = repo.db.execute(
+        f"SELECT verdict, count(*) FROM documents WHERE {_IN_TOPIC} GROUP BY verdict", _in_topic(topic)
+    ).fetchall()
+    by_verdict = {verdict: int(n) for verdict, n in rows}
+    names = {"kept": VERDICTS[ACCEPT], "rejected": VERDICTS[REJECT], "abstained": VERDICTS[ABSTAIN]}
+    counts = {key: by_verdict.get(verdict, 0) for key, verdict in names.items()}
+    return {**counts, "unjudged": by_verdict.get(None, 0)}
 
 
 # -- collaborative clustering (3.3.3) ---------------------------------------------------------------------

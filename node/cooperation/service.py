@@ -109,6 +109,9 @@ REBUILD_GROWTH = 1.5
 its latent class models are fitted on those documents, and a growing crawl is rebuilt for a logarithmic
 number of times. (Rebuilt every round instead, an idle node spent 7% of a core on it.)"""
 
+VERDICT_KEYS = ("kept", "rejected", "abstained")
+"""A filtering's counts as a build and a new loss answer them (`learning.write_verdicts`)."""
+
 MAX_SUBTOPIC_NAME = 80
 """The longest name an accepted proposal's subtopic may take (it is part of every key under it)."""
 
@@ -680,29 +683,28 @@ class Cooperation:
             built_at=time.time(),
         )
         self._metas[topic] = meta
-        kept, abstained = self._apply(topic, loss)
+        verdicts = self._apply(topic, loss)
         self._reapply_siblings(topic)
         return {
             "meta": meta,
             "members": members,
             "measured": learning.decision_accuracy(scores, data.labels, loss),
-            "kept": kept,
-            "abstained": abstained,
+            **verdicts,
         }
 
-    def _apply(self, topic: str, loss: float) -> tuple[int, int]:
-        """Verdicts for the topic's documents by `learning.filtering_scores` at the loss."""
+    def _apply(self, topic: str, loss: float) -> dict[str, int]:
+        """Verdicts for the topic's documents by `learning.filtering_scores` at the loss; how many of each."""
         docs = learning.topic_documents(self.repo, topic)
         if docs.doc_ids.size == 0:
             store.save_meta(self.repo, topic, kept=0, abstained=0)
-            return 0, 0
+            return {"kept": 0, "rejected": 0, "abstained": 0}
         rivals = self._filtering_metas(topic)
         scores = learning.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
         decisions = loss_targeted_decisions(scores, loss)
         self._cutoffs[topic] = (rivals, loss, learning.abstain_cutoff(scores, decisions))
-        kept, abstained = learning.write_verdicts(self.repo, docs.doc_ids, decisions)
-        store.save_meta(self.repo, topic, loss=loss, kept=kept, abstained=abstained)
-        return kept, abstained
+        verdicts = learning.write_verdicts(self.repo, docs.doc_ids, decisions)
+        store.save_meta(self.repo, topic, loss=loss, kept=verdicts["kept"], abstained=verdicts["abstained"])
+        return verdicts
 
     def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:
         """The meta-classifiers filtering the topic reads: its own and its sibling topics'."""
@@ -829,8 +831,7 @@ class Cooperation:
             "peers_needed": needed,
             "predicted": predicted_figures(honest, mean_accuracy, covariance, 1 + len(used)),
             "measured": {"accuracy": built["measured"]},
-            "kept": built["kept"],
-            "abstained": built["abstained"],
+            **{key: built[key] for key in VERDICT_KEYS},
         }
         await self._db(store.save_meta, topic, build=answer)
         self._publish("meta", answer)
@@ -988,8 +989,7 @@ class Cooperation:
             "topic": topic,
             "loss": row["loss"],
             "curve": row["curve"],
-            "kept": row["kept"],
-            "abstained": row["abstained"],
+            **await self._db(learning.verdict_counts, topic),
             "models": row["members"],
             "combination": learning.combination(row["model"], row["members"] or []),
             "sibling_topics": learning.sibling_topics(topic, self._metas),
@@ -1007,15 +1007,14 @@ class Cooperation:
             built = await self._work(self._build, topic, self._built_from(row), loss)
             if built is None:
                 raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
-            kept, abstained = built["kept"], built["abstained"]
+            verdicts = {key: built[key] for key in VERDICT_KEYS}
             row = await self._db(store.load_meta, topic)  # the one built for the loss
         else:
-            kept, abstained = await self._work(self._apply, topic, loss)
+            verdicts = await self._work(self._apply, topic, loss)
         answer = {
             "topic": topic,
             "loss": loss,
-            "kept": kept,
-            "abstained": abstained,
+            **verdicts,
             "combination": learning.combination(row["model"], row["members"] or []),
         }
         self._publish("meta", answer)

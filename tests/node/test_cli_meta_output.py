@@ -155,13 +155,20 @@ def test_a_new_loss_prints_how_the_meta_classifier_built_again_for_it_combines_i
 
     class Client:
         def set_loss(self, topic, loss):
-            return {"topic": topic, "loss": loss, "kept": 7, "abstained": 2, "combination": combination}
+            return {
+                "topic": topic,
+                "loss": loss,
+                "kept": 7,
+                "rejected": 21,
+                "abstained": 7,
+                "combination": combination,
+            }
 
     monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
     args = argparse.Namespace(topic="Databases", loss=0.3, json=False, data=None)
     assert cli_node.run_meta_loss(args) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "loss 0.300: kept 7, abstained 2",
+        "loss 0.300: 7 documents kept, 21 rejected, 7 abstained",
         "  combined by: latent class model: own model (0.250 of the pages on topic)",
     ]
 
@@ -237,8 +244,8 @@ def test_a_new_loss_for_every_topic_prefixes_each_line_with_its_topic(monkeypatc
     assert cli_node.run_meta_loss(args) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "Databases: loss 0.300: kept 7, abstained 2",
-        "Mathematics: loss 0.300: kept 7, abstained 2",
+        "Databases: loss 0.300: 7 documents kept, 2 abstained",
+        "Mathematics: loss 0.300: 7 documents kept, 2 abstained",
     ]
     assert err.startswith("loss for Sysadmin: not done:")
 

@@ -52,10 +52,10 @@ def test_an_empty_answer_names_the_filters_that_narrowed_it(tmp_path, capsys, op
 
 
 def test_demo_build_line_counts_peer_models_in_plain_english():
-    built = {"peers_used": 1, "kept": 14, "abstained": 3}
+    built = {"peers_used": 1, "kept": 14, "rejected": 43, "abstained": 14}
     assert build_line(3, "Databases", built) == (
         "node 3: meta-classifier for Databases from its own model and 1 peer model, 14 documents kept, "
-        "3 abstained"
+        "43 rejected, 14 abstained"
     )
     assert "and 2 peer models," in build_line(1, "Sysadmin", {**built, "peers_used": 2})
 

@@ -16,7 +16,7 @@ from metamodels.features import FeatureConfig, Featurizer
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning
 from node.cooperation.focus import MetaFocus
-from node.cooperation.testing import make_repository
+from node.cooperation.testing import add_document, make_repository
 from node.cooperation.wiremodels import coarse, flipped, linear_from_payload, linear_payload
 from p2p.signing import LocalEd25519Key, sign_model, verify_model
 
@@ -611,3 +611,20 @@ def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu(
     terms = {term for proposal in proposals for term in proposal["top_terms"]}
     assert {"vacuum", "gnuplot"} <= terms
     assert not terms & {"small", "fast", "reliable", "choose", "download", "license", "purchase"}
+
+
+def test_a_topics_verdict_counts_are_its_documents_verdicts_now_subtopics_included(tmp_path):
+    path = tmp_path / "n.sqlite"
+    make_repository(path, 0)
+    with Repository(path) as repo:
+        docs = learning.topic_documents(repo, "Databases")
+        decisions = np.array([(1, -1, 0)[i % 3] for i in range(docs.doc_ids.size)], dtype=np.int8)
+        written = learning.write_verdicts(repo, docs.doc_ids, decisions)
+        assert {**written, "unjudged": 0} == learning.verdict_counts(repo, "Databases")
+        with repo.transaction() as db:  # filed since: counted as not judged yet, in a subtopic too
+            add_document(db, "http://127.0.0.1/new/1", "new", "words", "Databases/Indexes")
+            add_document(db, "http://127.0.0.1/new/2", "new", "words", "Mathematics")
+        counts = learning.verdict_counts(repo, "Databases")
+    assert counts["unjudged"] == 1 and counts["kept"] == int(np.sum(decisions == 1)) > 0
+    assert counts["rejected"] == int(np.sum(decisions == -1)) > 0
+    assert counts["abstained"] == int(np.sum(decisions == 0)) > 0

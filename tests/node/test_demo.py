@@ -66,7 +66,8 @@ def test_summary_says_why_a_figure_is_missing_instead_of_printing_one():
             "Databases": {
                 "loss": 0.2,
                 "kept": 8,
-                "abstained": 2,
+                "rejected": 30,
+                "abstained": 10,
                 "peer_models": 0,
                 "tested": 30,
                 "accuracy_local": 0.9,
@@ -78,7 +79,7 @@ def test_summary_says_why_a_figure_is_missing_instead_of_printing_one():
     text = format_summary([node])
     assert "harvest n/a (no page fetched)" in text
     assert "0.90 (meta n/a: no peer model held" in text
-    assert "0.20 of 10" in text
+    assert "0.21 of 48" in text  # abstained over every document judged, the rejected ones too
     assert "Sysadmin      n/a (no fetch) n/a (topic has no model yet)" in text
 
 
@@ -86,7 +87,8 @@ def test_summary_fits_a_100_column_terminal():
     topic = {
         "loss": 0.2,
         "kept": 16,
-        "abstained": 4,
+        "rejected": 64,
+        "abstained": 20,
         "peer_models": 2,
         "tested": 107,
         "accuracy_local": 0.71,
@@ -104,7 +106,7 @@ def test_summary_fits_a_100_column_terminal():
     }
     text = format_summary([node, node, node])
     assert max(len(line) for line in text.splitlines()) <= 100
-    assert "    Databases     0.08      own + 2 peer models    0.20 of 20   0.71 -> 0.74 on 107 pages" in text
+    assert "    Databases     0.08      own + 2 peer models    0.20 of 100  0.71 -> 0.74 on 107 pages" in text
 
 
 def test_demo_refuses_a_broken_bookmarks_file_before_starting_anything(tmp_path, capsys):

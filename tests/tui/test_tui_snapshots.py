@@ -137,10 +137,10 @@ class FixedLink(NodeLink):
     async def meta(self, topic: str) -> MetaState:
         curve = tuple(CurvePoint(x / 10, 0.9 + 0.1 * (x / 9) ** 0.5) for x in range(10))
         held_out = tuple(CurvePoint(x / 10, 0.7 + 0.2 * (x / 9) ** 0.5) for x in range(10))
-        return MetaState(topic, 0.2, curve, 51, 13, held_out, 64, 5, "")
+        return MetaState(topic, 0.2, curve, 40, 13, held_out, 64, 5, "", rejected=11)
 
     async def set_loss(self, topic: str, loss: float) -> LossSetting:
-        return LossSetting(loss, 40, 24)
+        return LossSetting(loss, 30, 24, rejected=10)
 
     async def proposals(self, topic: str | None = None) -> list[Proposal]:
         return [

@@ -135,7 +135,7 @@ class MetaScreen(TopicScreen):
             return
         self.query_one(CurvePlot).show(meta.held_out, meta.loss, meta.curve, curve_title(meta))
         self.query_one("#meta-counts", Static).update(
-            f"loss [b]{meta.loss:.2f}[/b] · kept [b]{meta.kept}[/b] · "
+            f"loss [b]{meta.loss:.2f}[/b] · kept [b]{meta.kept}[/b] · rejected [b]{meta.rejected}[/b] · "
             f"abstained [b]{meta.abstained}[/b]{accuracy_text(meta)}"
         )
 
@@ -164,14 +164,21 @@ class MetaScreen(TopicScreen):
     async def change_loss(self, topic: str, loss: float) -> None:
         setting = await self.ask(self.link.set_loss, topic, loss)
         if setting is not None:
-            self.post_message(LossChanged(topic, setting.loss, setting.kept, setting.abstained))
+            self.post_message(LossChanged(topic, setting))
 
     def on_loss_changed(self, message: LossChanged) -> None:
         """Show the new counts at once, then the meta-classifier the node built again for the loss (which
         peers' models vote can depend on it, and so do its curves)."""
         if self.meta is not None and self.meta.topic == message.topic:
-            self.meta = replace(self.meta, loss=message.loss, kept=message.kept, abstained=message.abstained)
-            self.query_one("#loss", Input).value = f"{message.loss:.2f}"
+            setting = message.setting
+            self.meta = replace(
+                self.meta,
+                loss=setting.loss,
+                kept=setting.kept,
+                rejected=setting.rejected,
+                abstained=setting.abstained,
+            )
+            self.query_one("#loss", Input).value = f"{setting.loss:.2f}"
             self._draw()
         self.fetch_meta(message.topic)
 
