@@ -35,7 +35,7 @@ import numpy as np
 from crawler.engine import CrawledPage, PageVerdict
 from crawler.focus_settings import STRATEGIES as STRATEGIES  # re-exported: callers import it from here
 from crawler.focus_settings import FocusSettings as FocusSettings
-from crawler.frontier import Frontier, FrontierEntry
+from crawler.frontier import Frontier, FrontierEntry, url_key
 from crawler.language import LanguageCheck
 from crawler.linkanalysis import LinkGraph, hits, select_archetypes, top_by
 from crawler.parse import Link
@@ -59,6 +59,7 @@ SEED_PRIORITY = 1e9  # bookmarks first
 HUB_PRIORITY = 1e6  # hubs' links to the front, behind the bookmarks
 MIN_PRIORITY = 1e-6
 PARKED_LIMIT = 100_000
+BEYOND_TUNNEL_LIMIT = 100_000  # distinct links past the tunnel depth remembered (beyond: "at least")
 
 
 def strategy_priority(
@@ -160,6 +161,8 @@ class TopicFocus:
         self._since_reorganisation = 0
         self._origin_conf: dict[str, float] = {}
         self._parked: list[FrontierEntry] = []
+        self._beyond_tunnel: set[int] = set()  # url keys of links given up at the tunnel depth
+        self._beyond_tunnel_overflow = False
         self._ended_early = False  # the learning phase ended on a dry frontier: retrain at the next batch
         self._pending = _Pending()
         self.crawler: Any = None
@@ -266,6 +269,10 @@ class TopicFocus:
             )
         else:
             if entry.tunnel + 1 > s.tunnel_depth:
+                if len(self._beyond_tunnel) < BEYOND_TUNNEL_LIMIT:
+                    self._beyond_tunnel.add(url_key(link.url))
+                else:
+                    self._beyond_tunnel_overflow = True
                 return None
             priority = inherited_priority(entry, s.strategy) * s.tunnel_decay
         if self.phase == LEARNING and host_of(link.url) not in self.seed_hosts:
@@ -412,6 +419,14 @@ class TopicFocus:
                     )
                 )
         return entries
+
+    def beyond_tunnel(self) -> tuple[int, bool]:
+        """Links of rejected pages given up at `tunnel_depth` and never queued another way since the
+        policy started, and whether there may be more than that (the remembered set is bounded): what a
+        deeper tunnel would add when a crawl ends with its budget left. Links queued since are forgotten."""
+        if self.crawler is not None:
+            self._beyond_tunnel = self.crawler.frontier.unseen_keys(self._beyond_tunnel)
+        return len(self._beyond_tunnel), self._beyond_tunnel_overflow
 
     def frontier_dry(self) -> bool:
         """The engine's hook when nothing can be served: in the learning phase with links parked, the phase

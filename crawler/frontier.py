@@ -137,6 +137,10 @@ class Frontier:
     def seen(self, url: str) -> bool:
         return url_key(url) in self._seen
 
+    def unseen_keys(self, keys: set[int]) -> set[int]:
+        """The `url_key`s of `keys` the frontier never queued (one set difference, no hashing of URLs)."""
+        return keys - self._seen
+
     @property
     def in_flight(self) -> int:
         return sum(self._in_flight.values())

@@ -502,6 +502,7 @@ class NodeService:
             "session": self._session_figures(stats),
             "max_pages": self.max_pages,
             "frontier_size": len(self.crawler.frontier),
+            "beyond_tunnel": self._beyond_tunnel(),
             "errors_by_kind": dict(stats.errors_by_kind),
             "bytes_crawled": stats.bytes,
             "in_flight": stats.in_flight if self._crawl_running else 0,
@@ -554,6 +555,27 @@ class NodeService:
             return self._last_reason
         return "starting"
 
+    def _beyond_tunnel(self) -> dict[str, Any] | None:
+        """Links of rejected pages the focus gave up at its tunnel depth and never reached otherwise (None
+        without a focused crawl): where a crawl that ends before `max_pages` could have gone on."""
+        count = getattr(self.crawler.policy, "beyond_tunnel", None) if self.crawler else None
+        if count is None:
+            return None
+        links, at_least = count()
+        return {"links": links, "at_least": at_least, "tunnel_depth": self.config.focus.tunnel_depth}
+
+    def _exhausted_detail(self) -> str:
+        detail = "every queued link was crawled"
+        beyond = self._beyond_tunnel()
+        if beyond and beyond["links"]:
+            links = f"{'at least ' if beyond['at_least'] else ''}{beyond['links']}"
+            detail += (
+                f"; {links} more links lie beyond pages the classifier rejected, past focus.tunnel_depth "
+                f"({beyond['tunnel_depth']} hops): raise it in config.toml ([focus] tunnel_depth) to "
+                "follow them"
+            )
+        return detail + "; add start URLs with `topicswarm node run --seed URL` or import more topics"
+
     def _idle_detail(self, reason: str, pages: int) -> str:
         """What an idle reason means for the user, and what to do about it."""
         if reason == "disk_full":
@@ -566,8 +588,7 @@ class NodeService:
         details = {
             "max_pages": f"reached max_pages ({pages} of {self.max_pages} documents); raise it with "
             "`topicswarm node run --max-pages N` or [node] max_pages in config.toml",
-            "exhausted": "every queued link was crawled; add start URLs with `topicswarm node run --seed "
-            "URL` or import more topics",
+            "exhausted": self._exhausted_detail() if reason == "exhausted" else "",
             "no_seeds": "nothing to crawl: import topics with `topicswarm topics import FILE` or give "
             "`topicswarm node run --seed URL`",
             "topics_held": "what is queued belongs to paused or stopped topics: start one with "

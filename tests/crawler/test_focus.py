@@ -141,6 +141,20 @@ def test_tunnelling_decays_the_inherited_priority_and_stops_at_the_depth_limit()
     assert focus(tunnel_depth=0).link_priority(first, link("http://db0.test/a"), rejected) is None
 
 
+def test_links_given_up_at_the_tunnel_depth_are_counted_until_the_crawl_reaches_them_another_way():
+    f = focus(tunnel_depth=1)
+    f.crawler = SimpleNamespace(frontier=Frontier())
+    rejected = PageVerdict(None, -0.3, False)
+    deep = page(OTHER[0], "Databases", depth=3, tunnel=1)
+    for url in ("http://db0.test/a", "http://db0.test/b", "http://db0.test/a"):  # a twice: one link
+        assert f.link_priority(deep, link(url), rejected) is None
+    shallow = page(OTHER[0], "Databases", depth=2, tunnel=0)
+    assert f.link_priority(shallow, link("http://db0.test/c"), rejected) is not None  # within the depth
+    assert f.beyond_tunnel() == (2, False)
+    f.crawler.frontier.add(FrontierEntry(url="http://db0.test/b", host="db0.test", priority=1.0, depth=1))
+    assert f.beyond_tunnel() == (1, False)  # queued from an accepted page after all: not left behind
+
+
 @pytest.mark.parametrize("boost", [HUB_PRIORITY, SEED_PRIORITY], ids=["a hub's link", "a bookmark"])
 def test_a_rejected_page_moved_to_the_front_passes_on_an_unjudged_links_priority_not_its_boost(boost):
     f = focus(tunnel_depth=2, tunnel_decay=0.5)  # classifier_bfs: an unjudged link at depth d: 1 / (d + 1)

@@ -3,21 +3,13 @@ that fall due are fetched again without anyone starting the crawl."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import pytest
-import tomli_w
 import trio
 
-from node.cli.demo import demo_crawler_settings, map_bookmarks
+from node.cli.demo import demo_crawler_settings
 from node.cli.node import crawl_lines
-from node.client import AsyncNodeClient, NodeError
-from node.config import parse_config
-from node.datadir import DataDir
-from node.service import NodeService
-from simnet.paths import PROJECT_ROOT
-from simnet.web import serve_web_in_subprocess
+from node.client import NodeError
+from tests.fixture_node import crawled_fixture_node
 
 REVISIT_AFTER = 5.0  # far longer than the 20-page crawl takes: its last pages fall due after it ends
 PAGES = 20
@@ -25,29 +17,6 @@ CONFIG = {
     "crawler": {**demo_crawler_settings(), "revisit_after": REVISIT_AFTER},
     "node": {"metrics_interval": 0.5, "max_pages": PAGES},
 }
-BOOKMARKS = PROJECT_ROOT / "simnet/webs/fixture-bookmarks.html"
-TIMEOUT = 90.0  # hang guard only
-
-
-@asynccontextmanager
-async def node_at_its_page_limit(
-    tmp_path, config: dict
-) -> AsyncIterator[tuple[NodeService, AsyncNodeClient]]:
-    """A node that crawled the fixture web up to its page limit, and its client; stopped on leaving."""
-    data = DataDir(tmp_path / "node")
-    service = NodeService(data, parse_config(tomli_w.dumps(config)), offline=True)
-    with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(service.run)
-            async with AsyncNodeClient.from_data_dir(data) as client:
-                await client.import_topics(
-                    bookmarks_html=map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
-                )
-                await client.crawl("start")
-                while (crawl := (await client.status())["crawl"])["active"] or crawl["reason"] != "max_pages":
-                    await trio.sleep(0.2)
-                yield service, client
-            service.request_stop()
 
 
 def revisit_intervals(repo) -> dict[float | None, int]:
@@ -61,7 +30,7 @@ def revisit_intervals(repo) -> dict[float | None, int]:
 @pytest.mark.slow
 @pytest.mark.trio
 async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tmp_path):
-    async with node_at_its_page_limit(tmp_path, CONFIG) as (service, client):
+    async with crawled_fixture_node(tmp_path, CONFIG) as (service, client):
         at_stop = await service.db(revisit_intervals)
         # the fixture web does not change: each revisited page waits twice as long next time, and
         # pages fetched in the run's last seconds fall due after it ended
@@ -79,7 +48,7 @@ async def test_a_node_at_its_page_limit_revisits_its_pages_when_they_fall_due(tm
 @pytest.mark.trio
 async def test_pages_the_user_asks_to_revisit_are_fetched_again_at_once(tmp_path):
     config = {"crawler": demo_crawler_settings(), "node": {"metrics_interval": 0.5, "max_pages": PAGES}}
-    async with node_at_its_page_limit(tmp_path, config) as (service, client):
+    async with crawled_fixture_node(tmp_path, config) as (service, client):
         url = await service.db(lambda repo: revisited_urls(repo)[0])
         with pytest.raises(NodeError, match="urls"):
             await client.revisit([])
