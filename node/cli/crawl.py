@@ -129,9 +129,11 @@ def run(args: argparse.Namespace) -> int:
             )
         progress = None if args.quiet else sys.stderr
         stats = trio.run(crawl, repo, settings, args.seed, args.max_pages, progress, None, policy)
+        beyond = getattr(policy, "beyond_tunnel", None) if stats.reason == "exhausted" else None
+        left = beyond() if beyond is not None else None
     finally:
         repo.close()
-    print(summary(stats))
+    print(summary(stats, left, config.focus.tunnel_depth))
     return 0
 
 
@@ -250,7 +252,9 @@ class ProgressPrinter:
             print(line, file=self.stream, flush=True)
 
 
-def summary(stats: CrawlStats) -> str:
+def summary(stats: CrawlStats, beyond_tunnel: tuple[int, bool] | None = None, tunnel_depth: int = 0) -> str:
+    """The crawl's figures when it ends; `beyond_tunnel` (`TopicFocus.beyond_tunnel`) for a focused crawl
+    that ran out of links: what a deeper tunnel would have followed."""
     reasons = {
         "max_pages": "reached --max-pages",
         "exhausted": "frontier exhausted",
@@ -266,6 +270,12 @@ def summary(stats: CrawlStats) -> str:
         f"  frontier         {stats.frontier_size} queued",
         f"  errors           {stats.errors}",
     ]
+    if beyond_tunnel and beyond_tunnel[0]:
+        links = f"{'at least ' if beyond_tunnel[1] else ''}{beyond_tunnel[0]}"
+        lines.append(
+            f"  left behind      {links} links past pages the classifier rejected, beyond "
+            f"focus.tunnel_depth ({tunnel_depth} hops): raise it in config.toml to follow them"
+        )
     if stats.relisted:
         lines.append(f"  tried again      {stats.relisted} failed URLs that a sitemap or feed dated later")
     if stats.revisits:

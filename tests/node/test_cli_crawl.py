@@ -100,6 +100,10 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     assert "2 sitemaps read, 40 pages they list queued" in summary(CrawlStats(sitemaps=2, sitemap_urls=40))
     assert "feeds" not in text
     assert "1 feed read, 3 pages they list queued" in summary(CrawlStats(feeds=1, feed_urls=3))
+    assert "left behind" not in text
+    dry = summary(CrawlStats(reason="exhausted"), (12, False), 2)
+    assert "left behind      12 links past pages the classifier rejected" in dry and "(2 hops)" in dry
+    assert "at least 100000 links" in summary(CrawlStats(reason="exhausted"), (100000, True), 2)
 
 
 def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path, capsys, monkeypatch):
