@@ -49,6 +49,13 @@ class RepositoryFull(RepositoryError):
     and everything committed before is intact (SQLite's journal guarantees it)."""
 
 
+def is_damaged(exc: BaseException) -> bool:
+    """SQLITE_CORRUPT or SQLITE_NOTADB: the file is no longer a sound database (a failing disk, a write
+    from outside SQLite), as opposed to one SQLite cannot reach or write."""
+    code = getattr(exc, "sqlite_errorcode", None) if isinstance(exc, sqlite3.DatabaseError) else None
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """SQLITE_FULL from the sqlite3 module (extended codes too), or ENOSPC from the operating system."""
     if isinstance(exc, RepositoryFull):
@@ -679,18 +686,20 @@ def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
             f"cannot open the repository at {path}: SQLite could not write beside it ({exc}; {free:.0f} MB "
             "free on that disk): free some space, or make the folder writable"
         )
-    if code == sqlite3.SQLITE_CORRUPT:
+    if code == sqlite3.SQLITE_CORRUPT:  # NOTADB too is_damaged, but at opening it is a foreign file
         return f"{path} is damaged (SQLite said: {exc}): {damaged_advice(path)}"
     return f"{path} is not a topicswarm repository (SQLite said: {exc})"
 
 
-def damaged_advice(repository: Path) -> str:
+def damaged_advice(repository: Path, node_stopped: bool = False) -> str:
     """What to do about a repository SQLite finds damaged: the user's way back, in one clause."""
-    return (
-        f"stop the node, move {repository.name} aside and put the {repository.name} of your last "
-        "`topicswarm backup` in its place; without a backup, the node starts a new, empty repository when "
-        "it runs again (`topicswarm topics import` your bookmarks again first)"
+    name = repository.name
+    way_back = (
+        f"move {name} aside and put the {name} of your last `topicswarm backup` in its place; without a "
+        "backup, the node starts a new, empty repository when it runs again (`topicswarm topics import` "
+        "your bookmarks again first)"
     )
+    return way_back if node_stopped else f"stop the node, {way_back}"
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawler.repository import damaged_advice, is_disk_full
+from crawler.repository import damaged_advice, is_damaged, is_disk_full
 from node.datadir import DataDir
 
 # What a restored node needs besides its repository (logs and the running node's api.json are not).
@@ -78,7 +78,7 @@ def copy_repository(source: Path, target: Path) -> tuple[int, int | None]:
     except sqlite3.Error as exc:
         if is_disk_full(exc):
             raise BackupError(_full_disk(target, needed, shutil.disk_usage(target.parent).free)) from exc
-        if _code(exc) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        if is_damaged(exc):
             raise BackupError(f"{source} is damaged (SQLite said: {exc}): {damaged_advice(source)}") from exc
         raise BackupError(f"{source} could not be read: {exc}") from exc
     finally:
@@ -149,10 +149,6 @@ def _release(target: Path, made: bool) -> None:
         return
     for path in target.iterdir():
         path.unlink(missing_ok=True)
-
-
-def _code(exc: sqlite3.Error) -> int:
-    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 
 
 def _size(path: Path) -> int:

@@ -1232,10 +1232,16 @@ def replace_settings(config: Config, **sections: dict[str, Any]) -> Config:
 
 def root_cause(exc: BaseException) -> str:
     """The innermost message of nested exception groups and chains (what a user can act on)."""
+    cause = innermost(exc)
+    return f"{type(cause).__name__}: {cause}"
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The first leaf of nested exception groups, followed down its chain of causes."""
     while True:
         if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
         elif exc.__cause__ is not None:
             exc = exc.__cause__
         else:
-            return f"{type(exc).__name__}: {exc}"
+            return exc

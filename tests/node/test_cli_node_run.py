@@ -5,10 +5,12 @@ other nodes reach a node listening on every interface."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 from types import SimpleNamespace
 
+from crawler.repository import Repository
 from node.cli.node import ready_line
 from simnet.paths import PROJECT_ROOT
 
@@ -89,3 +91,20 @@ def test_an_api_port_in_use_or_out_of_range_and_a_config_not_in_utf8_are_refused
     (data / "config.toml").write_bytes(b"[node]\n# caf\xe9\n")
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
     assert done.returncode == 2 and "is not UTF-8 text" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_repository_damaged_past_its_header_stops_the_node_with_the_way_back(tmp_path):
+    repository = tmp_path / "node" / "repository.db"
+    Repository(repository).close()
+    with sqlite3.connect(repository) as db:  # the frontier's first page, which a starting node reads
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'frontier'").fetchone()[0]
+    db.close()
+    with open(repository, "r+b") as f:
+        f.seek(page_size * (root - 1))
+        f.write(b"\x07" * page_size)
+    command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(repository.parent), "--offline"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and last.startswith(f"topicswarm: the node stopped: {repository} is damaged")
+    assert "move repository.db aside" in last and "topicswarm backup" in last and "stop the node" not in last
