@@ -696,14 +696,14 @@ class Cooperation:
         """Verdicts for the topic's documents by `learning.filtering_scores` at the loss; how many of each."""
         docs = learning.topic_documents(self.repo, topic)
         if docs.doc_ids.size == 0:
-            store.save_meta(self.repo, topic, kept=0, abstained=0)
+            store.save_meta(self.repo, topic, loss=loss)
             return {"kept": 0, "rejected": 0, "abstained": 0}
         rivals = self._filtering_metas(topic)
         scores = learning.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
         decisions = loss_targeted_decisions(scores, loss)
         self._cutoffs[topic] = (rivals, loss, learning.abstain_cutoff(scores, decisions))
         verdicts = learning.write_verdicts(self.repo, docs.doc_ids, decisions)
-        store.save_meta(self.repo, topic, loss=loss, kept=verdicts["kept"], abstained=verdicts["abstained"])
+        store.save_meta(self.repo, topic, loss=loss)  # counts: the documents' verdicts
         return verdicts
 
     def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:

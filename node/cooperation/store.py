@@ -84,6 +84,8 @@ def _schema_v2(db: Any) -> None:
         db.execute(f"ALTER TABLE coop_models ADD COLUMN {column}")
 
 
+# coop_meta's kept and abstained columns (v1) are no longer written: a topic's counts are its documents'
+# verdicts as they stand (`learning.verdict_counts`), which the stored counts of one filtering were not.
 MIGRATIONS = [_schema_v1, _schema_v2]
 
 
