@@ -687,19 +687,19 @@ def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
             "free on that disk): free some space, or make the folder writable"
         )
     if code == sqlite3.SQLITE_CORRUPT:  # NOTADB too is_damaged, but at opening it is a foreign file
-        return f"{path} is damaged (SQLite said: {exc}): {damaged_advice(path)}"
+        return damaged(path, f"SQLite said: {exc}")
     return f"{path} is not a topicswarm repository (SQLite said: {exc})"
 
 
-def damaged_advice(repository: Path, node_stopped: bool = False) -> str:
-    """What to do about a repository SQLite finds damaged: the user's way back, in one clause."""
+def damaged(repository: Path, why: str, node_stopped: bool = False) -> str:
+    """A repository SQLite finds damaged (`why`: what SQLite said), and the user's way back."""
     name = repository.name
     way_back = (
         f"move {name} aside and put the {name} of your last `topicswarm backup` in its place; without a "
         "backup, the node starts a new, empty repository when it runs again (`topicswarm topics import` "
         "your bookmarks again first)"
     )
-    return way_back if node_stopped else f"stop the node, {way_back}"
+    return f"{repository} is damaged ({why}): " + (way_back if node_stopped else f"stop the node, {way_back}")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawler.repository import damaged_advice, is_damaged, is_disk_full
+from crawler.repository import damaged, is_damaged, is_disk_full
 from node.datadir import DataDir
 
 # What a restored node needs besides its repository (logs and the running node's api.json are not).
@@ -79,7 +80,7 @@ def copy_repository(source: Path, target: Path) -> tuple[int, int | None]:
         if is_disk_full(exc):
             raise BackupError(_full_disk(target, needed, shutil.disk_usage(target.parent).free)) from exc
         if is_damaged(exc):
-            raise BackupError(f"{source} is damaged (SQLite said: {exc}): {damaged_advice(source)}") from exc
+            raise BackupError(damaged(source, f"SQLite said: {exc}")) from exc
         raise BackupError(f"{source} could not be read: {exc}") from exc
     finally:
         partial.unlink(missing_ok=True)
@@ -88,22 +89,13 @@ def copy_repository(source: Path, target: Path) -> tuple[int, int | None]:
 
 def _snapshot(source: Path, partial: Path) -> int | None:
     """Back up into `partial` in one step (one read transaction: a single committed state) and check it."""
-    reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30.0)
-    try:
-        writer = sqlite3.connect(str(partial))
-        try:
-            reader.backup(writer)
-            problems = [" ".join(str(row[0]).split()) for row in writer.execute("PRAGMA quick_check")]
-            if problems != ["ok"]:
-                raise BackupError(
-                    f"{source} is damaged (SQLite's check: {'; '.join(problems[:3])}): "
-                    f"{damaged_advice(source)}"
-                )
-            return _documents(writer)
-        finally:
-            writer.close()
-    finally:
-        reader.close()
+    reader = closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30.0))
+    with reader as conn, closing(sqlite3.connect(str(partial))) as writer:
+        conn.backup(writer)
+        problems = [" ".join(str(row[0]).split()) for row in writer.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise BackupError(damaged(source, f"SQLite's check: {'; '.join(problems[:3])}"))
+        return _documents(writer)
 
 
 def _documents(conn: sqlite3.Connection) -> int | None:

@@ -248,15 +248,13 @@ def run_node(args: argparse.Namespace) -> int:
         refusal = service_error_in(exc)
         if refusal is not None:  # the node refused to start and said why (a port in use, a bad repository)
             raise CliError(refusal.detail) from exc
-        from crawler.repository import damaged_advice, is_damaged
+        from crawler.repository import damaged, is_damaged
         from node.service import innermost, root_cause
 
         logging.getLogger("node").exception("the node failed")
         if is_damaged(cause := innermost(exc)):  # a failing disk: say so, and the way back
-            raise CliError(
-                f"the node stopped: {data.repository} is damaged (SQLite said: {cause}): "
-                f"{damaged_advice(data.repository, node_stopped=True)}"
-            ) from exc
+            stopped = damaged(data.repository, f"SQLite said: {cause}", node_stopped=True)
+            raise CliError(f"the node stopped: {stopped}") from exc
         raise CliError(f"the node failed: {root_cause(exc)} (details in {data.log})") from exc
     print("node stopped: frontier and state saved", file=sys.stderr)
     return 0
