@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from crawler.errors import CrawlerError
-from crawler.ranking import SIGNALS, RankingWeights
+from crawler.query import DEFAULT_USER, SIGNALS
+from crawler.ranking import RankingWeights
 from crawler.repository import Repository
 from crawler.taxonomy import FETCHED, NEGATIVE, POSITIVE, TrainingDocument, set_marked_document
 
@@ -28,7 +29,6 @@ KINDS = (RELEVANT, IRRELEVANT, OPENED)
 TARGETS = {RELEVANT: 1.0, IRRELEVANT: 0.0, OPENED: 1.0}
 SAMPLE_WEIGHTS = {RELEVANT: 1.0, IRRELEVANT: 1.0, OPENED: 0.5}
 PRIOR_STRENGTH = 1.0  # ridge weight pulling the fit toward the default weights (one pseudo-mark per signal)
-DEFAULT_USER = "local"
 FEEDBACK_SOURCE = "feedback"  # training_documents.source of documents added by feedback
 
 
@@ -44,7 +44,7 @@ class FeedbackRecord:
     kind: str
     query: str | None
     topic: str | None
-    signals: tuple[float, ...] | None  # normalised per query, in crawler.ranking.SIGNALS order
+    signals: tuple[float, ...] | None  # normalised per query, in crawler.query.SIGNALS order
     at: float
 
 

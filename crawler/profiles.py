@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from crawler.errors import CrawlerError
-from crawler.feedback import DEFAULT_USER, IRRELEVANT, feedback_of, latest_marks, personal_weights
-from crawler.ranking import SIGNALS, RankingWeights
+from crawler.feedback import IRRELEVANT, feedback_of, latest_marks, personal_weights
+from crawler.query import DEFAULT_USER, SIGNALS
+from crawler.ranking import RankingWeights
 from crawler.repository import Repository
 
 PROFILE_VERSION = 1

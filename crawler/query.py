@@ -17,6 +17,15 @@ from dataclasses import dataclass
 
 from crawler.errors import SearchError
 
+# What a search asks for besides its words (the search, the CLI's options and the API read them here):
+# "accepted": accepted into a topic by the focus (every page of an unfocused crawl is) and kept or not yet
+# judged by the restrictive verdict; "abstained": the restrictive verdict abstained; "any": no filter
+VERDICTS = ("accepted", "abstained", "any")
+ORIGINS = ("local", "pooled", "any")
+SIGNALS = ("text", "confidence", "authority", "pagerank")  # what results are ranked by (crawler.ranking)
+DEFAULT_USER = "local"  # whose feedback personalises the ranking when a search names nobody
+HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
+
 MIN_PREFIX = 3  # shorter words stay whole-word matches in a prefix search: "a*" would match nearly every page
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r'(-?)(?:"([^"]*)(?:"|$)|(\S+))')  # [-]"a phrase" or [-]token

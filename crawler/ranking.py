@@ -24,9 +24,9 @@ import numpy as np
 
 from crawler.errors import CrawlerError
 from crawler.linkanalysis import LinkGraph, hits, pagerank
+from crawler.query import SIGNALS
 from crawler.repository import Repository
 
-SIGNALS = ("text", "confidence", "authority", "pagerank")
 GLOBAL_SCOPE = ""  # link_scores.topic of the whole graph's scores
 CRITICAL_PATH = 3  # VLA: relevant documents further apart than this get a virtual link (thesis used 3)
 RELEVANT_PER_TOPIC = 50  # how many of a topic's most confident documents count as highly relevant

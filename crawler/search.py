@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from crawler.dedup import fingerprint, simhash
 from crawler.errors import SearchError
 from crawler.preview import preview, repeated_lines, term_probes, topic_term_weights
-from crawler.query import MIN_PREFIX, PlainQuery, parse_query
+from crawler.query import HIGHLIGHT, MIN_PREFIX, ORIGINS, SIGNALS, VERDICTS, PlainQuery, parse_query
 from crawler.ranking import (
     GLOBAL_SCOPE,
-    SIGNALS,
     RankingWeights,
     combine,
     ensure_schema,
@@ -143,17 +142,12 @@ def search(
 
 CANDIDATES = 100  # BM25's best candidates re-ranked by the combination (more when paging deeper)
 NEAR_DUPLICATE_BITS = 3  # SimHash Hamming distance within which two results show as one (as dedup does)
-# "accepted": accepted into a topic by the focus (every page of an unfocused crawl is) and kept or not yet
-# judged by the restrictive verdict; "abstained": the restrictive verdict abstained; "any": no filter
-VERDICTS = ("accepted", "abstained", "any")
-ORIGINS = ("local", "pooled", "any")
 LOCAL = "local"
 BM25_BUDGET = 2000  # documents BM25 is computed for per query; past it, candidates come from cheap tiers
 SITE_SAMPLE = 8  # recent pages of a hit's host whose shared lines are its site's template
 TEMPLATE_CHARS = 3000  # characters read from each sampled page's start and from its end
 PREVIEW_HEAD = 8000  # characters of a page's start a search preview reads (and lines around query terms)
 PREVIEW_WINDOW = 1500  # characters of a page whose passages a preview weighs (stemming all is slow)
-HIGHLIGHT = ("[[", "]]")  # around query terms in previews; the CLI and TUI render them
 
 
 @dataclass(frozen=True)
@@ -170,7 +164,7 @@ class RankedHit:
     score: float
     preview: str
     verdict: str | None
-    signals: dict[str, float]  # normalised per query (crawler.ranking.SIGNALS)
+    signals: dict[str, float]  # normalised per query (crawler.query.SIGNALS)
     duplicates: tuple[int, ...] = ()  # doc ids collapsed into this result
 
     def to_api(self) -> dict[str, object]:

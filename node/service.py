@@ -826,7 +826,8 @@ class NodeService:
     ) -> dict[str, Any]:
         """Ranked search; `weights` as "SIGNAL=W,..." (the CLI's --weights), else the weights fitted to
         `user`'s feedback (default: the default user's)."""
-        from crawler.feedback import DEFAULT_USER, personal_weights
+        from crawler.feedback import personal_weights
+        from crawler.query import DEFAULT_USER
         from crawler.ranking import RankingError, RankingWeights
         from crawler.search import SearchError, ranked_search
 

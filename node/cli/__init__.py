@@ -15,9 +15,30 @@ from node.cli.common import CliError
 
 # Modules of this package that add commands, in the order `--help` lists them.
 COMMAND_MODULES = ["config", "node", "simweb", "topics", "crawl", "search", "export", "backup", "demo", "tui"]
+# The module that adds each command, so a command builds only its own module's parsers: building them all
+# imported the repository, the crawler and the search stack, and `topicswarm status` took a second.
+COMMANDS = {
+    "config": "config",
+    "init": "node",
+    "node": "node",
+    "status": "node",
+    "peers": "node",
+    "meta": "node",
+    "refine": "node",
+    "simweb": "simweb",
+    "topics": "topics",
+    "crawl": "crawl",
+    "search": "search",
+    "export": "export",
+    "backup": "backup",
+    "demo": "demo",
+    "tui": "tui",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: of every command, or only of the module that adds `command` when it is
+    one (`--help` and a mistyped command need all of it)."""
     parser = argparse.ArgumentParser(
         prog="topicswarm",
         description="A peer-to-peer network of focused web crawlers.",
@@ -27,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(f"node.cli.{name}").register(sub)
     describe_by_help(parser)
     return parser
@@ -62,8 +83,13 @@ def _excluded_word(arg: str) -> bool:
     return arg.startswith("-") and not arg.startswith("--") and len(arg) > 1
 
 
+def command_named(argv: list[str]) -> str | None:
+    """The command the arguments name: their first, unless it is an option (the top level has only -h)."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(command_named(sys.argv[1:] if argv is None else argv))
     args = parse_command_line(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()

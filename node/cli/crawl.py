@@ -13,13 +13,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import trio
-
-from crawler.engine import Crawler, CrawlStats
 from crawler.focus_settings import STRATEGIES, FocusSettings
-from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
 from node.cli.common import (
     CliError,
@@ -31,6 +27,12 @@ from node.cli.common import (
     revisit_line,
 )
 from node.config import ConfigError, load_config
+
+if TYPE_CHECKING:  # the crawler loads when a crawl runs: every command builds this module's parser
+    import trio
+
+    from crawler.engine import Crawler, CrawlStats
+    from crawler.repository import Repository
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
 
@@ -91,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         from node.cli.node import control_crawl
 
         return control_crawl(args)
+    import trio
+
+    from crawler.repository import Repository, RepositoryError
     from node.client import node_running
 
     if args.url or args.all:
@@ -148,6 +153,9 @@ async def crawl(
 ) -> CrawlStats:
     """Crawl under trio with SIGINT/SIGTERM as a graceful stop (a second signal stops at once). With a
     focus `policy` (crawler.focus.TopicFocus) its bookmarks are seeds of their topics."""
+    import trio
+
+    from crawler.engine import Crawler
     from crawler.focus import SEED_PRIORITY
 
     crawler = Crawler(repo, settings, policy=policy)
@@ -182,6 +190,8 @@ async def crawl(
 
 
 async def _stop_on_signals(crawler: Crawler, scope: trio.CancelScope) -> None:
+    import trio
+
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         count = 0
         async for _ in signals:
@@ -198,6 +208,8 @@ def focus_policy(
 ) -> Any:
     """The focus policy of the imported topics (bookmarks fetched first if they were not), or None.
     `focus`: the configured `[focus]` settings; `strategy` (the CLI's --strategy) overrides theirs."""
+    import trio
+
     from crawler.focus import TopicFocus
     from crawler.taxonomy import PENDING, load_taxonomy, store_taxonomy
     from node.cli.topics import fetch_training_pages

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from crawler.export import FORMATS, ExportError, export
-from crawler.feedback import DEFAULT_USER
+from crawler.query import DEFAULT_USER
 from crawler.repository import Repository
 from node.cli.common import CliError, add_data_arg, count
 from node.cli.search import open_repository, prefix_note, search_from_args

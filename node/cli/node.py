@@ -30,7 +30,6 @@ from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, nod
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
-from p2p.addresses import check_listen_addr, check_peer_addr
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -281,6 +280,8 @@ def _fraction(text: str, rule: str, lowest: float | None) -> float:
 
 def check_run_args(args: argparse.Namespace) -> None:
     """`node run`'s options that cannot work, refused in one line each."""
+    from p2p.addresses import check_listen_addr, check_peer_addr
+
     if args.max_pages is not None and args.max_pages < 0:
         raise CliError("--max-pages must be 0 or more")
     if args.offline and (args.listen or args.bootstrap):  # they were silently ignored

@@ -6,14 +6,16 @@ import argparse
 import json
 import re
 import sys
+from typing import TYPE_CHECKING
 
-from crawler.feedback import DEFAULT_USER, personal_weights
-from crawler.ranking import SIGNALS, RankingError, RankingWeights
-from crawler.repository import Repository, RepositoryError
-from crawler.search import HIGHLIGHT, ORIGINS, VERDICTS, SearchError, SearchResults, ranked_search
+from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
 from node.cli.common import CliError, add_data_arg, count, data_dir
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
+
+if TYPE_CHECKING:  # searched straight from the repository only when no node runs: the API answers otherwise
+    from crawler.repository import Repository
+    from crawler.search import SearchResults
 
 _MARKED = re.compile(re.escape(HIGHLIGHT[0]) + r"(.*?)" + re.escape(HIGHLIGHT[1]))
 
@@ -61,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def open_repository(args: argparse.Namespace) -> Repository:
+    from crawler.repository import Repository, RepositoryError
+
     data = data_dir(args)
     if not data.repository.exists():
         raise CliError(
@@ -76,6 +80,10 @@ def open_repository(args: argparse.Namespace) -> Repository:
 
 def search_from_args(repo: Repository, args: argparse.Namespace, previews: bool = True) -> SearchResults:
     """The ranked search the command-line options describe (shared with `topicswarm export --query`)."""
+    from crawler.feedback import personal_weights
+    from crawler.ranking import RankingError, RankingWeights
+    from crawler.search import SearchError, ranked_search
+
     try:
         weights = RankingWeights.parse(args.weights) if args.weights else personal_weights(repo, args.user)
         return ranked_search(

@@ -10,26 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from crawler.repository import Repository, RepositoryError
 from crawler.settings import CrawlSettings
-from crawler.taxonomy import (
-    FAILED,
-    Taxonomy,
-    TaxonomyError,
-    failure_counts,
-    fetch_documents,
-    load_taxonomy,
-    read_taxonomy,
-    store_taxonomy,
-    topic_summary,
-)
 from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
+
+if TYPE_CHECKING:  # the repository and the taxonomy load when a command runs, not when every one parses
+    from crawler.repository import Repository
+    from crawler.taxonomy import Taxonomy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +55,8 @@ def _settings(args: argparse.Namespace) -> CrawlSettings:
 
 
 def _open(path: Path) -> Repository:
+    from crawler.repository import Repository, RepositoryError
+
     try:
         return Repository(path)
     except RepositoryError as exc:
@@ -73,6 +66,10 @@ def _open(path: Path) -> Repository:
 def run_import(args: argparse.Namespace) -> int:
     """The file is read here first (a malformed one fails before anything is sent or stored); when a node
     runs on the data directory it imports through the API (one writer, and it seeds its crawl at once)."""
+    import trio
+
+    from crawler.taxonomy import FAILED, TaxonomyError, failure_counts, read_taxonomy, store_taxonomy
+
     try:
         taxonomy = read_taxonomy(args.source)
     except TaxonomyError as exc:
@@ -130,6 +127,7 @@ def _import_through(client: NodeClient, source: Path, fetch: bool) -> dict:
 
 async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> Taxonomy:
     from crawler.fetch import Fetcher
+    from crawler.taxonomy import fetch_documents
 
     fetcher = Fetcher(settings)
     try:
@@ -139,6 +137,8 @@ async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> T
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from crawler.taxonomy import load_taxonomy, topic_summary
+
     data = data_dir(args)
     if not data.repository.exists():
         raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler.settings import doc
-from p2p.schemas import MAX_HELD_FILTER_BYTES
+from p2p.message_limits import MAX_HELD_FILTER_BYTES
 
 MAX_CLUSTERS = 32  # subtopics one refinement may propose (the API's and the CLI's bound on k)
 

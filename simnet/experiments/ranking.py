@@ -32,7 +32,8 @@ import trio
 from crawler.feedback import feedback_of, fit_weights, record_feedback, training_pairs
 from crawler.focus import FocusSettings, in_subtree
 from crawler.preview import topic_term_weights
-from crawler.ranking import SIGNALS, TEXT_AND_CONFIDENCE, TEXT_ONLY, RankingWeights, update_link_scores
+from crawler.query import SIGNALS
+from crawler.ranking import TEXT_AND_CONFIDENCE, TEXT_ONLY, RankingWeights, update_link_scores
 from crawler.repository import Repository
 from crawler.search import ranked_search
 from crawler.taxonomy import Taxonomy, read_taxonomy

@@ -110,7 +110,7 @@ def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path,
     async def fills_the_disk(self, max_pages=None):
         return CrawlStats(total_pages=7, finished=True, reason="disk_full")
 
-    monkeypatch.setattr("node.cli.crawl.Crawler.run", fills_the_disk)
+    monkeypatch.setattr("crawler.engine.Crawler.run", fills_the_disk)
     data = tmp_path / "node"
     data.mkdir()
     (data / "config.toml").write_text(CONFIG)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+import crawler.taxonomy
 import node.cli.search
-import node.cli.topics
 from node.cli import main
 from node.cli.demo import map_bookmarks
 from node.client import NodeClient, node_running
@@ -63,7 +63,7 @@ def test_import_and_search_go_through_a_running_node_and_print_as_without_one(tm
             wait_until(lambda: node_running(data) or process.poll() is not None, TIMEOUT, "node start")
             assert process.poll() is None, (root / "node.out").read_text()[-3000:]
             with monkeypatch.context() as patched:
-                patched.setattr(node.cli.topics, "store_taxonomy", refuse)
+                patched.setattr(crawler.taxonomy, "store_taxonomy", refuse)
                 patched.setattr(node.cli.search, "search_from_args", refuse)
                 imported = output(capsys, ["topics", "import", "--data", str(root), str(bookmarks)])
                 with NodeClient.from_data_dir(data) as client:
