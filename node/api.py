@@ -255,11 +255,10 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         return await service.revisit(urls)
 
     async def search(request: Request) -> Any:
-        q = request.query_params.get("q", "")
-        if not q.strip():
+        if "q" not in request.query_params:  # a blank one is the search's to refuse, as the CLI's is
             raise NodeServiceError("bad_request", "give the query as ?q=words")
         return await service.search(
-            q,
+            request.query_params["q"],
             topic=request.query_params.get("topic") or None,
             include_descendants=request.query_params.get("include_descendants", "1") not in ("0", "false"),
             origin=request.query_params.get("origin", "any"),

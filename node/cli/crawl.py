@@ -28,7 +28,7 @@ from node.cli.common import (
 )
 from node.config import ConfigError, load_config
 
-if TYPE_CHECKING:  # the crawler loads when a crawl runs: every command builds this module's parser
+if TYPE_CHECKING:  # the crawler loads when a crawl runs: `crawl start|pause|stop` only ask the running node
     import trio
 
     from crawler.engine import Crawler, CrawlStats

@@ -143,6 +143,9 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         for hit in hits:
             print(json.dumps(hit, ensure_ascii=False))
         return
+    if not hits and answer["total"]:  # --offset past the last one, or --limit 0
+        print(f"none of {answer['total']} results shown with --offset {args.offset} --limit {args.limit}")
+        return
     if not hits:
         print(no_hits_text(args))
         return

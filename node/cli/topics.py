@@ -18,7 +18,7 @@ from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
 
-if TYPE_CHECKING:  # the repository and the taxonomy load when a command runs, not when every one parses
+if TYPE_CHECKING:  # the repository and the taxonomy load when a command reads them, not when it parses
     from crawler.repository import Repository
     from crawler.taxonomy import Taxonomy
 

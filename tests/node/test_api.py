@@ -133,7 +133,7 @@ async def test_errors_are_json_with_what_to_do(node):
     service, client = node
     with pytest.raises(NodeError) as caught:
         await client.search("   ")
-    assert caught.value.status == 400 and "q=" in caught.value.detail
+    assert caught.value.status == 400 and "give at least one word" in caught.value.detail
     with pytest.raises(NodeError) as caught:
         await client.document(12345)
     assert caught.value.status == 404
@@ -174,6 +174,7 @@ async def test_hostile_bodies_and_parameters_are_refused_with_what_was_wrong_and
         digits = b'{"doc_id": ' + b"9" * 5001 + b', "opened": true}'
         assert "cannot be read" in await refused("POST", "/api/feedback", content=digits)
         assert "out of range" in await refused("GET", "/api/search?q=sql&weights=text=1e308,confidence=1e308")
+        assert "?q=words" in await refused("GET", "/api/search")
         assert b"413" in await declared_too_large(service.api_url, client._http.headers["authorization"])
         huge = {"topic": "Databases", "loss": 10**400}
         assert "too large a number" in await refused("PUT", "/api/meta/loss", content=json.dumps(huge))

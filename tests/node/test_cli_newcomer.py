@@ -10,6 +10,7 @@ import pytest
 from crawler.repository import Repository
 from node.cli import build_parser, main
 from node.cli.demo import build_line
+from node.cli.search import print_hits
 from node.client import Unauthorised, _raise_for
 from node.datadir import DataDir
 
@@ -49,6 +50,14 @@ def test_an_empty_answer_names_the_filters_that_narrowed_it(tmp_path, capsys, op
     capsys.readouterr()
     assert main(["search", "sql", "join", "--data", str(tmp_path), *options]) == 0
     assert capsys.readouterr().out.strip() == said
+
+
+@pytest.mark.parametrize(("offset", "limit"), [(40, 10), (0, 0)])
+def test_a_page_past_the_last_result_says_how_many_there_are_instead_of_none(capsys, offset, limit):
+    args = argparse.Namespace(json=False, query="sql", offset=offset, limit=limit, topic=None)
+    print_hits({"hits": [], "total": 40, "prefix": False}, args)
+    shown = capsys.readouterr().out.strip()
+    assert shown == f"none of 40 results shown with --offset {offset} --limit {limit}"
 
 
 def test_demo_build_line_counts_peer_models_in_plain_english():
