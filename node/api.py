@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import secrets
 import sqlite3
@@ -357,6 +358,10 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             raise NodeServiceError("bad_request", "name must be a string")
         return await service.cooperate(f"{action}_proposal", request.path_params["proposal_id"], name=name)
 
+    async def node_stop(request: Request) -> Any:
+        service.stop_soon()
+        return {"stopping": True, "pid": os.getpid()}
+
     async def events(request: Request) -> Any:
         return StreamingResponse(
             _event_stream(service),
@@ -366,6 +371,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
 
     routes = [
         route("/api/status", status, ["GET"]),
+        route("/api/node/stop", node_stop, ["POST"]),
         route("/api/metrics", metrics, ["GET"]),
         route("/api/topics", topics, ["GET"]),
         route("/api/topics/import", import_topics, ["POST"]),

@@ -167,6 +167,10 @@ class _Endpoints:
     def set_keywords(self, topic: str, keywords: list[str]) -> Any:
         return self._call("PUT", f"/api/topics/{topic}/keywords", body={"keywords": keywords})
 
+    def stop_node(self) -> Any:
+        """Stop the node as SIGTERM does: {"stopping": true, "pid"}; its API closes once it has stopped."""
+        return self._call("POST", "/api/node/stop")
+
     def crawl(self, action: str, topic: str | None = None) -> Any:
         """`action`: start, pause or stop; all topics when `topic` is None."""
         return self._call("POST", f"/api/crawl/{action}", body={"topic": topic} if topic else {})

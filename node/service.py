@@ -72,6 +72,7 @@ IDLE_ACTIVITY = {
 }
 DISK_CHECK_S = 30.0  # after a full disk, how often the crawl checks whether space was freed
 DISK_ROOM_BYTES = 16 * 2**20  # free space gained since the disk filled that resumes the crawl
+STOP_ANSWER_SECONDS = 0.2  # how long a stop through the API waits for its answer to leave
 
 
 class NodeServiceError(Exception):
@@ -196,17 +197,33 @@ class NodeService:
                 await self._shutdown_crawl()
                 nursery.cancel_scope.cancel()
         finally:
-            self.data.api_address.unlink(missing_ok=True)
-            if self.crawler is not None:
-                with trio.CancelScope(shield=True):
-                    await self.crawler.aclose()
-            for repo in (self._repo, self._side):
-                if repo is not None:
-                    repo.close()
-            self._held_out.close()
+            try:
+                if self.crawler is not None:
+                    with trio.CancelScope(shield=True):
+                        await self.crawler.aclose()
+                for repo in (self._repo, self._side):
+                    if repo is not None:
+                        repo.close()
+                self._held_out.close()
+            finally:  # last: while api.json is there a node runs here, so `node stop` waits for all of this
+                self.data.api_address.unlink(missing_ok=True)
 
     def request_stop(self) -> None:
         self._stop.set()
+
+    def stop_soon(self) -> None:
+        """Stop as SIGTERM does, once the API's answer to the stop request has left: the API's server stops
+        with the node, and a node with no page in flight stops at once."""
+        log.info("stop requested through the API: stopping (finishing in-flight pages)")
+        if self._nursery is None:
+            self.request_stop()
+            return
+
+        async def stop_after_the_answer() -> None:
+            await trio.sleep(STOP_ANSWER_SECONDS)
+            self.request_stop()
+
+        self._nursery.start_soon(stop_after_the_answer)
 
     async def _stop_on_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

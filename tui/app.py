@@ -112,6 +112,9 @@ class TopicSwarmApp(App[None]):
             yield SystemCommand(
                 f"{what} crawling", f"{what} the crawl of every topic", lambda a=action: self.crawl_all(a)
             )
+        yield SystemCommand(
+            "Stop the node", "Stop the node as Ctrl-C would (it saves its state), then quit", self.stop_node
+        )
         yield SystemCommand("Help", "Keys of every screen", self.action_help)
 
     # -- polling and the live stream -------------------------------------------------------------------------
@@ -147,6 +150,19 @@ class TopicSwarmApp(App[None]):
             await asyncio.sleep(RECONNECT_DELAY)
 
     @work(group="crawl")
+    async def stop_node(self) -> None:
+        """Stop the node, then quit: `q` leaves it running, and one `topicswarm tui` started in the background
+        had no other way to stop than `kill`."""
+        try:
+            pid = await self.link.stop_node()
+        except ClientError as exc:
+            self.report_problem(exc)
+            return
+        self.exit(
+            message=f"the node (pid {pid}) is stopping: it saves its frontier and state; "
+            f"`topicswarm tui --data {self.data_dir}` starts it again"
+        )
+
     async def crawl_all(self, action: str) -> None:
         try:
             state = await self.link.crawl(action)

@@ -66,6 +66,10 @@ class NodeLink:
     async def set_keywords(self, topic: str, keywords: list[str]) -> Topic:
         return Topic.from_json(await self.client.set_keywords(topic, keywords))
 
+    async def stop_node(self) -> int:
+        """Stop the node (as Ctrl-C would); its pid."""
+        return int((await self.client.stop_node())["pid"])
+
     async def crawl(self, action: str, topic: str | None = None) -> str:
         """The state set, with why the crawl will not fetch when it will not (limit reached, nothing
         queued, the whole crawl held while a topic starts)."""

@@ -31,13 +31,16 @@ from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
 
+STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
+STOP_POLL_SECONDS = 0.2
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     init = sub.add_parser("init", help="create a node's data directory: config.toml, identity, API token")
     add_data_arg(init)
     init.set_defaults(func=run_init)
 
-    node = sub.add_parser("node", help="run a node (crawler, peers, control API) in the foreground")
+    node = sub.add_parser("node", help="run a node (crawler, peers, control API) in the foreground; stop one")
     commands = node.add_subparsers(dest="node_command", metavar="COMMAND", required=True)
     runner = commands.add_parser("run", help="run the node until Ctrl-C or SIGTERM (it resumes where it was)")
     add_data_arg(runner)
@@ -75,6 +78,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="detail of DATA/node.log (the terminal shows warnings and errors; default INFO)",
     )
     runner.set_defaults(func=run_node)
+    stopper = commands.add_parser(
+        "stop", help="stop the running node as Ctrl-C would (also one that `topicswarm tui` started)"
+    )
+    add_data_arg(stopper)
+    stopper.add_argument(
+        "--wait",
+        type=float,
+        default=STOP_WAIT_SECONDS,
+        metavar="SECONDS",
+        help=f"how long to wait for it to save its state and exit (default {STOP_WAIT_SECONDS:.0f})",
+    )
+    stopper.set_defaults(func=run_stop)
 
     status = sub.add_parser("status", help="what the running node is doing")
     _client_args(status)
@@ -256,6 +271,26 @@ def run_node(args: argparse.Namespace) -> int:
             raise CliError(f"the node stopped: {stopped}") from exc
         raise CliError(f"the node failed: {root_cause(exc)} (details in {data.log})") from exc
     print("node stopped: frontier and state saved", file=sys.stderr)
+    return 0
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    """Ask the node to stop, then wait until it has: its api.json goes last, after the frontier and the
+    repository are saved and closed."""
+    data = data_dir(args)
+    with connect(args) as client:
+        pid = client.stop_node()["pid"]
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    while node_running(data):
+        if time.monotonic() >= deadline:
+            raise CliError(
+                f"the node (pid {pid}) is still stopping after {args.wait:g} s, letting in-flight pages "
+                f"finish (node.shutdown_grace) and saving: wait, or `kill -9 {pid}` (nothing stored is "
+                "lost; pages in flight are fetched again)"
+            )
+        time.sleep(STOP_POLL_SECONDS)
+    resumes = f"`topicswarm node run --data {data.root}` resumes"
+    print(f"node stopped (pid {pid}): frontier and state saved; {resumes}")
     return 0
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from textual.widgets import DataTable, Input, Select, Static, Tree
 
-from node.client import NodeClient, NodeError
+from node.client import NodeClient, NodeError, node_running
+from node.datadir import DataDir
 from tests.waiting import wait_until
 from tui.app import TopicSwarmApp
 from tui.messages import FeedbackSent, ResultsFetched
@@ -274,3 +278,24 @@ async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
     with NodeClient.from_data_dir(node_data) as client:
         keys = [t["key"] for t in client.topics()["topics"]]
     assert f"{topic}/tuisubtopic" in keys
+
+
+async def test_stop_the_node_in_the_command_palette_stops_the_node_and_quits(tmp_path):
+    """`q` leaves the node running; a node `topicswarm tui` started in the background is stopped here."""
+    data = DataDir(tmp_path / "node")
+    command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root), "--offline"]
+    node = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: node_running(data) or node.poll() is not None, 120, "node start")
+        app = TopicSwarmApp(data.root)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("ctrl+p", *"Stop the node")
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await settle(pilot, lambda: not app.is_running)
+        _, said = node.communicate(timeout=60)
+    finally:
+        node.kill()
+        node.wait()
+    assert node.returncode == 0 and "node stopped: frontier and state saved" in said
+    assert not node_running(data)

@@ -16,10 +16,10 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         "anywhere (letter keys act while no text field has the focus)",
         [
             ("1-6", "dashboard, topics, results, peers, meta, refine"),
-            ("ctrl+p", "command palette (screens, start/pause/stop crawling, theme)"),
+            ("ctrl+p", "command palette (screens, start/pause/stop crawling, theme, Stop the node)"),
             ("tab, shift+tab", "move between fields and lists"),
             ("escape", "leave a text field for the screen's list"),
-            ("r / q", "refresh from the node / quit (the node keeps running)"),
+            ("r / q", "refresh from the node / quit (the node keeps running: ctrl+p Stop the node)"),
         ],
     ),
     (
