@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_arg(init)
     init.set_defaults(func=run_init)
 
-    node = sub.add_parser("node", help="run a node (crawler, peers, control API) in the foreground; stop one")
+    node = sub.add_parser("node", help="run a node (crawler, peers, control API), or stop a running one")
     commands = node.add_subparsers(dest="node_command", metavar="COMMAND", required=True)
     runner = commands.add_parser("run", help="run the node until Ctrl-C or SIGTERM (it resumes where it was)")
     add_data_arg(runner)
