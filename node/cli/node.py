@@ -233,7 +233,10 @@ def run_node(args: argparse.Namespace) -> int:
     check_run_args(args)  # before anything is made
     data = data_dir_for_writing(args)
     if node_running(data):
-        raise CliError(f"a node already runs for {data.root}: stop it first, or use another --data directory")
+        raise CliError(
+            f"a node already runs for {data.root}: stop it first (`topicswarm node stop --data "
+            f"{data.root}`), or use another --data directory"
+        )
     try:
         config = load_config(data.config)
     except ConfigError as exc:

@@ -43,7 +43,9 @@ async def test_a_stop_through_the_api_answers_then_stops_the_node_which_removes_
     assert not data.api_address.exists()
 
 
-def test_node_stop_stops_a_running_node_and_returns_once_it_has_exited(tmp_path, capsys):
+def test_a_second_node_run_is_told_how_to_stop_the_first_and_node_stop_returns_once_it_has_exited(
+    tmp_path, capsys
+):
     data = DataDir(tmp_path / "node")
     command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root), "--offline"]
     node = subprocess.Popen(
@@ -51,6 +53,8 @@ def test_node_stop_stops_a_running_node_and_returns_once_it_has_exited(tmp_path,
     )
     try:
         wait_until(lambda: node_running(data) or node.poll() is not None, 120, "node start")
+        assert main(["node", "run", "--data", str(data.root), "--offline"]) == 2
+        assert f"`topicswarm node stop --data {data.root}`" in capsys.readouterr().err
         assert main(["node", "stop", "--data", str(data.root)]) == 0
         assert capsys.readouterr().out.startswith(f"node stopped (pid {node.pid}): frontier and state saved")
         assert not node_running(data)
