@@ -7,6 +7,7 @@ Unknown keys and wrongly typed values are errors that name the key, so a typo ne
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import tomllib
 import types
 import typing
@@ -67,14 +68,30 @@ def _coerce(section: str, name: str, annotation: Any, value: Any) -> Any:
     return value
 
 
+def _settings_of(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _named_like(word: str, section: str | None = None) -> str:
+    """The word with what it was probably meant to be, when one is close: a setting of this section spelt
+    alike, else the same setting in another section, else a section spelt alike (section None)."""
+    if section is None:
+        meant = difflib.get_close_matches(word, list(SECTIONS), n=1, cutoff=0.7)
+        return f"{word} ([{meant[0]}]?)" if meant else word
+    meant = difflib.get_close_matches(word, sorted(_settings_of(SECTIONS[section])), n=1, cutoff=0.75)
+    if meant:
+        return f"{word} ({meant[0]}?)"
+    elsewhere = [other for other, cls in SECTIONS.items() if other != section and word in _settings_of(cls)]
+    return f"{word} (it belongs under [{elsewhere[0]}])" if elsewhere else word
+
+
 def _build_section(name: str, cls: type, values: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = _settings_of(cls)
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigError(
-            f"[{name}] has unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
+        named = ", ".join(_named_like(word, name) for word in unknown)
+        raise ConfigError(f"[{name}] has unknown setting(s): {named}; known: {', '.join(sorted(known))}")
     try:
         return cls(**{key: _coerce(name, key, hints[key], value) for key, value in values.items()})
     except ConfigError:
@@ -90,7 +107,8 @@ def parse_config(text: str, source: str = "config.toml") -> Config:
         raise ConfigError(f"{source}: {exc}") from exc
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
-        raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+        named = ", ".join(_named_like(word) for word in unknown)
+        raise ConfigError(f"{source}: unknown section(s) {named}; known: {', '.join(SECTIONS)}")
     sections = {}
     for name, cls in SECTIONS.items():
         values = raw.get(name, {})

@@ -17,6 +17,21 @@ def test_an_unknown_key_is_an_error_that_names_it():
         parse_config("[crawler]\ndownload_dealy = 2\n")
 
 
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        ("[crawler]\ndownload_dealy = 2\n", "unknown setting(s): download_dealy (download_delay?);"),
+        ("[crawler]\nmax_pages = 5\n", "unknown setting(s): max_pages (it belongs under [node]);"),
+        ("[crawler]\nzzz = 5\n", "unknown setting(s): zzz;"),
+        ("[crawlr]\n", "unknown section(s) crawlr ([crawler]?);"),
+    ],
+)
+def test_an_unknown_name_says_what_it_was_probably_meant_to_be(toml, said):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(toml)
+    assert said in str(caught.value)
+
+
 def test_a_wrongly_typed_value_is_an_error_that_names_the_key():
     with pytest.raises(ConfigError, match="robotstxt_obey"):
         parse_config('[crawler]\nrobotstxt_obey = "yes"\n')
