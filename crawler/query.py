@@ -8,6 +8,9 @@ them:
 - `-word`, `-"two words"`: pages with it are left out;
 - `site:docs.python.org`: only pages of that host or its subdomains; `site:host/path` only pages under the
   path on that host; several `site:` filters are alternatives; `-site:host` leaves a host out.
+
+The names a search takes besides its words (verdicts, origins, ranking signals) live here too, so the
+command line can offer them without loading the search.
 """
 
 from __future__ import annotations
