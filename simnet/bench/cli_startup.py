@@ -38,8 +38,8 @@ def measure(argv: list[str], runs: int) -> dict[str, float]:
         alone.append(parse_seconds(argv, whole=False))
     whole_s, alone_s = statistics.median(whole), statistics.median(alone)
     return {
-        "whole_parser_s": round(whole_s, 3),
-        "own_parser_s": round(alone_s, 3),
+        "whole_parser_s": round(whole_s, 4),
+        "own_parser_s": round(alone_s, 4),
         "ratio": round(whole_s / alone_s, 2),
     }
 

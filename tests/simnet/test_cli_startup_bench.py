@@ -14,7 +14,7 @@ def test_a_run_prints_a_row_per_command_with_both_medians_and_their_ratio(capsys
     assert [row["command"] for row in rows] == ["status", "crawl pause"]
     for row in rows:
         assert row["whole_parser_s"] > 0 and row["own_parser_s"] > 0
-        assert abs(row["ratio"] - row["whole_parser_s"] / row["own_parser_s"]) < 0.02
+        assert row["ratio"] == pytest.approx(row["whole_parser_s"] / row["own_parser_s"], rel=0.01)
 
 
 def test_a_command_the_parser_refuses_stops_the_benchmark_instead_of_timing_an_error():
