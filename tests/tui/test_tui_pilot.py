@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from textual.command import CommandList
 from textual.widgets import DataTable, Input, Select, Static, Tree
 
 from node.client import NodeClient, NodeError, node_running
@@ -280,6 +281,15 @@ async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
     assert f"{topic}/tuisubtopic" in keys
 
 
+def highlighted_command(app) -> str:
+    """The command the palette's list highlights ("" while it gathers them: Enter would pick nothing)."""
+    found = app.screen.query(CommandList)
+    if not found or found.first().highlighted is None:
+        return ""
+    commands = found.first()
+    return str(commands.get_option_at_index(commands.highlighted).prompt)
+
+
 async def test_stop_the_node_in_the_command_palette_stops_the_node_and_quits(tmp_path):
     """`q` leaves the node running; a node `topicswarm tui` started in the background is stopped here."""
     data = DataDir(tmp_path / "node")
@@ -290,7 +300,7 @@ async def test_stop_the_node_in_the_command_palette_stops_the_node_and_quits(tmp
         app = TopicSwarmApp(data.root)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("ctrl+p", *"Stop the node")
-            await pilot.pause(0.5)
+            await settle(pilot, lambda: "Stop the node" in highlighted_command(app))
             await pilot.press("enter")
             await settle(pilot, lambda: not app.is_running)
         _, said = node.communicate(timeout=60)
