@@ -31,6 +31,10 @@ class NodeUnreachable(ClientError):
     """No node answers for this data directory (not started, exited, or still starting)."""
 
 
+class NodeStopping(NodeUnreachable):
+    """The node is stopping: it no longer takes requests, and still holds its data directory."""
+
+
 class Unauthorised(ClientError):
     """The node refused the token: the client read another node's token or a stale one."""
 
@@ -69,15 +73,23 @@ def node_address(data: DataDir) -> NodeAddress:
     pid = info.get("pid")
     if isinstance(pid, int) and not _alive(pid):
         raise NodeUnreachable(f"the node for {data.root} (pid {pid}) has exited: {hint}")
+    if info.get("stopping"):
+        raise NodeStopping(
+            f"the node for {data.root} (pid {pid}) is stopping: it lets in-flight pages finish and saves its "
+            f"frontier and state; `topicswarm node run --data {data.root}` resumes once it has exited"
+        )
     if not data.api_token.exists():
         raise Unauthorised(f"{data.api_token} is missing: restart the node to create it")
     return NodeAddress(info["url"], data.api_token.read_text().strip(), pid)
 
 
 def node_running(data: DataDir) -> bool:
-    """Whether a live node serves this data directory (api.json present and its process alive)."""
+    """Whether a live node holds this data directory (api.json present and its process alive), also while
+    it stops."""
     try:
         node_address(data)
+    except NodeStopping:
+        return True
     except ClientError:
         return False
     return True

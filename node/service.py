@@ -194,6 +194,7 @@ class NodeService:
                 task_status.started(self)
                 log.info("node ready (%s): API at %s", self.peer_id or "offline", self.api_url)
                 await self._stop.wait()
+                self._say_stopping()
                 await self._shutdown_crawl()
                 nursery.cancel_scope.cancel()
         finally:
@@ -243,8 +244,17 @@ class NodeService:
         with trio.move_on_after(self.settings.shutdown_grace):
             await self._crawl_idle.wait()
 
-    def _write_api_file(self) -> None:
-        write_atomically(self.data.api_address, json.dumps({"url": self.api_url, "pid": os.getpid()}) + "\n")
+    def _write_api_file(self, stopping: bool = False) -> None:
+        """api.json: where the API listens and the node's pid; `stopping` once a stop began, so clients say
+        so instead of asking an API that is about to close (`node.client.NodeStopping`)."""
+        where = {"url": self.api_url, "pid": os.getpid()} | ({"stopping": True} if stopping else {})
+        write_atomically(self.data.api_address, json.dumps(where) + "\n")
+
+    def _say_stopping(self) -> None:
+        try:
+            self._write_api_file(stopping=True)
+        except OSError as exc:  # a full disk must not hold up the stop: clients then find the API closed
+            log.warning("could not mark %s as stopping: %s", self.data.api_address, exc)
 
     # -- components ---------------------------------------------------------------------------------------
     def _build_crawler(self) -> Crawler:

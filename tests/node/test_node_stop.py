@@ -5,6 +5,7 @@ so `node stop` returns once all of that is done."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 import trio
 
 from node.cli import main
-from node.client import AsyncNodeClient, node_running
+from node.client import AsyncNodeClient, NodeStopping, node_address, node_running
 from node.datadir import DataDir
 from node.service import NodeService
 from simnet.paths import PROJECT_ROOT
@@ -29,7 +30,7 @@ async def test_a_stop_through_the_api_answers_then_stops_the_node_which_removes_
     closing = service._held_out.close
 
     def close_and_look() -> None:  # the last thing the node saves before api.json goes
-        seen_while_saving.append(data.api_address.exists())
+        seen_while_saving.append(json.loads(data.api_address.read_text()).get("stopping"))
         closing()
 
     service._held_out.close = close_and_look
@@ -70,3 +71,16 @@ def test_node_stop_without_a_running_node_says_how_to_start_one(tmp_path, capsys
     (tmp_path / "node").mkdir()
     assert main(["node", "stop", "--data", str(tmp_path / "node")]) == 2
     assert f"no node is running for {tmp_path / 'node'}" in capsys.readouterr().err
+
+
+def test_a_node_marked_stopping_still_holds_its_directory_and_commands_say_it_is_stopping(tmp_path, capsys):
+    data = DataDir(tmp_path / "node").ensure()
+    data.read_or_create_token()
+    marked = {"url": "http://127.0.0.1:9", "pid": os.getpid(), "stopping": True}
+    data.api_address.write_text(json.dumps(marked))
+    assert node_running(data)  # `node run` refuses a second node, `node stop` waits
+    with pytest.raises(NodeStopping):
+        node_address(data)
+    assert main(["status", "--data", str(data.root)]) == 2
+    said = capsys.readouterr().err
+    assert f"(pid {os.getpid()}) is stopping" in said and "ConnectError" not in said
