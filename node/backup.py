@@ -89,9 +89,9 @@ def copy_repository(source: Path, target: Path) -> tuple[int, int | None]:
 
 def _snapshot(source: Path, partial: Path) -> int | None:
     """Back up into `partial` in one step (one read transaction: a single committed state) and check it."""
-    reader = closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30.0))
-    with reader as conn, closing(sqlite3.connect(str(partial))) as writer:
-        conn.backup(writer)
+    reading = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30.0)
+    with closing(reading) as reader, closing(sqlite3.connect(str(partial))) as writer:
+        reader.backup(writer)
         problems = [" ".join(str(row[0]).split()) for row in writer.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
             raise BackupError(damaged(source, f"SQLite's check: {'; '.join(problems[:3])}"))

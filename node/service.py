@@ -216,14 +216,12 @@ class NodeService:
         """Stop as SIGTERM does, once the API's answer to the stop request has left: the API's server stops
         with the node, and a node with no page in flight stops at once."""
         log.info("stop requested through the API: stopping (finishing in-flight pages)")
-        if self._nursery is None:
-            self.request_stop()
-            return
 
         async def stop_after_the_answer() -> None:
             await trio.sleep(STOP_ANSWER_SECONDS)
             self.request_stop()
 
+        assert self._nursery is not None  # the API serves inside `run`
         self._nursery.start_soon(stop_after_the_answer)
 
     async def _stop_on_signals(self) -> None:

@@ -149,7 +149,7 @@ class TopicSwarmApp(App[None]):
                 await self.link.reset()
             await asyncio.sleep(RECONNECT_DELAY)
 
-    @work(group="crawl")
+    @work(exclusive=True, group="stop")
     async def stop_node(self) -> None:
         """Stop the node, then quit: `q` leaves it running, and one `topicswarm tui` started in the background
         had no other way to stop than `kill`."""
@@ -163,6 +163,7 @@ class TopicSwarmApp(App[None]):
             f"`topicswarm tui --data {self.data_dir}` starts it again"
         )
 
+    @work(group="crawl")
     async def crawl_all(self, action: str) -> None:
         try:
             state = await self.link.crawl(action)
