@@ -410,6 +410,12 @@ class Crawler:
         return added
 
     @property
+    def queued(self) -> int:
+        """Links waiting to be fetched: the frontier's and those held back until a host's robots.txt
+        answers (the repository's queue holds both, so a restarted crawl has both again)."""
+        return len(self.frontier) + len(self._deferred)
+
+    @property
     def listings(self) -> tuple[str, ...]:
         """The kinds of link lists this crawl reads, and so reads again when due (`crawler.revisits`)."""
         enabled = {"sitemap": self.settings.sitemaps_enabled, "feed": self.settings.feeds_enabled}
@@ -1164,7 +1170,7 @@ class Crawler:
             feeds_unchanged=c.feeds_unchanged,
             relisted=c.relisted,
             bytes=c.bytes,
-            frontier_size=len(self.frontier) + len(self._deferred),
+            frontier_size=self.queued,
             in_flight=self._in_flight,
             elapsed=elapsed,
             pages_per_s=pages / elapsed,

@@ -54,6 +54,7 @@ from node.metrics import (
     samples_since,
     save_crawl_state,
 )
+from node.stored_state import document_counts, harvest_rates, subtopic_pattern, table_exists, topic_keys
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -196,6 +197,7 @@ class NodeService:
                 await self._stop.wait()
                 self._say_stopping()
                 await self._shutdown_crawl()
+                await self._sample_at_stop()
                 nursery.cancel_scope.cancel()
         finally:
             try:
@@ -489,6 +491,14 @@ class NodeService:
                 log.debug("metrics sample not stored: %s", exc)
             await trio.sleep(self.settings.metrics_interval)
 
+    async def _sample_at_stop(self) -> None:
+        """The figures the node stopped at, for `status` to show while it does not run (the periodic
+        samples lag the crawl by up to `metrics_interval`)."""
+        try:
+            await self._sample_metrics()
+        except (RepositoryError, sqlite3.Error, OSError) as exc:
+            log.warning("the last metrics sample was not stored: %s", exc)
+
     async def _sample_metrics(self) -> None:
         figures = self._crawl_figures()
         traffic = self._traffic()
@@ -526,7 +536,7 @@ class NodeService:
             "pages_per_s": stats.recent_pages_per_s if self._crawl_running else 0.0,
             "session": self._session_figures(stats),
             "max_pages": self.max_pages,
-            "frontier_size": len(self.crawler.frontier),
+            "frontier_size": self.crawler.queued,
             "beyond_tunnel": self._beyond_tunnel(),
             "errors_by_kind": dict(stats.errors_by_kind),
             "bytes_crawled": stats.bytes,
@@ -675,7 +685,7 @@ class NodeService:
         return {"samples": [s.to_dict() for s in samples]}
 
     async def topic_keys(self) -> list[str]:
-        return await self.db(_topic_keys)
+        return await self.db(topic_keys)
 
     async def require_topic(self, key: str) -> None:
         """404 naming where the topic keys are listed, for the CLI's users and the API's alike."""
@@ -1089,21 +1099,11 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(path).free
 
 
-def _table_exists(repo: Repository, name: str) -> bool:
-    return repo.db[name].exists()
-
-
-def _topic_keys(repo: Repository) -> list[str]:
-    if not _table_exists(repo, "topics"):
-        return []
-    return [row[0] for row in repo.db.execute("SELECT key FROM topics ORDER BY key")]
-
-
 def _peer_origins(repo: Repository) -> list[str]:
     """Peers whose models or results the repository holds."""
     rows = repo.db.execute("SELECT DISTINCT origin FROM documents WHERE origin IS NOT NULL").fetchall()
     peers = {row[0] for row in rows}
-    if _table_exists(repo, "coop_models"):
+    if table_exists(repo, "coop_models"):
         peers.update(row[0] for row in repo.db.execute("SELECT DISTINCT origin FROM coop_models"))
     return sorted(peers - {"local"})
 
@@ -1117,40 +1117,6 @@ def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:
         if doc.polarity == POSITIVE and doc.url:
             by_topic.setdefault(doc.topic, []).append(doc.url)
     return by_topic
-
-
-def document_counts(repo: Repository) -> dict[str, int]:
-    local, pooled = repo.db.execute(
-        "SELECT coalesce(sum(origin IS NULL), 0), coalesce(sum(origin IS NOT NULL), 0) FROM documents"
-    ).fetchone()
-    return {"local": int(local), "pooled": int(pooled)}
-
-
-def harvest_rates(repo: Repository) -> dict[str, float]:
-    """Per topic: accepted / fetched over everything its queue fetched (the focus loop's topic_stats), else
-    the accepted share of local documents."""
-    rates: dict[str, float] = {}
-    if _table_exists(repo, "topic_stats"):
-        for topic, accepted, fetched in repo.db.execute(
-            "SELECT topic, sum(accepted), sum(fetched) FROM topic_stats WHERE topic != '' GROUP BY topic"
-        ):
-            rates[topic] = float(accepted) / fetched if fetched else 0.0
-    keys = _topic_keys(repo)
-    missing = [k for k in keys if k not in rates]
-    if missing:
-        total = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
-        for key in missing:
-            accepted = repo.db.execute(
-                "SELECT count(*) FROM documents WHERE origin IS NULL AND accepted = 1 AND "
-                "(topic = ? OR topic LIKE ? ESCAPE '\\')",
-                [key, _like_prefix(key)],
-            ).fetchone()[0]
-            rates[key] = accepted / total if total else 0.0
-    return rates
-
-
-def _like_prefix(key: str) -> str:
-    return key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
 
 
 def _keywords_schema_v1(db: Any) -> None:
@@ -1169,7 +1135,7 @@ def save_keywords(repo: Repository, key: str, keywords: list[str]) -> None:
 
 def topic_rows(repo: Repository) -> list[dict[str, Any]]:
     """The API's topic list: the taxonomy with local/pooled counts, harvest rate, keywords."""
-    if not _table_exists(repo, "topics"):
+    if not table_exists(repo, "topics"):
         return []
     repo.migrate("node_keywords", [_keywords_schema_v1])
     keywords = {t: json.loads(k) for t, k in repo.db.execute("SELECT topic, keywords FROM topic_keywords")}
@@ -1179,7 +1145,7 @@ def topic_rows(repo: Repository) -> list[dict[str, Any]]:
         local, pooled = repo.db.execute(
             "SELECT coalesce(sum(origin IS NULL), 0), coalesce(sum(origin IS NOT NULL), 0) FROM documents "
             "WHERE accepted = 1 AND (topic = ? OR topic LIKE ? ESCAPE '\\')",
-            [key, _like_prefix(key)],
+            [key, subtopic_pattern(key)],
         ).fetchone()
         rows.append(
             {
@@ -1238,7 +1204,7 @@ def document_details(repo: Repository, doc_id: int) -> dict[str, Any] | None:
 
 
 def _feedback_of(repo: Repository, doc_id: int) -> list[dict[str, Any]]:
-    if not _table_exists(repo, "feedback"):
+    if not table_exists(repo, "feedback"):
         return []
     return [
         {"kind": kind, "at": at, "query": query}

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from node.datadir import DataDir, default_data_dir
+
+if TYPE_CHECKING:
+    from crawler.repository import Repository
 
 
 class CliError(Exception):
@@ -34,6 +38,16 @@ def data_dir_for_writing(args: argparse.Namespace) -> DataDir:
     if not data.root.exists():
         print(f"topicswarm: made a new data directory {data.root} (was --data mistyped?)", file=sys.stderr)
     return data.ensure()
+
+
+def open_repository(path: Path) -> Repository:
+    """The repository at `path` (made when missing); one that cannot be opened is a one-line CLI error."""
+    from crawler.repository import Repository, RepositoryError
+
+    try:
+        return Repository(path)
+    except RepositoryError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def listing_line(noun: str, read: int, queued: int, unchanged: int = 0) -> str:

@@ -24,6 +24,7 @@ from node.cli.common import (
     data_dir_for_writing,
     http_url,
     listing_line,
+    open_repository,
     revisit_line,
 )
 from node.config import ConfigError, load_config
@@ -95,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
         return control_crawl(args)
     import trio
 
-    from crawler.repository import Repository, RepositoryError
     from node.client import node_running
 
     if args.url or args.all:
@@ -114,10 +114,7 @@ def run(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(settings, allowed_hosts=(*settings.allowed_hosts, *args.allow))
     if args.max_pages is not None and args.max_pages < 0:
         raise CliError("--max-pages must be 0 or more")
-    try:
-        repo = Repository(data.repository)
-    except RepositoryError as exc:
-        raise CliError(str(exc)) from exc
+    repo = open_repository(data.repository)
     try:
         policy = None if args.unfocused else focus_policy(repo, settings, args.strategy, config.focus)
         if policy is not None and (args.apprentice or settings.apprentice_enabled):

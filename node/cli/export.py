@@ -9,7 +9,7 @@ from crawler.export import FORMATS, ExportError, export
 from crawler.query import DEFAULT_USER
 from crawler.repository import Repository
 from node.cli.common import CliError, add_data_arg, count
-from node.cli.search import open_repository, prefix_note, search_from_args
+from node.cli.search import open_crawled_repository, prefix_note, search_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = open_repository(args)
+    repo = open_crawled_repository(args)
     try:
         if args.topic:
             require_topic(repo, args.topic)

@@ -24,15 +24,25 @@ from node.cli.common import (
     data_dir_for_writing,
     http_url,
     listing_line,
+    open_repository,
     revisit_line,
 )
-from node.client import ClientError, NodeClient, NodeError, NodeUnreachable, node_running
+from node.client import (
+    ClientError,
+    NodeClient,
+    NodeError,
+    NodeStopping,
+    NodeUnreachable,
+    node_address,
+    node_running,
+)
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
 
 STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
 STOP_POLL_SECONDS = 0.2
+NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,7 +101,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     stopper.set_defaults(func=run_stop)
 
-    status = sub.add_parser("status", help="what the running node is doing")
+    status = sub.add_parser(
+        "status",
+        help="what the running node is doing; when none runs, what it stored (exit code 3)",
+        description="What the running node is doing. When no node runs for --data: what it stored (pages, "
+        "links queued, harvest, its last run's errors, the peers it rejoins) and the state its crawl resumes "
+        "in, with exit code 3.",
+    )
     _client_args(status)
     status.set_defaults(func=run_status)
 
@@ -359,26 +375,100 @@ def ready_line(service: Any) -> str:
 
 # -- status and peers -----------------------------------------------------------------------------------
 def run_status(args: argparse.Namespace) -> int:
+    data = data_dir(args)
+    why = _why_not_running(data)
+    if why is not None:
+        return run_stopped_status(args, data, why)
     with connect(args) as client:
         status = client.status()
     if args.json:
         print_json(status)
         return 0
     crawl = status["crawl"]
-    errors = ", ".join(f"{k} {v}" for k, v in crawl["errors_by_kind"].items()) or "none"
     lines = [
         f"peer       {status['peer_id'] or '(offline)'}",
         f"api        {status.get('api', '')}   up {status['uptime_s']:.0f} s",
         *crawl_lines(crawl),
-        f"errors     {errors}",
-        f"documents  {status['documents']['local']} local, {status['documents']['pooled']} pooled",
-        *peer_lines(status),
+        f"errors     {_errors(crawl['errors_by_kind'])}",
+        *_stored_lines(status),
     ]
+    print("\n".join(lines))
+    return 0
+
+
+def _why_not_running(data: DataDir) -> str | None:
+    """Why no node runs for the data directory `data`; None when one runs or stops there, or when there is
+    no such directory (connecting says so)."""
+    try:
+        node_address(data)
+    except NodeStopping:
+        return None
+    except NodeUnreachable as exc:
+        return str(exc) if data.root.is_dir() else None
+    return None
+
+
+def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int:
+    """What a node that does not run stored, and the state it resumes in; exit code NOT_RUNNING."""
+    from node.metrics import RUNNING
+    from node.stored_state import stopped_status
+
+    if not data.repository.exists():
+        if args.json:
+            print_json({"running": False, "data_dir": str(data.root), "why": why})
+        else:
+            print(f"node       {why}")
+            print(f"stored     nothing yet: `topicswarm topics import --data {data.root} FILE`")
+        return NOT_RUNNING
+    repo = open_repository(data.repository)
+    try:
+        status = stopped_status(data, repo)
+    finally:
+        repo.close()
+    if args.json:
+        print_json({**status, "why": why})
+        return NOT_RUNNING
+    crawl = status["crawl"]
+    if crawl["resumes"] == RUNNING:
+        resumes = "the crawl resumes when the node starts"
+    else:
+        state = crawl["resumes"]
+        resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
+    lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
+    sample = crawl["last_sample"]
+    if sample:
+        ago = _wait(max(0.0, time.time() - sample["t"]))
+        at = time.strftime("%Y-%m-%d %H:%M", time.localtime(sample["t"]))
+        lines.append(f"           last ran {at} ({ago} ago)")
+        lines.append(f"errors     {_errors(sample['errors'])} (its last run)")
+    lines += _stored_lines(status)
+    print("\n".join(lines))
+    return NOT_RUNNING
+
+
+def _errors(by_kind: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {n}" for kind, n in by_kind.items()) or "none"
+
+
+def _stored_lines(status: dict[str, Any]) -> list[str]:
+    """Documents, peers and harvest: the part of a status a stopped node shares with a running one."""
+    documents = status["documents"]
+    lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled"]
+    lines += peer_lines(status) if status.get("running", True) else _known_peer_lines(status)
     if status["harvest"]:
         lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
     lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
-    print("\n".join(lines))
-    return 0
+    return lines
+
+
+def _known_peer_lines(status: dict[str, Any]) -> list[str]:
+    known, blocked = status["known_peers"], status["blocked_peers"]
+    if not known and not blocked:
+        return []
+    rejoins = f"{known} known from its last run (it rejoins them)"
+    if blocked is None:
+        return [f"peers      {rejoins}; blocked.json is unreadable (`node run` says why)"]
+    return [f"peers      {rejoins}" + (f", {blocked} blocked" if blocked else "")]
 
 
 def peer_lines(status: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
-from node.cli.common import CliError, add_data_arg, count, data_dir
+from node.cli.common import CliError, add_data_arg, count, data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 
@@ -62,9 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run, words_from_dashes=True)
 
 
-def open_repository(args: argparse.Namespace) -> Repository:
-    from crawler.repository import Repository, RepositoryError
-
+def open_crawled_repository(args: argparse.Namespace) -> Repository:
     data = data_dir(args)
     if not data.repository.exists():
         raise CliError(
@@ -72,10 +70,7 @@ def open_repository(args: argparse.Namespace) -> Repository:
             f"`topicswarm node run --data {data.root}` (after `topicswarm topics import`) "
             "or crawl with `topicswarm crawl --seed URL`"
         )
-    try:
-        return Repository(data.repository)
-    except RepositoryError as exc:
-        raise CliError(str(exc)) from exc
+    return open_repository(data.repository)
 
 
 def search_from_args(repo: Repository, args: argparse.Namespace, previews: bool = True) -> SearchResults:
@@ -111,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if client is not None:
         answer = _search_through(client, args)
     else:
-        repo = open_repository(args)
+        repo = open_crawled_repository(args)
         try:
             answer = search_from_args(repo, args).to_api()
         finally:

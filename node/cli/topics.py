@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.settings import CrawlSettings
-from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing
+from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing, open_repository
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
 
 if TYPE_CHECKING:  # the repository and the taxonomy load when a command reads them, not when it parses
-    from crawler.repository import Repository
     from crawler.taxonomy import Taxonomy
 
 
@@ -54,15 +53,6 @@ def _settings(args: argparse.Namespace) -> CrawlSettings:
         raise CliError(str(exc)) from exc
 
 
-def _open(path: Path) -> Repository:
-    from crawler.repository import Repository, RepositoryError
-
-    try:
-        return Repository(path)
-    except RepositoryError as exc:
-        raise CliError(str(exc)) from exc
-
-
 def run_import(args: argparse.Namespace) -> int:
     """The file is read here first (a malformed one fails before anything is sent or stored); when a node
     runs on the data directory it imports through the API (one writer, and it seeds its crawl at once)."""
@@ -83,7 +73,7 @@ def run_import(args: argparse.Namespace) -> int:
     else:
         if not args.no_fetch:
             taxonomy = trio.run(fetch_training_pages, taxonomy, _settings(args))
-        repo = _open(data.repository)
+        repo = open_repository(data.repository)
         try:
             store_taxonomy(repo, taxonomy)
         finally:
@@ -142,7 +132,7 @@ def run_list(args: argparse.Namespace) -> int:
     data = data_dir(args)
     if not data.repository.exists():
         raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
-    repo = _open(data.repository)
+    repo = open_repository(data.repository)
     try:
         taxonomy = load_taxonomy(repo)
     finally:

@@ -76,6 +76,7 @@ from node.cooperation.wiremodels import (
     linear_payload,
 )
 from node.service import shown
+from node.stored_state import topic_keys
 from p2p.errors import P2PError, WireError
 from p2p.protocols import RESULTS, ResultPage
 from p2p.schemas import (
@@ -283,7 +284,7 @@ class Cooperation:
 
     # -- local models -------------------------------------------------------------------------------------
     async def topics(self) -> list[str]:
-        return await self._db(_topic_keys)
+        return await self._db(topic_keys)
 
     async def refresh_local_models(self, *, now: bool = False) -> list[str]:
         """Retrain the topics whose training documents changed; returns the topics with a new version.
@@ -1303,7 +1304,7 @@ class Cooperation:
 
         def best(repo: Repository) -> dict[str, list[str]]:
             seeds: dict[str, list[str]] = {}
-            for topic in _topic_keys(repo):
+            for topic in topic_keys(repo):
                 rows = repo.db.execute(
                     "SELECT url FROM documents WHERE origin IS NOT NULL AND topic = ? "
                     "AND url NOT IN (SELECT url FROM frontier) ORDER BY confidence DESC LIMIT ?",
@@ -1401,12 +1402,6 @@ def predicted_figures(honest: Sequence[float], accuracy: float, covariance: floa
         return {"loss": None, "accuracy": None, "why": why}
     predicted = exchangeable_agreement(accuracy, max(covariance, 0.0), k)
     return {"loss": predicted.loss, "accuracy": learning.finite_or_none(predicted.accuracy)}
-
-
-def _topic_keys(repo: Repository) -> list[str]:
-    if not repo.db["topics"].exists():
-        return []
-    return [row[0] for row in repo.db.execute("SELECT key FROM topics ORDER BY key")]
 
 
 def _public_proposal(row: dict[str, Any]) -> dict[str, Any]:

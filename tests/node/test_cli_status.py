@@ -47,6 +47,15 @@ def loopback_config() -> Config:
     )
 
 
+def store_bookmarks(data: DataDir, html: str) -> None:
+    """The topics of a bookmarks file stored as `topics import --no-fetch` does, before any node runs."""
+    repo = Repository(data.repository)
+    try:
+        store_taxonomy(repo, parse_bookmarks(html, name="bookmarks.html"))
+    finally:
+        repo.close()
+
+
 async def wait_for(client: AsyncNodeClient, done, what: str) -> dict:
     with trio.fail_after(HANG_GUARD):
         while True:
@@ -61,12 +70,7 @@ async def wait_for(client: AsyncNodeClient, done, what: str) -> dict:
 async def test_topics_imported_before_the_node_starts_are_crawled_and_the_limit_reads_finished(tmp_path):
     data = DataDir(tmp_path / "node").ensure()
     async with serve_web("fixture") as web:
-        html = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
-        repo = Repository(data.repository)  # `topics import --no-fetch` before any node runs
-        try:
-            store_taxonomy(repo, parse_bookmarks(html, name="bookmarks.html"))
-        finally:
-            repo.close()
+        store_bookmarks(data, map_bookmarks(BOOKMARKS.read_text(), web.map_upstream))
         service = NodeService(data, loopback_config(), offline=True, max_pages=MAX_PAGES)
         async with trio.open_nursery() as nursery:
             await nursery.start(service.run)
@@ -116,12 +120,7 @@ def test_status_counts_sitemaps_and_feeds_once_one_was_read():
 async def test_peers_pooled_results_do_not_use_up_the_page_limit_after_a_restart(tmp_path):
     data = DataDir(tmp_path / "node").ensure()
     async with serve_web("fixture") as web:
-        html = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
-        repo = Repository(data.repository)
-        try:
-            store_taxonomy(repo, parse_bookmarks(html, name="bookmarks.html"))
-        finally:
-            repo.close()
+        store_bookmarks(data, map_bookmarks(BOOKMARKS.read_text(), web.map_upstream))
         for limit, pooled in ((MAX_PAGES, 0), (MAX_PAGES + 4, 6)):
             if pooled:  # results a peer shared while the node ran
                 repo = Repository(data.repository)
@@ -160,11 +159,7 @@ def pooled_results(count: int) -> list[CrawlResult]:
 @pytest.mark.trio
 async def test_an_empty_node_says_what_to_do_and_a_topic_answer_is_its_own_state(tmp_path):
     data = DataDir(tmp_path / "node").ensure()
-    repo = Repository(data.repository)
-    try:
-        store_taxonomy(repo, parse_bookmarks(BOOKMARKS.read_text(), name="bookmarks.html"))
-    finally:
-        repo.close()
+    store_bookmarks(data, BOOKMARKS.read_text())
     # the bookmarks point off loopback: the node must not fetch or queue them, so nothing is queued
     service = NodeService(data, loopback_config(), offline=True)
     service._resume_topics = _nothing  # type: ignore[method-assign]

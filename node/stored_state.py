@@ -1,0 +1,90 @@
+"""What a node's repository holds about it, read the same way by the running node's API and by `status`
+when no node runs (a user checking on a stopped node wants its pages, harvest and frontier, not only
+"no node is running").
+
+Light on purpose: `topicswarm status` imports it without the node service, trio or the network.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.repository import QUEUED, Repository
+from node.datadir import DataDir
+from node.metrics import ALL_TOPICS, RUNNING
+
+
+def table_exists(repo: Repository, name: str) -> bool:
+    return repo.db[name].exists()
+
+
+def topic_keys(repo: Repository) -> list[str]:
+    if not table_exists(repo, "topics"):
+        return []
+    return [row[0] for row in repo.db.execute("SELECT key FROM topics ORDER BY key")]
+
+
+def subtopic_pattern(key: str) -> str:
+    """A LIKE pattern (ESCAPE '\\') for the keys below topic `key`: `_` and `%` in a key match themselves."""
+    return key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+
+
+def document_counts(repo: Repository) -> dict[str, int]:
+    local, pooled = repo.db.execute(
+        "SELECT coalesce(sum(origin IS NULL), 0), coalesce(sum(origin IS NOT NULL), 0) FROM documents"
+    ).fetchone()
+    return {"local": int(local), "pooled": int(pooled)}
+
+
+def harvest_rates(repo: Repository) -> dict[str, float]:
+    """Per topic: accepted / fetched over everything its queue fetched (the focus loop's topic_stats), else
+    the accepted share of local documents."""
+    rates: dict[str, float] = {}
+    if table_exists(repo, "topic_stats"):
+        for topic, accepted, fetched in repo.db.execute(
+            "SELECT topic, sum(accepted), sum(fetched) FROM topic_stats WHERE topic != '' GROUP BY topic"
+        ):
+            rates[topic] = float(accepted) / fetched if fetched else 0.0
+    keys = topic_keys(repo)
+    missing = [k for k in keys if k not in rates]
+    if missing:
+        total = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
+        for key in missing:
+            accepted = repo.db.execute(
+                "SELECT count(*) FROM documents WHERE origin IS NULL AND accepted = 1 AND "
+                "(topic = ? OR topic LIKE ? ESCAPE '\\')",
+                [key, subtopic_pattern(key)],
+            ).fetchone()[0]
+            rates[key] = accepted / total if total else 0.0
+    return rates
+
+
+def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
+    """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
+    of its last metrics sample, and the peers it rejoins when it starts again."""
+    from node.network import read_blocked_peers, read_known_peers
+    from node.service import NodeServiceError
+
+    queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", [QUEUED]).fetchone()[0]
+    crawl: dict[str, Any] = {"frontier_size": int(queued), "resumes": RUNNING, "last_sample": None}
+    if table_exists(repo, "crawl_state"):
+        row = repo.db.execute("SELECT state FROM crawl_state WHERE topic = ?", [ALL_TOPICS]).fetchone()
+        crawl["resumes"] = row[0] if row else RUNNING
+    if table_exists(repo, "node_metrics"):
+        from node.metrics import samples_since
+
+        last = samples_since(repo, limit=1)
+        crawl["last_sample"] = last[0].to_dict() if last else None
+    try:
+        blocked: int | None = len(read_blocked_peers(data.blocked_peers))
+    except NodeServiceError:
+        blocked = None  # the node refuses to start on it, and says why
+    return {
+        "running": False,
+        "data_dir": str(data.root),
+        "crawl": crawl,
+        "documents": document_counts(repo),
+        "harvest": harvest_rates(repo),
+        "known_peers": len(read_known_peers(data.known_peers)),
+        "blocked_peers": blocked,
+    }
