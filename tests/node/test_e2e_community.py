@@ -75,8 +75,10 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
                 assert len(crawled) >= 10
                 with pytest.raises(NodeUnreachable, match="has exited"):
                     node_address(victim.data)
-                refused = cli("status", "--data", str(victim.data.root))
-                assert refused.returncode == 2 and "node run --data" in refused.stderr
+                stopped = cli("status", "--data", str(victim.data.root))  # what the killed node left
+                assert stopped.returncode == 3 and "has exited" in stopped.stdout, stopped.stderr
+                assert f"documents  {len(crawled)} local, {len(before) - len(crawled)} pooled" in stopped.stdout
+                assert f"peers      {len(others)} known from its last run (it rejoins them)" in stopped.stdout
 
                 # no --bootstrap, and a new port the others cannot have redialled: it rejoins through the
                 # neighbour list it saved before it was killed
