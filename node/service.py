@@ -54,7 +54,14 @@ from node.metrics import (
     samples_since,
     save_crawl_state,
 )
-from node.stored_state import document_counts, harvest_rates, subtopic_pattern, table_exists, topic_keys
+from node.stored_state import (
+    document_counts,
+    document_details,
+    harvest_rates,
+    subtopic_pattern,
+    table_exists,
+    topic_keys,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -1162,56 +1169,6 @@ def topic_rows(repo: Repository) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def document_details(repo: Repository, doc_id: int) -> dict[str, Any] | None:
-    doc = repo.document(doc_id)
-    if doc is None:
-        return None
-    links = repo.db.execute("SELECT count(*) FROM links WHERE source_id = ?", [doc_id]).fetchone()[0]
-    text = doc.pop("text", "") or ""
-    details = {
-        key: doc.get(key)
-        for key in (
-            "id",
-            "url",
-            "final_url",
-            "title",
-            "host",
-            "status",
-            "content_type",
-            "lang",
-            "topic",
-            "confidence",
-            "accepted",
-            "verdict",
-            "origin",
-            "origins",
-            "fetched_at",
-            "depth",
-            "bytes",
-            "duplicate_of",
-            "near_duplicate_of",
-        )
-    }
-    details["doc_id"] = details.pop("id")
-    details["origin"] = details["origin"] or "local"
-    details["text_preview"] = text[:2000]
-    details["text_length"] = len(text)
-    details["links"] = int(links)
-    details["feedback"] = _feedback_of(repo, doc_id)
-    return details
-
-
-def _feedback_of(repo: Repository, doc_id: int) -> list[dict[str, Any]]:
-    if not table_exists(repo, "feedback"):
-        return []
-    return [
-        {"kind": kind, "at": at, "query": query}
-        for kind, at, query in repo.db.execute(
-            "SELECT kind, at, query FROM feedback WHERE doc_id = ? ORDER BY at", [doc_id]
-        )
-    ]
 
 
 def replace_settings(config: Config, **sections: dict[str, Any]) -> Config:

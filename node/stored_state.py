@@ -59,6 +59,58 @@ def harvest_rates(repo: Repository) -> dict[str, float]:
     return rates
 
 
+def document_details(repo: Repository, doc_id: int) -> dict[str, Any] | None:
+    """A stored page as `GET /api/documents/ID` and `topicswarm show` give it: how it was fetched and
+    judged, its links and feedback, and the start of its text; None when there is no such document."""
+    doc = repo.document(doc_id)
+    if doc is None:
+        return None
+    links = repo.db.execute("SELECT count(*) FROM links WHERE source_id = ?", [doc_id]).fetchone()[0]
+    text = doc.pop("text", "") or ""
+    details = {
+        key: doc.get(key)
+        for key in (
+            "id",
+            "url",
+            "final_url",
+            "title",
+            "host",
+            "status",
+            "content_type",
+            "lang",
+            "topic",
+            "confidence",
+            "accepted",
+            "verdict",
+            "origin",
+            "origins",
+            "fetched_at",
+            "depth",
+            "bytes",
+            "duplicate_of",
+            "near_duplicate_of",
+        )
+    }
+    details["doc_id"] = details.pop("id")
+    details["origin"] = details["origin"] or "local"
+    details["text_preview"] = text[:2000]
+    details["text_length"] = len(text)
+    details["links"] = int(links)
+    details["feedback"] = _feedback_of(repo, doc_id)
+    return details
+
+
+def _feedback_of(repo: Repository, doc_id: int) -> list[dict[str, Any]]:
+    if not table_exists(repo, "feedback"):
+        return []
+    return [
+        {"kind": kind, "at": at, "query": query}
+        for kind, at, query in repo.db.execute(
+            "SELECT kind, at, query FROM feedback WHERE doc_id = ? ORDER BY at", [doc_id]
+        )
+    ]
+
+
 def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
     """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
     of its last metrics sample, and the peers it rejoins when it starts again."""

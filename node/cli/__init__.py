@@ -14,7 +14,19 @@ import sys
 from node.cli.common import CliError
 
 # Modules of this package that add commands, in the order `--help` lists them.
-COMMAND_MODULES = ["config", "node", "simweb", "topics", "crawl", "search", "export", "backup", "demo", "tui"]
+COMMAND_MODULES = [
+    "config",
+    "node",
+    "simweb",
+    "topics",
+    "crawl",
+    "search",
+    "documents",
+    "export",
+    "backup",
+    "demo",
+    "tui",
+]
 # The module that adds each command, so a command builds only its own module's parsers: building them all
 # imported the repository, the crawler and the search stack, and `topicswarm status` took a second.
 COMMANDS = {
@@ -29,6 +41,8 @@ COMMANDS = {
     "topics": "topics",
     "crawl": "crawl",
     "search": "search",
+    "show": "documents",
+    "feedback": "documents",
     "export": "export",
     "backup": "backup",
     "demo": "demo",

@@ -150,9 +150,10 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
     for rank, hit in enumerate(hits, start=1 + args.offset):
         confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"
         print(f"{rank:>2}. {hit['title'] or '(no title)'}  [{hit['score']:.3f}]\n    {hit['url']}")
-        print(f"    {hit['topic'] or '-'}  conf {confidence}  from {', '.join(hit['origins'])}")
+        origins = ", ".join(hit["origins"])
+        print(f"    {hit['topic'] or '-'}  conf {confidence}  from {origins}  doc {hit['doc_id']}")
         print(f"    {render(' '.join(hit['preview'].split()), bold)}")
-    print(f"{len(hits)} of {answer['total']} results")
+    print(f"{len(hits)} of {answer['total']} results (`topicswarm show DOC`: the stored page)")
 
 
 def prefix_note(query: str, shown: str) -> str:

@@ -10,6 +10,7 @@ from node.cli.search import print_hits
 ANSWER = {
     "hits": [
         {
+            "doc_id": 7,
             "title": "Query Language Understood by SQLite",
             "score": 1.5,
             "url": "http://127.0.0.12/lang.html",
@@ -42,9 +43,9 @@ def test_a_hit_shows_rounded_confidence_and_a_one_line_preview(capsys):
     args = build_parser().parse_args(["search", "sql"])
     print_hits(ANSWER, args)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "    Databases  conf 1.23  from local"
+    assert lines[2] == "    Databases  conf 1.23  from local  doc 7"
     assert lines[3] == "    A list of [[SQL]] keywords is also provided. The [[SQL]] language syntax"
-    assert lines[4] == "1 of 1 results"
+    assert lines[4] == "1 of 1 results (`topicswarm show DOC`: the stored page)"
 
 
 def test_hits_found_as_the_starts_of_words_say_so_before_the_list(capsys):

@@ -1,8 +1,8 @@
 """A command builds the parser of the module that adds it (`node.cli.COMMANDS`), so what that module imports
 at its top is paid by the command, and what every command module imports is paid by `--help`. The node's
 learning stack (scikit-learn, the service) belongs to the commands that use it, imported when they run;
-the commands that only ask the running node (`status`, `peers`, `crawl pause`) need no more than its
-client."""
+the commands that only ask the running node (`status`, `peers`, `crawl pause`, `show`, `feedback`) need no
+more than its client."""
 
 from __future__ import annotations
 
@@ -31,7 +31,17 @@ def test_building_the_whole_command_line_leaves_the_learning_stack_and_the_node_
     assert loaded_by("node.cli.build_parser()", HEAVY) == []
 
 
-@pytest.mark.parametrize("argv", [["status"], ["peers", "--json"], ["crawl", "pause"], ["topics", "list"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status"],
+        ["peers", "--json"],
+        ["crawl", "pause"],
+        ["topics", "list"],
+        ["show", "7"],
+        ["feedback", "7", "relevant"],
+    ],
+)
 def test_a_command_that_asks_the_running_node_parses_without_the_arrays_the_repository_or_trio(argv):
     code = f"node.cli.build_parser(node.cli.command_named({argv!r})).parse_args({argv!r})"
     assert loaded_by(code, NODE_CLIENT_ONLY) == []

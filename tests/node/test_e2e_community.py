@@ -77,7 +77,8 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
                     node_address(victim.data)
                 stopped = cli("status", "--data", str(victim.data.root))  # what the killed node left
                 assert stopped.returncode == 3 and "has exited" in stopped.stdout, stopped.stderr
-                assert f"documents  {len(crawled)} local, {len(before) - len(crawled)} pooled" in stopped.stdout
+                pooled = len(before) - len(crawled)
+                assert f"documents  {len(crawled)} local, {pooled} pooled" in stopped.stdout
                 assert f"peers      {len(others)} known from its last run (it rejoins them)" in stopped.stdout
 
                 # no --bootstrap, and a new port the others cannot have redialled: it rejoins through the

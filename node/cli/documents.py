@@ -1,0 +1,187 @@
+"""`topicswarm show` and `topicswarm feedback`: one stored page from a search hit, and a mark on it.
+
+Both go through the node's API when a node runs on the data directory (its repository has one writer, and
+a mark on a peer's result has the node fetch the page to train on), else straight to the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+import time
+from typing import Any
+
+from node.cli.common import CliError, add_data_arg, data_dir, open_repository
+from node.cli.node import api_errors, node_client_or_none
+from node.datadir import DataDir
+
+PREVIEW_WIDTH = 100
+NOT_JUDGED = "not filtered yet (no meta-classifier has judged it)"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    show = sub.add_parser(
+        "show",
+        help="one stored page: how it was fetched and judged, its feedback and the start of its text",
+        description="The stored page behind a search hit (DOC is the `doc` number `topicswarm search` "
+        "prints): through the node's API when a node runs there, else straight from the repository.",
+    )
+    add_data_arg(show)
+    show.add_argument("doc_id", type=_doc_id, metavar="DOC", help="the document's number from a search hit")
+    show.add_argument("--json", action="store_true", help="the API's document shape as one JSON object")
+    show.set_defaults(func=run_show)
+
+    mark = sub.add_parser(
+        "feedback",
+        help="mark a search hit relevant or irrelevant: it trains its topic and personalises the ranking",
+        description="A relevant page becomes a positive training document of its topic, an irrelevant one "
+        "a negative one (the topic's model is retrained with it); given the query it was found by, the mark "
+        "also fits your search ranking's weights. A peer's result holds only a preview: its page is "
+        "fetched to train on, which needs the running node.",
+    )
+    add_data_arg(mark)
+    mark.add_argument("doc_id", type=_doc_id, metavar="DOC", help="the document's number from a search hit")
+    mark.add_argument("mark", choices=("relevant", "irrelevant"), help="what the page is to you")
+    mark.add_argument("--query", help="the search that found it (its ranking signals fit your weights)")
+    mark.add_argument("--json", action="store_true", help="print the answer as JSON")
+    mark.set_defaults(func=run_feedback)
+
+
+def _doc_id(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a document number: take `doc N` from a search hit")
+    return int(text)
+
+
+# -- show -----------------------------------------------------------------------------------------------
+def run_show(args: argparse.Namespace) -> int:
+    data = data_dir(args)
+    client = node_client_or_none(data)
+    if client is not None:
+        with api_errors(), client:
+            details = client.document(args.doc_id)
+    else:
+        details = _stored_document(data, args.doc_id)
+    if args.json:
+        print(json.dumps(details, ensure_ascii=False))
+    else:
+        print("\n".join(document_lines(details)))
+    return 0
+
+
+def _stored_document(data: DataDir, doc_id: int) -> dict[str, Any]:
+    from node.stored_state import document_details
+
+    if not data.repository.exists():
+        raise CliError(f"no repository at {data.repository}: nothing crawled yet")
+    repo = open_repository(data.repository)
+    try:
+        details = document_details(repo, doc_id)
+    finally:
+        repo.close()
+    if details is None:
+        raise CliError(f"no document {doc_id}: take its number from a search hit (`doc N`)")
+    return details
+
+
+def document_lines(doc: dict[str, Any]) -> list[str]:
+    """A stored page as a person reads it (the UI's document view, in plain text)."""
+    confidence = "-" if doc["confidence"] is None else f"{doc['confidence']:.2f}"
+    judged = "accepted by" if doc["accepted"] else "not accepted by"
+    lines = [
+        doc["title"] or "(no title)",
+        f"url        {doc['url']}",
+    ]
+    if doc["final_url"] and doc["final_url"] != doc["url"]:
+        lines.append(f"           redirected to {doc['final_url']}")
+    lines += [
+        f"topic      {doc['topic'] or '-'}  conf {confidence}  {judged} its topic's classifier",
+        f"verdict    {doc['verdict'] or NOT_JUDGED}",
+    ]
+    fetched = _when(doc["fetched_at"])
+    if doc["origin"] != "local":
+        peers = ", ".join(doc["origins"] or [doc["origin"]])
+        lines.append(f"origin     a result of {peers}, received {fetched}: this node holds its preview")
+    else:
+        language = f"  language {doc['lang']}" if doc["lang"] else ""
+        lines.append(
+            f"fetched    {fetched}  HTTP {doc['status']}  {doc['content_type'] or '-'}  "
+            f"{doc['bytes']:,} bytes  depth {doc['depth']}  {doc['links']} links{language}"
+        )
+    for key, what in (("duplicate_of", "a copy of"), ("near_duplicate_of", "nearly a copy of")):
+        if doc.get(key) is not None:
+            lines.append(f"duplicate  {what} document {doc[key]}")
+    for mark in doc["feedback"]:
+        query = f" (query {mark['query']!r})" if mark.get("query") else ""
+        lines.append(f"feedback   {mark['kind']} {_when(mark['at'])}{query}")
+    shown, length = len(doc["text_preview"]), doc["text_length"]
+    if shown >= length:
+        extent = f"all {length:,} characters"
+    else:
+        extent = f"the first {shown:,} of {length:,} characters; `topicswarm export --format jsonl` has all"
+    lines += ["", f"text ({extent}):"]
+    lines += textwrap.wrap(" ".join(doc["text_preview"].split()), PREVIEW_WIDTH) or ["(no text)"]
+    return lines
+
+
+def _when(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else "-"
+
+
+# -- feedback -------------------------------------------------------------------------------------------
+def run_feedback(args: argparse.Namespace) -> int:
+    relevant = args.mark == "relevant"
+    data = data_dir(args)
+    client = node_client_or_none(data)
+    if client is not None:
+        with api_errors(), client:
+            document = client.document(args.doc_id)
+            answer = client.feedback(args.doc_id, relevant=relevant, query=args.query)
+    else:
+        document = _stored_document(data, args.doc_id)
+        answer = _mark_stored(data, document, relevant, args.query)
+    if args.json:
+        print(json.dumps(answer, ensure_ascii=False))
+        return 0
+    print(feedback_text(document, args.mark, args.query, answer.get("fetching")))
+    return 0
+
+
+def _mark_stored(
+    data: DataDir, document: dict[str, Any], relevant: bool, query: str | None
+) -> dict[str, Any]:
+    """The mark the node's API stores, stored without a node: only on the node's own pages (a peer's
+    result is trained on once its page is fetched, which the running node does)."""
+    from crawler.feedback import IRRELEVANT, RELEVANT, FeedbackError, record_feedback
+    from crawler.search import SearchError
+
+    if document["origin"] != "local":
+        raise CliError(
+            f"document {document['doc_id']} is a peer's result, of which this node holds a preview: its page "
+            f"is fetched to train on, which the node does; start it with `topicswarm node run --data "
+            f"{data.root}` and mark it again"
+        )
+    repo = open_repository(data.repository)
+    try:
+        record_feedback(repo, document["doc_id"], RELEVANT if relevant else IRRELEVANT, query=query)
+    except (FeedbackError, SearchError) as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        repo.close()
+    return {"ok": True}
+
+
+def feedback_text(document: dict[str, Any], mark: str, query: str | None, fetching: str | None) -> str:
+    """What the mark does, in the user's terms."""
+    title = document["title"] or document["url"]
+    topic = document["topic"]
+    said = f"marked document {document['doc_id']} ({title}) {mark}"
+    if topic:
+        polarity = "positive" if mark == "relevant" else "negative"
+        said += f": a {polarity} training document of {topic} from the next retraining"
+    if query:
+        said += f"; found by {query!r}, it fits your search ranking's weights"
+    if fetching:
+        said += f"; its page is being fetched to train on ({fetching})"
+    return said
