@@ -88,6 +88,7 @@ from crawler.repository import Repository
 from crawler.settings import doc as setting
 from crawler.urls import host_of
 from metamodels.features import FeatureConfig, Featurizer
+from metamodels.topic_model import topic_prefixes
 
 STATE_VERSION = 1
 NO_TOPIC = ""  # model key of links queued without a topic
@@ -164,14 +165,6 @@ class ApprenticeSettings:
 
 
 # -- features -----------------------------------------------------------------------------------------------
-def topic_prefixes(topic: str | None) -> list[str]:
-    """'/A', '/A/B', ... of a topic key 'A/B' (the paper's class-name prefixes)."""
-    if not topic:
-        return []
-    parts = topic.split("/")
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
 def link_features(
     featurizer: Featurizer,
     context: Iterable[tuple[int, str]],

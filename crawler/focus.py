@@ -26,7 +26,7 @@ frontier changes decided by the re-organisation are applied.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +52,12 @@ from crawler.taxonomy import (
 )
 from crawler.urls import host_of
 from metamodels.features import FeatureConfig, Featurizer
-from metamodels.topic_model import TopicModel, TopicModelSettings, train_topic_model_from_texts
+from metamodels.topic_model import (
+    TopicModel,
+    TopicModelSettings,
+    topic_prefixes,
+    train_topic_model_from_texts,
+)
 
 LEARNING, HARVESTING = "learning", "harvesting"
 SEED_PRIORITY = 1e9  # bookmarks first
@@ -139,9 +144,11 @@ class TopicFocus:
         settings: FocusSettings | None = None,
         feature_config: FeatureConfig | None = None,
         model_settings: TopicModelSettings | None = None,
+        indicators: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.settings = settings or FocusSettings()
         self.taxonomy = taxonomy
+        self.indicators = dict(indicators or {})  # topic -> the user's keywords a page of it must hold
         self.featurizer = Featurizer(feature_config or FeatureConfig())
         s = self.settings
         self.model_settings = model_settings or TopicModelSettings(
@@ -201,11 +208,19 @@ class TopicFocus:
         positives, negatives = self._training_texts()
         if not positives:
             raise ValueError("no training document has text: fetch the bookmarks first (topics import)")
+        topics = {prefix for topic in positives for prefix in topic_prefixes(topic)}
+        indicators = {t: words for t, words in self.indicators.items() if t in topics}
         model = train_topic_model_from_texts(
-            self.featurizer, positives, negatives, settings=self.model_settings
+            self.featurizer, positives, negatives, settings=self.model_settings, indicators=indicators
         )
         self.term_weights = topic_term_weights(self.featurizer.terms, positives, negatives)
         return model
+
+    def set_indicators(self, indicators: Mapping[str, Sequence[str]]) -> None:
+        """New indicator keywords: the topic model is trained again on the same documents (call while the
+        crawl is held: pages being scored use the model)."""
+        self.indicators = dict(indicators)
+        self.model = self._train()
 
     # -- the engine's hooks -------------------------------------------------------------------------------
     def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:

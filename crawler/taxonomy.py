@@ -14,6 +14,7 @@ the place (line or item), before anything is written.
 from __future__ import annotations
 
 import html
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -402,7 +403,13 @@ def _schema_v2(db: Any) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS topic_previews (url TEXT PRIMARY KEY, preview TEXT NOT NULL)")
 
 
-MIGRATIONS = [_schema_v1, _schema_v2]
+def _schema_v3(db: Any) -> None:
+    """Indicator keywords per topic (a node's own table before: it stored them, and the crawler never read
+    them)."""
+    db.execute("CREATE TABLE IF NOT EXISTS topic_keywords (topic TEXT PRIMARY KEY, keywords TEXT NOT NULL)")
+
+
+MIGRATIONS = [_schema_v1, _schema_v2, _schema_v3]
 _DOC_COLUMNS = ("topic", "polarity", "url", "path", "title", "text", "status", "error", "line", "source")
 
 
@@ -485,6 +492,32 @@ def load_taxonomy(repo: Repository) -> Taxonomy | None:
     docs = tuple(TrainingDocument(*row) for row in rows)
     source = repo.db.execute("SELECT source FROM topics LIMIT 1").fetchone()[0]
     return Taxonomy(topics, docs, source)
+
+
+def save_keywords(repo: Repository, key: str, keywords: Sequence[str]) -> None:
+    """A topic's indicator keywords (none: no indicator rule): a page enters the topic only when it holds
+    at least `min_indicators` of them (`metamodels.topic_model`)."""
+    ensure_schema(repo)
+    with repo.transaction() as db:
+        db.conn.execute(
+            "INSERT INTO topic_keywords (topic, keywords) VALUES (?, ?) "
+            "ON CONFLICT(topic) DO UPDATE SET keywords = excluded.keywords",
+            [key, json.dumps(list(keywords))],
+        )
+
+
+def load_keywords(repo: Repository) -> dict[str, tuple[str, ...]]:
+    """Topic -> its indicator keywords, for the stored topics that have some."""
+    ensure_schema(repo)
+    rows = repo.db.execute(
+        "SELECT k.topic, k.keywords FROM topic_keywords k JOIN topics t ON t.key = k.topic ORDER BY k.topic"
+    )
+    keywords = {}
+    for topic, stored in rows:
+        words = json.loads(stored)
+        if words:
+            keywords[topic] = tuple(str(w) for w in words)
+    return keywords
 
 
 def failure_counts(taxonomy: Taxonomy) -> dict[str, int]:

@@ -406,7 +406,7 @@ def train_topic_model(
     own_pos = _normalise_rows(positives, X.shape[0])
     own_neg = _normalise_rows(negatives or {}, X.shape[0])
     indicator_words = {topic_key(t): tuple(words) for t, words in (indicators or {}).items() if words}
-    topics = sorted({prefix for t in own_pos for prefix in _prefixes(t)})
+    topics = sorted({prefix for t in own_pos for prefix in topic_prefixes(t)})
     unknown = sorted((set(own_neg) - {ROOT} - set(topics)) | (set(indicator_words) - set(topics)))
     if unknown:
         raise TrainingDataError(f"negatives or indicators name topics without positives: {unknown}")
@@ -502,7 +502,10 @@ def train_topic_model_from_texts(
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
-def _prefixes(topic: str) -> list[str]:
+def topic_prefixes(topic: str | None) -> list[str]:
+    """'A', 'A/B', ... of a topic key 'A/B': the topic and the topics above it (none for the root)."""
+    if not topic:
+        return []
     parts = topic.split("/")
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 

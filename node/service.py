@@ -36,6 +36,7 @@ from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull
 from crawler.revisits import mark_due, next_revisit_at
 from crawler.settings import CrawlSettings
+from crawler.taxonomy import load_keywords, save_keywords
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
 from node.events import EventBus
@@ -273,11 +274,12 @@ class NodeService:
         from crawler.focus import TopicFocus
         from crawler.taxonomy import load_taxonomy
 
-        taxonomy = load_taxonomy(self._side)  # type: ignore[arg-type]
+        repo: Repository = self._side  # type: ignore[assignment]
+        taxonomy = load_taxonomy(repo)
         if taxonomy is None:
             return None
         try:
-            return TopicFocus(taxonomy, self.config.focus)
+            return TopicFocus(taxonomy, self.config.focus, indicators=load_keywords(repo))
         except ValueError as exc:  # no bookmark could be fetched: nothing to train on
             log.warning("crawling without focus: %s", exc)
             return None
@@ -826,6 +828,16 @@ class NodeService:
                 policy.attach(self.crawler)
                 self.crawler.policy = policy
 
+    async def _refocus_indicators(self) -> None:
+        """The crawl's topic model trained again with the topics' indicator keywords as stored now: pages
+        classified from then on need them (the crawl waits while it trains)."""
+        policy = self.crawler.policy if self.crawler is not None else None
+        if not hasattr(policy, "set_indicators"):
+            return
+        indicators = await self.db(load_keywords)
+        async with await self.hold_crawl():
+            await trio.to_thread.run_sync(policy.set_indicators, indicators)
+
     async def _resume_topics(self) -> None:
         """Topics imported while no node ran (`topicswarm topics import` before `node run`) are crawled
         too: bookmarks stored unfetched (`--no-fetch`) are fetched and the topics' bookmarks are queued as
@@ -859,6 +871,7 @@ class NodeService:
         await self.require_topic(key)
         cleaned = [" ".join(str(k).split()) for k in keywords if str(k).strip()]
         await self.db(save_keywords, key, cleaned)
+        await self._refocus_indicators()
         topics = (await self.topics())["topics"]
         return next(t for t in topics if t["key"] == key)
 
@@ -1126,26 +1139,11 @@ def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:
     return by_topic
 
 
-def _keywords_schema_v1(db: Any) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS topic_keywords (topic TEXT PRIMARY KEY, keywords TEXT NOT NULL)")
-
-
-def save_keywords(repo: Repository, key: str, keywords: list[str]) -> None:
-    repo.migrate("node_keywords", [_keywords_schema_v1])
-    with repo.transaction() as db:
-        db.conn.execute(
-            "INSERT INTO topic_keywords (topic, keywords) VALUES (?, ?) "
-            "ON CONFLICT(topic) DO UPDATE SET keywords = excluded.keywords",
-            [key, json.dumps(keywords)],
-        )
-
-
 def topic_rows(repo: Repository) -> list[dict[str, Any]]:
     """The API's topic list: the taxonomy with local/pooled counts, harvest rate, keywords."""
     if not table_exists(repo, "topics"):
         return []
-    repo.migrate("node_keywords", [_keywords_schema_v1])
-    keywords = {t: json.loads(k) for t, k in repo.db.execute("SELECT topic, keywords FROM topic_keywords")}
+    keywords = load_keywords(repo)
     rates = harvest_rates(repo)
     rows = []
     for key, name, parent in repo.db.execute("SELECT key, name, parent FROM topics ORDER BY key").fetchall():
@@ -1163,7 +1161,7 @@ def topic_rows(repo: Repository) -> list[dict[str, Any]]:
                 "pooled": int(pooled),
                 "harvest_rate": rates.get(key, 0.0),
                 "quality": {"accuracy": None},
-                "keywords": keywords.get(key, []),
+                "keywords": list(keywords.get(key, ())),
                 "crawl": RUNNING,
                 "model_version": None,
             }

@@ -208,7 +208,7 @@ def focus_policy(
     import trio
 
     from crawler.focus import TopicFocus
-    from crawler.taxonomy import PENDING, load_taxonomy, store_taxonomy
+    from crawler.taxonomy import PENDING, load_keywords, load_taxonomy, store_taxonomy
     from node.cli.topics import fetch_training_pages
 
     taxonomy = load_taxonomy(repo)
@@ -221,7 +221,7 @@ def focus_policy(
     if strategy:
         focus = dataclasses.replace(focus, strategy=strategy)
     try:
-        return TopicFocus(taxonomy, focus)
+        return TopicFocus(taxonomy, focus, indicators=load_keywords(repo))
     except ValueError as exc:
         raise CliError(f"cannot train the topic model: {exc}") from exc
 

@@ -383,3 +383,15 @@ def test_reconsidered_links_join_the_frontier_only_where_the_crawler_allows():
         f._pending.requeue.append(FrontierEntry(url=f"http://{host}/x", host=host, topic="Databases"))
     f.link_priority(page(DB_PAGE, "Databases"), link("http://db0.test/y"), PageVerdict("Databases", 1, True))
     assert frontier.seen("http://allowed.test/x") and not frontier.seen("http://elsewhere.test/x")
+
+
+def test_indicator_keywords_keep_a_topic_to_the_pages_holding_one_and_can_be_changed_later():
+    f = TopicFocus(taxonomy(), FocusSettings(learning_pages=0), indicators={"Databases": ("postgresql",)})
+    db_page = page(DB_PAGE, "Databases")
+    assert not f.score_pages([db_page])[0].accepted  # a database page without the keyword
+    assert f.score_pages([page(DB_PAGE + " PostgreSQL", "Databases")])[0].accepted
+    assert f.score_pages([page(OPS_PAGE, "Sysadmin", url="http://o.test/")])[0].accepted  # no rule there
+    f.set_indicators({})
+    assert f.score_pages([db_page])[0].accepted
+    f.set_indicators({"Databases": ("planner",), "Gone/Topic": ("x",)})  # a topic no longer imported
+    assert f.score_pages([db_page])[0].accepted
