@@ -1175,7 +1175,8 @@ class Cooperation:
         limit = min(limit, self.settings.results_per_sync)
         kept_only = self.settings.share_kept_only and topic in self._metas
         scan = limit + 1 if held is None else _HELD_SCAN * limit + 1
-        found = await self._db(store.own_results, topic, cursor, scan, peer, kept_only=kept_only)
+        best = self.settings.share_results
+        found = await self._db(store.own_results, topic, cursor, scan, peer, kept_only=kept_only, best=best)
         rows, next_cursor, looked_at = [], cursor, 0
         for doc_id, row in found:
             if len(rows) == limit:

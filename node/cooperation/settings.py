@@ -59,7 +59,10 @@ class CooperationSettings:
         "Largest held-URL filter a result sync sends (about 13,600 URLs at 1%; with more, the newest go "
         "in and older ones may come back as duplicates).",
     )
-    share_results: int = doc(2000, "Most of a topic's own accepted results offered to peers (best first).")
+    share_results: int = doc(
+        2000,
+        "Most of a topic's own accepted results offered to peers: its most confident ones (0: none).",
+    )
     hub_seeds: int = doc(5, "Pooled URLs of peers' most confident pages queued as local seeds per round.")
     cluster_k: int = doc(3, "Default number of subtopics a refinement proposes.")
     cluster_loss: float = doc(0.3, "Share of a topic's documents the meta clustering may leave unassigned.")
@@ -74,6 +77,8 @@ class CooperationSettings:
             raise ValueError("prune_agreement and republish_agreement must lie in [0.5, 1]")
         if not 0 <= self.preview_chars <= 2048 or self.max_backoff_rounds < 1:
             raise ValueError("preview_chars must lie in [0, 2048] and max_backoff_rounds be >= 1")
+        if self.share_results < 0:
+            raise ValueError("share_results must be >= 0 (0: offer peers no results)")
         if not 0.0 <= self.held_filter_fp_rate < 1.0:
             raise ValueError("held_filter_fp_rate must lie in [0, 1) (0: no filter)")
         if not 1 <= self.held_filter_max_bytes <= MAX_HELD_FILTER_BYTES:

@@ -398,6 +398,7 @@ def own_results(
     holder: str | None = None,
     *,
     kept_only: bool = False,
+    best: int | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """(doc id, row) of the node's own accepted documents of a topic's subtree after `cursor`; without
     those `holder` synced here as its own results (it crawled them: sending them back is wasted). (They
@@ -406,7 +407,9 @@ def own_results(
     nodes the rule saved nothing measurable: 0.31% and 0.60% exchanged at 1200 and 400 pages without it,
     0.28-0.43% and 0.56-0.70% with it.) With
     `kept_only`, only documents the restrictive filter kept, and none after the first one not judged yet
-    (the cursor must not pass a document whose verdict is still to come)."""
+    (the cursor must not pass a document whose verdict is still to come). With `best`, only the topic's
+    `best` most confident such documents (`cooperation.share_results`): a page that rises among them
+    after the cursor passed it is not offered again."""
     held = ""
     params: list[Any] = [cursor, *_subtree(topic)]
     if holder is not None:
@@ -418,6 +421,10 @@ def own_results(
             f"verdict IS NULL AND {_OWN_IN_TOPIC}), 1 << 62) "
         )
         params += _subtree(topic)
+    if best is not None:
+        top = f"SELECT id FROM documents WHERE {_OWN_IN_TOPIC} ORDER BY confidence DESC, id LIMIT ?"
+        held += f"AND id IN ({top}) "
+        params += [*_subtree(topic), best]
     rows = repo.db.execute(
         "SELECT id, url, title, text, topic, confidence, fingerprint, fetched_at FROM documents "
         f"WHERE id > ? AND {_OWN_IN_TOPIC} {held}ORDER BY id LIMIT ?",

@@ -309,6 +309,24 @@ def test_results_offered_leave_out_the_askers_own_and_stop_at_the_first_unjudged
         assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, "peerB")] == ids[1:]
 
 
+def test_only_a_topics_most_confident_results_are_offered_when_the_user_caps_them(tmp_path):
+    path = tmp_path / "r.sqlite"
+    make_repository(path, 0)
+    with Repository(path) as repo:
+        store.ensure_schema(repo)
+        repo.db.execute("UPDATE documents SET confidence = (id * 7 % 11) / 10.0")  # not in id order
+        repo.db.conn.commit()
+        query = "SELECT id, confidence FROM documents WHERE topic = 'Databases' ORDER BY id"
+        rows = repo.db.execute(query).fetchall()
+        ids = [i for i, _ in rows]
+        best_two = sorted(i for i, _ in sorted(rows, key=lambda r: (-r[1], r[0]))[:2])
+        assert best_two != ids[:2]
+        assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, best=2)] == best_two
+        assert [i for i, _ in store.own_results(repo, "Databases", max(best_two), 100, best=2)] == []
+        assert store.own_results(repo, "Databases", 0, 100, best=0) == []
+        assert [i for i, _ in store.own_results(repo, "Databases", 0, 100, best=len(ids))] == ids
+
+
 def test_backoff_doubles_the_rounds_skipped_up_to_the_cap_and_resets_on_news():
     backoff = Backoff()
     skipped = []
