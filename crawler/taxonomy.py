@@ -45,6 +45,8 @@ DOCUMENT_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
 URL_SCHEMES = ("http://", "https://")
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a bookmarks file or a topic document larger than this is refused
 MAX_FOLDER_FILES = 20_000  # files a topic folder tree may hold: more is a disk, not a taxonomy
+MAX_KEYWORDS = 100  # indicator keywords one topic may have
+MAX_KEYWORD_CHARS = 100
 PDF_ERRORS = {
     "encrypted": "a password-protected PDF",
     "no_text": "a PDF without text (scanned pages need OCR first)",
@@ -492,6 +494,16 @@ def load_taxonomy(repo: Repository) -> Taxonomy | None:
     docs = tuple(TrainingDocument(*row) for row in rows)
     source = repo.db.execute("SELECT source FROM topics LIMIT 1").fetchone()[0]
     return Taxonomy(topics, docs, source)
+
+
+def clean_keywords(words: Sequence[object]) -> list[str]:
+    """Keywords as they are stored: inner whitespace collapsed, blank ones dropped. TaxonomyError for more
+    than MAX_KEYWORDS, or one that is not a string of at most MAX_KEYWORD_CHARS characters."""
+    if not all(isinstance(w, str) and len(w) <= MAX_KEYWORD_CHARS for w in words):
+        raise TaxonomyError(f"keywords must be strings of at most {MAX_KEYWORD_CHARS} characters")
+    if len(words) > MAX_KEYWORDS:
+        raise TaxonomyError(f"at most {MAX_KEYWORDS} keywords a topic")
+    return [" ".join(w.split()) for w in words if isinstance(w, str) and w.strip()]
 
 
 def save_keywords(repo: Repository, key: str, keywords: Sequence[str]) -> None:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
+from urllib.parse import quote
 
 import httpx
 
@@ -177,7 +178,8 @@ class _Endpoints:
         return self._call("POST", "/api/topics/import", body=body, timeout=SLOW_TIMEOUT)
 
     def set_keywords(self, topic: str, keywords: list[str]) -> Any:
-        return self._call("PUT", f"/api/topics/{topic}/keywords", body={"keywords": keywords})
+        path = quote(topic, safe="/")  # a key holds "%2F" for "/" in a folder name, and may hold "?" or "#"
+        return self._call("PUT", f"/api/topics/{path}/keywords", body={"keywords": keywords})
 
     def stop_node(self) -> Any:
         """Stop the node as SIGTERM does: {"stopping": true, "pid"}; its API closes once it has stopped."""

@@ -32,11 +32,12 @@ from typing import Any, TypeVar
 import trio
 
 from crawler.engine import Crawler, CrawlStats
+from crawler.errors import TaxonomyError
 from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull
 from crawler.revisits import mark_due, next_revisit_at
 from crawler.settings import CrawlSettings
-from crawler.taxonomy import load_keywords, save_keywords
+from crawler.taxonomy import clean_keywords, load_keywords, save_keywords
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
 from node.events import EventBus
@@ -764,7 +765,7 @@ class NodeService:
         """Read a taxonomy (in a worker thread: a folder tree or a large file would hold the node's loop),
         fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches them later), store it,
         and seed the crawl from its bookmarks."""
-        from crawler.taxonomy import FAILED, TaxonomyError, failure_counts, parse_bookmarks, read_taxonomy
+        from crawler.taxonomy import FAILED, failure_counts, parse_bookmarks, read_taxonomy
 
         if bookmarks_html is not None:
             read = partial(parse_bookmarks, bookmarks_html, name="bookmarks_html")
@@ -868,8 +869,11 @@ class NodeService:
             await trio.to_thread.run_sync(record)
 
     async def set_keywords(self, key: str, keywords: Sequence[str]) -> dict[str, Any]:
+        try:
+            cleaned = clean_keywords(keywords)
+        except TaxonomyError as exc:
+            raise NodeServiceError("bad_request", str(exc)) from exc
         await self.require_topic(key)
-        cleaned = [" ".join(str(k).split()) for k in keywords if str(k).strip()]
         await self.db(save_keywords, key, cleaned)
         await self._refocus_indicators()
         topics = (await self.topics())["topics"]

@@ -17,6 +17,7 @@ from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writi
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
+from node.datadir import DataDir
 
 if TYPE_CHECKING:  # the repository and the taxonomy load when a command reads them, not when it parses
     from crawler.taxonomy import Taxonomy
@@ -44,6 +45,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_arg(lister)
     lister.add_argument("--json", action="store_true", help="one JSON object per topic")
     lister.set_defaults(func=run_list)
+    keywords = commands.add_parser(
+        "keywords",
+        help="show or set a topic's indicator keywords (its pages must hold one of them)",
+        description="Show a topic's indicator keywords, or replace them: a page is accepted into the topic "
+        "only when it holds one of them (stemmed as pages are). A running node trains its crawl's topic "
+        "model again with them at once; pages already stored keep their verdict.",
+    )
+    add_data_arg(keywords)
+    keywords.add_argument("topic", metavar="KEY", help='the topic key, e.g. "Databases"')
+    keywords.add_argument("words", nargs="*", help='the new keywords, a "quoted phrase" for several words')
+    keywords.add_argument("--clear", action="store_true", help="remove the topic's keywords")
+    keywords.add_argument("--json", action="store_true", help="the topic as the API lists it")
+    keywords.set_defaults(func=run_keywords)
 
 
 def _settings(args: argparse.Namespace) -> CrawlSettings:
@@ -151,3 +165,61 @@ def run_list(args: argparse.Namespace) -> int:
         counts = f"{row['positives']:>5} {row['negatives']:>5} {row['with_text']:>5} {row['failed']:>6}"
         print(f"{label:<48} {counts}")
     return 0
+
+
+def run_keywords(args: argparse.Namespace) -> int:
+    """Through the node's API when a node runs on the data directory (it retrains its crawl's model with
+    them), else straight to the repository (the node reads them when it starts)."""
+    if args.words and args.clear:
+        raise CliError("give keywords or --clear, not both")
+    data = data_dir(args)
+    change = args.clear or bool(args.words)
+    client = node_client_or_none(data)
+    if client is not None:
+        with api_errors(), client:
+            if change:
+                words = client.set_keywords(args.topic, args.words)["keywords"]
+            else:
+                words = _listed_keywords(client, args.topic)
+    else:
+        words = _stored_keywords(data, args.topic, args.words if change else None)
+    if args.json:
+        print(json.dumps({"key": args.topic, "keywords": words}, ensure_ascii=False))
+    elif words:
+        print(f"{args.topic}: {', '.join(words)} (a page of the topic must hold one of them)")
+    else:
+        print(f"{args.topic}: no indicator keywords (set some with `topicswarm topics keywords KEY WORD...`)")
+    return 0
+
+
+def _listed_keywords(client: NodeClient, topic: str) -> list[str]:
+    for row in client.topics()["topics"]:
+        if row["key"] == topic:
+            return row["keywords"]
+    raise CliError(_no_topic(topic))
+
+
+def _stored_keywords(data: DataDir, topic: str, words: list[str] | None) -> list[str]:
+    """The topic's keywords in the repository, replaced by `words` first when given."""
+    from crawler.errors import TaxonomyError
+    from crawler.taxonomy import clean_keywords, load_keywords, load_taxonomy, save_keywords
+
+    if not data.repository.exists():
+        raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
+    repo = open_repository(data.repository)
+    try:
+        taxonomy = load_taxonomy(repo)
+        if taxonomy is None or topic not in taxonomy.topics:
+            raise CliError(_no_topic(topic))
+        if words is not None:
+            try:
+                save_keywords(repo, topic, clean_keywords(words))
+            except TaxonomyError as exc:
+                raise CliError(str(exc)) from exc
+        return list(load_keywords(repo).get(topic, ()))
+    finally:
+        repo.close()
+
+
+def _no_topic(topic: str) -> str:
+    return f"no topic {topic!r}: list topics with `topicswarm topics list`"
