@@ -60,6 +60,7 @@ from node.stored_state import (
     document_counts,
     document_details,
     harvest_rates,
+    score_links,
     subtopic_pattern,
     table_exists,
     topic_keys,
@@ -67,6 +68,7 @@ from node.stored_state import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+LINK_SCORES_CHECK_S = 10.0  # how often the link-score loop counts the pages (a cheap count)
 # what the crawl does while the crawler does not run, by reason (see NodeService._idle_reason)
 IDLE_ACTIVITY = {
     "max_pages": "finished",
@@ -200,6 +202,7 @@ class NodeService:
                 nursery.start_soon(self._resume_topics)
                 nursery.start_soon(self._crawl_supervisor)
                 nursery.start_soon(self._metrics_loop)
+                nursery.start_soon(self._link_scores_loop)
                 nursery.start_soon(self._stats_event_loop)
                 task_status.started(self)
                 log.info("node ready (%s): API at %s", self.peer_id or "offline", self.api_url)
@@ -500,6 +503,28 @@ class NodeService:
             except RepositoryFull as exc:  # the crawl's stop says so to the user; a sample is not worth more
                 log.debug("metrics sample not stored: %s", exc)
             await trio.sleep(self.settings.metrics_interval)
+
+    async def _link_scores_loop(self) -> None:
+        """Link authority (HITS) and PageRank of the stored pages, for search's `authority` and `pagerank`
+        signals (thesis chapter 4), computed at start and again once the node's own pages grew by
+        `link_scores_pages` or a tenth; off the event loop, on the side connection."""
+
+        def score(repo: Repository) -> int:
+            pages = document_counts(repo)["local"]
+            if pages:
+                score_links(repo)
+            return pages
+
+        scored = -1
+        while True:
+            pages = (await self.db(document_counts))["local"]
+            if scored < 0 or pages - scored >= max(self.settings.link_scores_pages, scored // 10):
+                try:
+                    scored = await self.db(score)
+                except (RepositoryError, sqlite3.Error) as exc:  # a full disk: search keeps the old scores
+                    log.warning("link scores not updated: %s", exc)
+                    scored = pages
+            await trio.sleep(LINK_SCORES_CHECK_S)
 
     async def _sample_at_stop(self) -> None:
         """The figures the node stopped at, for `status` to show while it does not run (the periodic

@@ -26,11 +26,18 @@ class NodeSettings:
     networked: bool = doc(
         True, "Join the peer-to-peer network (off: a private crawler; `node run --offline`)."
     )
+    link_scores_pages: int = doc(
+        250,
+        "Search's link authority (HITS) and PageRank are computed again once the node's own pages grew by "
+        "this many, or by a tenth when that is more (a large repository takes seconds).",
+    )
     shutdown_grace: float = doc(
         10.0, "Seconds a shutdown waits for in-flight pages before it cancels them (they are fetched again)."
     )
 
     def __post_init__(self) -> None:
+        if self.link_scores_pages < 1:
+            raise ValueError("link_scores_pages must be 1 or more")
         if not 0 <= self.api_port <= 65535:  # 70000 passed `config check` and failed the node's start
             raise ValueError(
                 f"api_port must be a TCP port, 0 to 65535 (0: any free one), not {self.api_port}"

@@ -111,6 +111,14 @@ def _feedback_of(repo: Repository, doc_id: int) -> list[dict[str, Any]]:
     ]
 
 
+def score_links(repo: Repository) -> None:
+    """Link authority (HITS) and PageRank of the stored pages, overall and per topic: search's `authority`
+    and `pagerank` signals read them (thesis chapter 4)."""
+    from crawler.ranking import update_link_scores
+
+    update_link_scores(repo, topic_keys(repo))
+
+
 def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
     """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
     of its last metrics sample, and the peers it rejoins when it starts again."""

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from node.client import node_running
+    from node.stored_state import score_links
 
     if args.url or args.all:
         raise CliError("--url and --all go with `topicswarm crawl revisit` (a running node)")
@@ -131,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
             )
         progress = None if args.quiet else sys.stderr
         stats = trio.run(crawl, repo, settings, args.seed, args.max_pages, progress, None, policy)
+        score_links(repo)  # search's authority and pagerank signals, as a running node keeps them
         beyond = getattr(policy, "beyond_tunnel", None) if stats.reason == "exhausted" else None
         left = beyond() if beyond is not None else None
     finally:

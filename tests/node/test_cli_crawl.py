@@ -39,6 +39,9 @@ def test_crawl_then_search_then_resume(web, tmp_path, capsys):
     assert main(["search", "--data", str(data), "--json", "--limit", "3", "documentation"]) == 0
     hits = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert 1 <= len(hits) <= 3 and all(hit["url"].startswith("http://127.0.0.") for hit in hits)
+    # the crawl computed the link signals the ranking weighs (they were 0 for every page before)
+    assert any(hit["signals"]["authority"] > 0 for hit in hits)
+    assert any(hit["signals"]["pagerank"] > 0 for hit in hits)
 
     assert main(["crawl", "--data", str(data), "--max-pages", "40", "--quiet"]) == 0  # no seed: resumes
     out, err = capsys.readouterr()
