@@ -273,8 +273,8 @@ class NodeService:
         return Crawler(self._repo, self.crawl_settings)  # type: ignore[arg-type]
 
     def _focus_policy(self) -> Any:
-        """The focus loop (`crawler.focus.TopicFocus`, `[focus]` settings) trained on the imported taxonomy;
-        None without one."""
+        """The focus loop (`crawler.focus.TopicFocus`, `[focus]` settings) trained on the imported taxonomy,
+        with the apprentice setting link priorities when `crawler.apprentice_enabled`; None without one."""
         from crawler.focus import TopicFocus
         from crawler.taxonomy import load_taxonomy
 
@@ -283,10 +283,15 @@ class NodeService:
         if taxonomy is None:
             return None
         try:
-            return TopicFocus(taxonomy, self.config.focus, indicators=load_keywords(repo))
+            focus = TopicFocus(taxonomy, self.config.focus, indicators=load_keywords(repo))
         except ValueError as exc:  # no bookmark could be fetched: nothing to train on
             log.warning("crawling without focus: %s", exc)
             return None
+        if not self.crawl_settings.apprentice_enabled:
+            return focus
+        from crawler.apprentice import ApprenticeFocus
+
+        return ApprenticeFocus(focus)
 
     async def _start_network(self, nursery: trio.Nursery) -> None:
         from node.network import start_network
