@@ -13,7 +13,7 @@ from node.client import AsyncNodeClient
 from node.datadir import DataDir
 from node.service import NodeService, replace_settings
 from simnet.web import serve_web
-from tests.node.test_cli_status import BOOKMARKS, HANG_GUARD, loopback_config, store_bookmarks
+from tests.node.test_cli_status import BOOKMARKS, loopback_config, store_bookmarks, wait_for
 
 
 @pytest.mark.trio
@@ -27,9 +27,7 @@ async def test_the_apprentice_setting_decides_whether_a_nodes_crawl_learns_link_
         async with trio.open_nursery() as nursery:
             await nursery.start(service.run)
             async with AsyncNodeClient.from_data_dir(data) as client:
-                with trio.fail_after(HANG_GUARD):
-                    while (await client.status())["crawl"]["activity"] != "finished":
-                        await trio.sleep(0.2)
+                await wait_for(client, lambda crawl: crawl["activity"] == "finished", "finished")
             policy = service.crawler.policy
             service.request_stop()
     assert isinstance(policy, ApprenticeFocus) is enabled

@@ -22,7 +22,7 @@ from node.service import NodeService
 from p2p.membership import Neighbour
 from p2p.wire_testing import wire_key
 from simnet.web import serve_web
-from tests.node.test_cli_status import BOOKMARKS, HANG_GUARD, loopback_config, store_bookmarks
+from tests.node.test_cli_status import BOOKMARKS, loopback_config, store_bookmarks, wait_for
 
 MAX_PAGES = 8
 
@@ -35,9 +35,7 @@ async def crawl_then_pause(data: DataDir) -> dict:
         async with trio.open_nursery() as nursery:
             await nursery.start(service.run)
             async with AsyncNodeClient.from_data_dir(data) as client:
-                with trio.fail_after(HANG_GUARD):
-                    while (await client.status())["crawl"]["activity"] != "finished":
-                        await trio.sleep(0.2)
+                await wait_for(client, lambda crawl: crawl["activity"] == "finished", "finished")
                 await client.crawl("pause")
                 status = await client.status()
             service.request_stop()
