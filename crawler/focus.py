@@ -39,7 +39,6 @@ from crawler.frontier import Frontier, FrontierEntry, url_key
 from crawler.language import LanguageCheck
 from crawler.linkanalysis import LinkGraph, hits, select_archetypes, top_by
 from crawler.parse import Link
-from crawler.preview import preview, topic_term_weights
 from crawler.repository import Repository
 from crawler.taxonomy import (
     ARCHETYPE,
@@ -163,7 +162,6 @@ class TopicFocus:
         self.recent: dict[str | None, TopicCounter] = {}
         self.reorganisations = 0
         self.language_rejections = 0
-        self.previews: dict[str, str] = {}
         self._scored = 0
         self._since_reorganisation = 0
         self._origin_conf: dict[str, float] = {}
@@ -210,11 +208,9 @@ class TopicFocus:
             raise ValueError("no training document has text: fetch the bookmarks first (topics import)")
         topics = {prefix for topic in positives for prefix in topic_prefixes(topic)}
         indicators = {t: words for t, words in self.indicators.items() if t in topics}
-        model = train_topic_model_from_texts(
+        return train_topic_model_from_texts(
             self.featurizer, positives, negatives, settings=self.model_settings, indicators=indicators
         )
-        self.term_weights = topic_term_weights(self.featurizer.terms, positives, negatives)
-        return model
 
     def set_indicators(self, indicators: Mapping[str, Sequence[str]]) -> None:
         """New indicator keywords: the topic model is trained again on the same documents (call while the
@@ -243,10 +239,6 @@ class TopicFocus:
                 c.fetched += 1
                 c.accepted += int(accepted and (queue is None or related(verdict.topic, queue)))
                 c.confidence += verdict.confidence if accepted else 0.0
-            if accepted:
-                self.previews[page.url] = preview(
-                    page.parsed.text, self.term_weights.get(verdict.topic, {}), self.featurizer.terms
-                )
             result.append(PageVerdict(verdict.topic if accepted else None, verdict.confidence, accepted))
         self._scored += len(pages)
         self._since_reorganisation += len(pages)
@@ -491,13 +483,7 @@ class TopicFocus:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            db.conn.executemany(
-                "INSERT INTO topic_previews (url, preview) VALUES (?, ?) "
-                "ON CONFLICT(url) DO UPDATE SET preview = excluded.preview",
-                list(self.previews.items()),
-            )
         self.recent = {}
-        self.previews = {}
 
     def progress_text(self) -> str:
         """Harvest rate per topic queue, for the crawl's progress line."""

@@ -127,6 +127,7 @@ MMAP_BYTES = 1 << 30  # address space only: pages come from the OS cache without
 CACHE_KIB = 64 * 1024  # SQLite's page cache per connection (grows only as pages are used)
 BM25_WEIGHTS = "5.0, 1.0"  # FTS5 bm25() column weights: title, text (search ranks with the same)
 LONG_HOLD_S = 2.0  # a transaction holding the write lock longer is logged with where it began
+CRAWL_STATS_KEEP = 17_280  # crawl statistics rows kept: a day of a crawl's rows at one per 5 s
 BUSY_TIMEOUT_S = 5.0  # SQLite's own wait for a lock per attempt; `transaction` retries past it
 BUSY_PATIENCE_S = 600.0  # how long `transaction` keeps retrying for the write lock before it gives up
 
@@ -634,11 +635,16 @@ class Repository:
         )
 
     def record_stats(self, row: dict[str, Any]) -> None:
+        """One crawl-statistics row (a crawl writes one every few seconds), the oldest beyond
+        CRAWL_STATS_KEEP dropped: a crawl that runs for months must not grow the file by it."""
         row = dict(row)
         row["errors_by_kind"] = json.dumps(row.get("errors_by_kind", {}), sort_keys=True)
         columns = ", ".join(row)
         self.db.conn.execute(
             f"INSERT INTO crawl_stats ({columns}) VALUES ({', '.join('?' for _ in row)})", list(row.values())
+        )
+        self.db.conn.execute(
+            "DELETE FROM crawl_stats WHERE id <= (SELECT max(id) FROM crawl_stats) - ?", [CRAWL_STATS_KEEP]
         )
 
     # -- reading ------------------------------------------------------------------------------------------

@@ -220,3 +220,17 @@ def test_a_damaged_repository_is_named_as_damaged_with_the_way_back(tmp_path):
     message = str(failure.value)
     assert "is damaged" in message and "not a topicswarm repository" not in message
     assert "topicswarm backup" in message and "topics import" in message
+
+
+def test_crawl_statistics_keep_only_the_newest_rows(tmp_path, monkeypatch):
+    import crawler.repository
+
+    monkeypatch.setattr(crawler.repository, "CRAWL_STATS_KEEP", 3)
+    row = {"at": 0.0, "pages": 0, "pages_per_s": 0.0, "bytes": 0, "frontier_size": 0, "in_flight": 0}
+    row |= {"duplicates": 0, "errors": 0, "errors_by_kind": {}}
+    with Repository(tmp_path / "r.db") as repo:
+        for pages in range(5):
+            with repo.transaction():
+                repo.record_stats({**row, "pages": pages})
+        kept = [r[0] for r in repo.db.execute("SELECT pages FROM crawl_stats ORDER BY id")]
+    assert kept == [2, 3, 4]
