@@ -15,7 +15,11 @@ class CooperationSettings:
     sync_interval: float = doc(
         10.0, "Seconds between two cooperation rounds (announce, fetch new models, sync results)."
     )
-    request_timeout: float = doc(20.0, "Seconds one request to a peer may take before it is abandoned.")
+    request_timeout: float = doc(
+        20.0,
+        "Seconds a model fetch counts as under way: another fetch of the same model waits this long for it "
+        "instead of transferring it twice (each request is bounded by p2p.request_timeout).",
+    )
     default_loss: float = doc(0.2, "Loss of restrictive filtering until the user sets one (thesis 3.2.1).")
     error_goal: float = doc(
         0.0, "Default error goal of a meta build (0: none; the peer count then follows the loss alone)."
@@ -77,6 +81,8 @@ class CooperationSettings:
             raise ValueError("prune_agreement and republish_agreement must lie in [0.5, 1]")
         if not 0 <= self.preview_chars <= 2048 or self.max_backoff_rounds < 1:
             raise ValueError("preview_chars must lie in [0, 2048] and max_backoff_rounds be >= 1")
+        if not 0.0 <= self.error_goal < 1.0:
+            raise ValueError("error_goal must lie in [0, 1) (0: none)")
         if self.share_results < 0:
             raise ValueError("share_results must be >= 0 (0: offer peers no results)")
         if not 0.0 <= self.held_filter_fp_rate < 1.0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import asynccontextmanager
 
 import numpy as np
@@ -253,6 +254,36 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
         members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
         assert members.get(bad.peer_id, 0.0) == 0.0
         assert result["measured"]["accuracy"] > 0.8
+
+
+@pytest.mark.trio
+async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(tmp_path, monkeypatch):
+    import node.cooperation.service as coop_service
+
+    goals = []
+
+    def recorded(*args, **kwargs):
+        goals.append(kwargs["max_error"])
+        return peers_needed(*args, **kwargs)
+
+    peers_needed = coop_service.peers_needed
+    monkeypatch.setattr(coop_service, "peers_needed", recorded)
+    async with running_nodes(tmp_path, 2) as (a, _b):
+
+        async def received() -> bool:
+            return any(r["role"] == "received" for r in await a.models("Databases"))
+
+        async def goals_of(**goal: float) -> list[float | None]:  # rounds may rebuild in the background
+            before = len(goals)
+            await a.build_meta("Databases", loss=0.2, **goal)
+            return goals[before:]
+
+        await wait_for(received)
+        unset = await goals_of()
+        a.settings = dataclasses.replace(a.settings, error_goal=0.3)
+        configured = await goals_of()
+        asked = await goals_of(error_goal=0.1)  # the request's own goal comes first
+    assert set(unset) == {None} and set(configured) == {0.3} and 0.1 in asked
 
 
 @pytest.mark.trio
