@@ -793,8 +793,9 @@ class NodeService:
         self, bookmarks_html: str | None = None, path: str | None = None, fetch: bool = True
     ) -> dict[str, Any]:
         """Read a taxonomy (in a worker thread: a folder tree or a large file would hold the node's loop),
-        fetch its bookmarked pages (unless `fetch` is False: the focus loop fetches them later), store it,
-        and seed the crawl from its bookmarks."""
+        fetch its bookmarked pages, store it, and seed the crawl from its bookmarks. With `fetch` False the
+        answer comes before the pages are fetched: they are fetched in the background, and the crawl
+        focuses on the topics once they are."""
         from crawler.taxonomy import FAILED, failure_counts, parse_bookmarks, read_taxonomy
 
         if bookmarks_html is not None:
@@ -827,6 +828,9 @@ class NodeService:
             seeds += await self.add_seeds(urls, topic=topic, priority=SEED_PRIORITY)
         if self.cooperation is not None and hasattr(self.cooperation, "topics_changed"):
             await self.cooperation.topics_changed(list(taxonomy.topics))
+        if not fetch:
+            assert self._nursery is not None  # the API serves inside `run`
+            self._nursery.start_soon(self._resume_topics)
         self._poke()
         self._publish("log", {"message": f"imported {len(taxonomy.topics)} topics, {seeds} seeds"})
         return {

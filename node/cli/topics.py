@@ -38,7 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_arg(importer)
     importer.add_argument("source", type=Path, help="a bookmarks file (see above) or FOLDER")
     importer.add_argument(
-        "--no-fetch", action="store_true", help="store the bookmarks without fetching them (crawl fetches)"
+        "--no-fetch",
+        action="store_true",
+        help="answer before fetching the bookmarked pages: the node fetches them (in the background when it "
+        "runs, else when it starts)",
     )
     importer.set_defaults(func=run_import)
     lister = commands.add_parser("list", help="show the stored topics and their training documents")
