@@ -301,11 +301,12 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
     async def meta_build(request: Request) -> Any:
         body = await _json_body(request)
         topic = _require(body, "topic", str)
-        loss = _number(body, "loss")
+        loss = _number(body, "loss") if "loss" in body else None  # none: the topic's, else default_loss
         goal = body.get("error_goal")
         if goal is not None and (isinstance(goal, bool) or not isinstance(goal, int | float)):
             raise NodeServiceError("bad_request", "error_goal must be a number between 0 and 1")
-        _check_fraction("loss", loss)
+        if loss is not None:
+            _check_fraction("loss", loss)
         await cooperation_topic(topic, "build meta")
         return await service.cooperate("build_meta", topic, loss=loss, error_goal=goal)
 

@@ -257,8 +257,10 @@ class _Endpoints:
     def models(self, topic: str | None = None) -> Any:
         return self._call("GET", "/api/models", params={"topic": topic} if topic else None)
 
-    def build_meta(self, topic: str, loss: float, error_goal: float | None = None) -> Any:
-        body: dict[str, Any] = {"topic": topic, "loss": loss}
+    def build_meta(self, topic: str, loss: float | None = None, error_goal: float | None = None) -> Any:
+        body: dict[str, Any] = {"topic": topic}
+        if loss is not None:
+            body["loss"] = loss
         if error_goal is not None:
             body["error_goal"] = error_goal
         return self._call("POST", "/api/meta/build", body=body, timeout=SLOW_TIMEOUT)

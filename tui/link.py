@@ -128,13 +128,13 @@ class NodeLink:
     async def meta(self, topic: str) -> MetaState:
         return MetaState.from_json(await self.client.meta(topic))
 
-    async def build_meta(self, topic: str, loss: float) -> dict[str, Any]:
+    async def build_meta(self, topic: str, loss: float | None) -> dict[str, Any]:
         return dict(await self.client.build_meta(topic, loss))
 
     async def set_loss(self, topic: str, loss: float) -> LossSetting:
         return LossSetting.from_json(await self.client.set_loss(topic, loss))
 
-    async def refine(self, topic: str, k: int) -> list[Proposal]:
+    async def refine(self, topic: str, k: int | None) -> list[Proposal]:
         answer = await self.client.refine(topic, k)
         return [Proposal.from_json(p) for p in answer.get("proposals", [])]
 

@@ -133,7 +133,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _client_args(build)
     build.add_argument("--topic", default=None, help="the topic key, e.g. Databases (default: every topic)")
     build.add_argument(
-        "--loss", type=loss_fraction, required=True, help="fraction of documents it may abstain on, 0 to 1"
+        "--loss",
+        type=loss_fraction,
+        default=None,
+        help="fraction of documents it may abstain on, 0 to 1 (default: the topic's loss as last set, else "
+        "cooperation.default_loss)",
     )
     build.add_argument(
         "--error-goal", type=error_fraction, default=None, help="wanted error rate (peer-count estimate)"

@@ -779,12 +779,16 @@ class Cooperation:
         return learning.meta_scores(meta, self.featurizer.transform(list(texts)))
 
     async def build_meta(
-        self, topic: str, loss: float = 0.2, error_goal: float | None = None
+        self, topic: str, loss: float | None = None, error_goal: float | None = None
     ) -> dict[str, Any]:
         """The distributed meta-classifier protocol (thesis figures 3.5 and 3.6), as the initiator. Without
-        an `error_goal`, the configured `cooperation.error_goal` (0: none) is the goal."""
+        a `loss`, the topic's loss as the user last set it, else `cooperation.default_loss`; without an
+        `error_goal`, the configured `cooperation.error_goal` (0: none)."""
         if error_goal is None and self.settings.error_goal > 0:
             error_goal = self.settings.error_goal
+        if loss is None:
+            previous = await self._db(store.load_meta, topic)
+            loss = float(previous["loss"]) if previous else self.settings.default_loss
         if not 0.0 <= loss < 1.0 or (error_goal is not None and not 0.0 < error_goal < 1.0):
             raise ValueError("loss must lie in [0, 1) and error_goal in (0, 1)")
         if topic not in await self.topics():

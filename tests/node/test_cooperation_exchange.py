@@ -287,6 +287,20 @@ async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(
 
 
 @pytest.mark.trio
+async def test_a_build_without_a_loss_keeps_the_topics_loss_else_takes_the_configured_default(tmp_path):
+    async with running_nodes(tmp_path, 1, start=False) as (a,):  # no round builds one meanwhile
+        a.settings = dataclasses.replace(a.settings, default_loss=0.25)
+        await a.build_meta("Databases")
+        first = (await a.meta("Databases"))["loss"]
+        await a.set_loss("Databases", 0.35)
+        await a.build_meta("Databases")
+        kept = (await a.meta("Databases"))["loss"]
+        await a.build_meta("Databases", loss=0.1)
+        asked = (await a.meta("Databases"))["loss"]
+    assert (first, kept, asked) == (0.25, 0.35, 0.1)
+
+
+@pytest.mark.trio
 async def test_meta_build_peers_offer_models_the_initiator_holds_by_reference(tmp_path):
     async with running_nodes(tmp_path, 3) as (a, _b, _c):
 

@@ -187,13 +187,14 @@ class MetaScreen(TopicScreen):
         if topic is None:
             self.notify(self.why_no_topic(), severity="warning")
             return
-        self.build(topic, self.meta.loss if self.meta is not None else 0.1)
+        self.build(topic, self.meta.loss if self.meta is not None else None)  # None: the node's default
 
     @work(exclusive=True, group="meta")
-    async def build(self, topic: str, loss: float) -> None:
+    async def build(self, topic: str, loss: float | None) -> None:
         self.building = topic
         try:
-            self.notify(f"building the meta-classifier of {topic} at loss {loss:.2f}…")
+            at = "the node's default loss" if loss is None else f"loss {loss:.2f}"
+            self.notify(f"building the meta-classifier of {topic} at {at}…")
             answer = await self.ask(self.link.build_meta, topic, loss)
             if answer is not None:
                 self.notify(build_report(answer))

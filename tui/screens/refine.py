@@ -16,8 +16,6 @@ from tui.records import Proposal
 from tui.screens.base import NO_TOPICS, TopicScreen
 from tui.widgets.prompt import Prompt
 
-DEFAULT_K = 3
-
 
 def proposal_details(p: Proposal) -> str:
     titles = "\n".join(f"• {escape(t)}" for t in p.sample_titles[:8]) or "–"
@@ -48,7 +46,7 @@ class RefineScreen(TopicScreen):
     def body(self) -> ComposeResult:
         with Horizontal(id="refine-row"):
             yield Select([], prompt="topic", id="refine-topic")
-            yield Input(str(DEFAULT_K), placeholder="k", id="k", type="integer")
+            yield Input(placeholder="k (node's)", id="k", type="integer")  # blank: cooperation.cluster_k
             yield Static("g proposes subtopics by clustering the topic's documents", id="refine-hint")
         with Horizontal(id="refine-pane"):
             yield DataTable(id="proposals", cursor_type="row", zebra_stripes=True)
@@ -110,14 +108,15 @@ class RefineScreen(TopicScreen):
             self.notify(self.why_no_topic(), severity="warning")
             return
         try:
-            k = int(self.query_one("#k", Input).value or DEFAULT_K)
-        except ValueError:
-            k = DEFAULT_K
+            k = int(self.query_one("#k", Input).value) or None
+        except ValueError:  # blank: the node's cooperation.cluster_k
+            k = None
         self.propose(topic, k)
 
     @work(exclusive=True, group="proposals")
-    async def propose(self, topic: str, k: int) -> None:
-        self.notify(f"clustering {topic} into {k}…")
+    async def propose(self, topic: str, k: int | None) -> None:
+        into = f"{k} subtopics" if k else "subtopics (as many as the node's cooperation.cluster_k)"
+        self.notify(f"clustering {topic} into {into}…")
         proposals = await self.ask(self.link.refine, topic, k)
         if proposals is not None:
             all_of_topic = await self.ask(self.link.proposals, topic)
