@@ -363,6 +363,11 @@ class Crawler:
         self._rate_marks: list[tuple[float, int]] = []
         self._reason = ""
         self._disk_full = False  # this run had a batch the repository had no room for (RepositoryFull)
+        defaults = CrawlSettings()
+        self._default_url_settings = all(  # links as the parser normalised them are final (`_as_configured`)
+            getattr(s, name) == getattr(defaults, name)
+            for name in ("url_sort_query", "url_max_length", "host_max_length")
+        )
         self.stats = CrawlStats(total_pages=self._total_at_start, frontier_size=len(self.frontier))
 
     def _load_documents_state(self) -> int:
@@ -921,12 +926,26 @@ class Crawler:
             self._counters.changed += outcome.kind == "changed"
             self._counters.gone += outcome.kind == "gone"
 
+    def _as_configured(self, link: Link) -> Link | None:
+        """`link` normalised under this crawl's URL settings: the parser normalises with the defaults, so
+        `url_sort_query` (and other URL lengths) would otherwise reach only the fetch, after the frontier
+        had queued `?b=1&a=2` beside `?a=2&b=1`. None for a URL these settings refuse."""
+        if self._default_url_settings:
+            return link
+        url = normalize_url(link.url, settings=self.settings)
+        if url is None:
+            return None
+        return link if url == link.url else replace(link, url=url)
+
     def _follow(self, page: CrawledPage, verdict: PageVerdict) -> list[LinkRecord]:
         """Link rows for the repository, and frontier entries for the links worth following."""
         entry, parsed = page.entry, page.parsed
         records: list[LinkRecord] = []
         candidates: list[tuple[Link, str, int]] = []  # (link, its host, depth)
-        for link in parsed.links:
+        for found in parsed.links:
+            link = self._as_configured(found)
+            if link is None:
+                continue
             host = host_of(link.url)
             records.append(
                 LinkRecord(
@@ -940,17 +959,21 @@ class Crawler:
             )
             candidates.append((link, host, entry.depth + 1))
         if parsed.meta_refresh and (parsed.refresh_delay or 0.0) <= META_REFRESH_MAX_DELAY:
-            refresh = Link(parsed.meta_refresh, "", "meta", 0, 0)
-            records.append(LinkRecord(refresh.url, host_of(refresh.url), kind="refresh"))
-            candidates.append((refresh, records[-1].target_host, entry.depth))
+            refresh = self._as_configured(Link(parsed.meta_refresh, "", "meta", 0, 0))
+            if refresh is not None:
+                records.append(LinkRecord(refresh.url, host_of(refresh.url), kind="refresh"))
+                candidates.append((refresh, records[-1].target_host, entry.depth))
         if parsed.canonical and parsed.canonical not in (entry.url, page.url):
-            canonical = Link(parsed.canonical, "", "canonical", 0, 0)
-            records.append(LinkRecord(canonical.url, host_of(canonical.url), kind="canonical"))
-            candidates.append((canonical, records[-1].target_host, entry.depth))
+            canonical = self._as_configured(Link(parsed.canonical, "", "canonical", 0, 0))
+            if canonical is not None:
+                records.append(LinkRecord(canonical.url, host_of(canonical.url), kind="canonical"))
+                candidates.append((canonical, records[-1].target_host, entry.depth))
         if self.settings.feeds_enabled:
             for url in parsed.feeds:
-                records.append(LinkRecord(url, host_of(url), kind="feed"))
-                candidates.append((Link(url, "", "feed", 0, 0), records[-1].target_host, entry.depth + 1))
+                feed = self._as_configured(Link(url, "", "feed", 0, 0))
+                if feed is not None:
+                    records.append(LinkRecord(feed.url, host_of(feed.url), kind="feed"))
+                    candidates.append((feed, records[-1].target_host, entry.depth + 1))
         if parsed.nofollow:  # <meta name=robots content=nofollow>: links are kept for analysis, not followed
             return records
         self._enqueue(page, verdict, candidates)

@@ -45,8 +45,10 @@ class CrawlSettings:
     )
     depth_limit: int = doc(20, "Largest link distance from a seed; 0 means no limit.")
     host_page_budget: int = doc(5000, "Most pages fetched from one host (a guard against traps).")
-    url_max_length: int = doc(1000, "Longer URLs are dropped.")
-    host_max_length: int = doc(255, "Longer host names are dropped.")
+    url_max_length: int = doc(
+        1000, "Longer URLs are dropped (links found in pages above 1,000 also when this is larger)."
+    )
+    host_max_length: int = doc(255, "Longer host names are dropped (255 is the longest a DNS name can be).")
     frontier_max_size: int = doc(200_000, "Most queued URLs; the lowest priorities are evicted beyond it.")
     autothrottle_start_delay: float = doc(
         1.0, "Per-host delay AutoThrottle starts from, in seconds (never below download_delay)."

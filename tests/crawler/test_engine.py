@@ -538,3 +538,20 @@ async def test_large_bodies_waiting_to_be_parsed_hold_new_requests_back(tmp_path
     assert repo.document_count() == 41
     assert max(waiting_at_fetch) <= 2, waiting_at_fetch  # one parsed now, one waiting (2 x 100 KB > limit)
     repo.close()
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("sort_query", [False, True])
+async def test_links_follow_the_crawls_url_settings_and_not_only_the_parsers_defaults(tmp_path, sort_query):
+    home = "http://a.test/"
+    long_link = "/long?" + "x" * 300
+    pages = {home: f'<a href="/x?b=1&a=2">one</a><a href="/x?a=2&b=1">two</a><a href="{long_link}">long</a>'}
+    pages["http://a.test/x?a=2&b=1"] = pages["http://a.test/x?b=1&a=2"] = "<p>the page</p>"
+    fetcher = FakeFetcher(pages)
+    crawler, repo = make(tmp_path, fetcher, url_sort_query=sort_query, url_max_length=200)
+    crawler.add_seeds([home])
+    await crawler.run()
+    repo.close()
+    queried = sorted(url for url in fetcher.fetched if "/x?" in url)
+    assert queried == (["http://a.test/x?a=2&b=1"] if sort_query else sorted(pages)[1:])
+    assert not any("/long" in url for url in fetcher.fetched)  # over this crawl's url_max_length
