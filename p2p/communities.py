@@ -150,6 +150,24 @@ class Communities:
                 )
         return list(seen.items())
 
+    async def join_through_providers(self, key: str) -> list[str]:
+        """Dial the peers the DHT lists as holding `key`, but those this node bans or the user blocked: a
+        newcomer whose neighbours share none of its topics meets the community this way, and the gossip
+        mesh of `key` forms over the new connections. The peers dialled."""
+        from libp2p.peer.id import ID
+
+        dialled = []
+        for peer, addrs in await self.find_providers(key):
+            if self.guard is not None and self.guard.ledger.is_banned(peer):
+                continue
+            try:
+                await self.p2p.connect(ID.from_base58(peer), addrs)
+            except Exception as exc:  # an unreachable provider is no error of this node's
+                log.info("DHT provider %s of %s not reached: %s", peer, key, exc)
+                continue
+            dialled.append(peer)
+        return dialled
+
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Listen to the held topics and send announcements until cancelled."""
         async with trio.open_nursery() as nursery:
@@ -261,15 +279,18 @@ class Communities:
             log.info("announcement of %s not sent: %s", key, exc)
 
     async def _provide_periodically(self) -> None:
-        """Provider records expire in the DHT, so they are renewed (less often than gossip announcements)."""
+        """Provider records expire in the DHT, so they are renewed (less often than gossip announcements);
+        a held topic whose community this node has not heard of yet is looked up there and joined."""
         if self.p2p.dht is None:
             return
         while True:
             for key in list(self.versions):
                 try:
                     await self.p2p.dht.provide(provider_key(key))
+                    if not self.community(key):
+                        await self.join_through_providers(key)
                 except Exception as exc:
-                    log.info("DHT provider record for %s not stored: %s", key, exc)
+                    log.info("DHT provider records of %s not stored or read: %s", key, exc)
             await trio.sleep(max(self.settings.announce_interval, 1.0) * 5)
 
     # -- receiving --------------------------------------------------------------------------------------

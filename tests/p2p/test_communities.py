@@ -78,3 +78,57 @@ async def test_the_peers_heard_on_a_topic_are_bounded_the_longest_unheard_going_
     hub._subscriptions["databases"] = Subscription()
     await hub._listen("databases", hub._subscriptions["databases"])
     assert sorted(hub.members["databases"]) == sorted(senders[-3:])
+
+
+@pytest.mark.trio
+async def test_a_newcomer_dials_the_dht_providers_of_its_topic_but_not_a_banned_or_blocked_peer():
+    from types import SimpleNamespace
+
+    from p2p.communities import Communities
+    from p2p.settings import P2PSettings
+    from p2p.wire_testing import wire_key
+
+    member, blocked, gone = (wire_key(i).peer_id for i in (1, 2, 3))
+    dialled = []
+
+    async def connect(peer, addrs):
+        if str(peer) == gone:
+            raise OSError("connection refused")
+        dialled.append((str(peer), addrs))
+
+    async def find_providers(key, count=20):
+        return [(peer, [f"/ip4/127.0.0.1/tcp/{n}"]) for n, peer in enumerate((member, blocked, gone))]
+
+    p2p = SimpleNamespace(settings=P2PSettings(), peer_id="self", connect=connect)
+    guard = SimpleNamespace(ledger=SimpleNamespace(is_banned=lambda peer: peer == blocked))
+    communities = Communities(p2p, guard)
+    communities.find_providers = find_providers
+    assert await communities.join_through_providers("databases") == [member]
+    assert dialled == [(member, ["/ip4/127.0.0.1/tcp/0"])]
+
+
+@pytest.mark.trio
+async def test_the_provider_loop_looks_up_only_the_held_topics_no_peer_was_heard_on():
+    from types import SimpleNamespace
+
+    from p2p.communities import Communities
+    from p2p.settings import P2PSettings
+
+    provided, joined = [], []
+
+    async def provide(key):
+        provided.append(key)
+
+    async def join(key):
+        joined.append(key)
+        return []
+
+    dht, pubsub = SimpleNamespace(provide=provide), SimpleNamespace(peer_topics={})
+    p2p = SimpleNamespace(settings=P2PSettings(), peer_id="self", dht=dht, pubsub=pubsub)
+    communities = Communities(p2p, guard=None)
+    communities.versions = {"astronomy": 1, "databases": 1}
+    communities.members["astronomy"] = {"12D3KooWHeard": 0.0}
+    communities.join_through_providers = join
+    with trio.move_on_after(0.5):  # one pass: the next is announce_interval * 5 away
+        await communities._provide_periodically()
+    assert provided == [provider_key("astronomy"), provider_key("databases")] and joined == ["databases"]
