@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 API_HOST = "127.0.0.1"
 SSE_HEARTBEAT = 15.0
 FEEDBACK_KINDS = {True: "relevant", False: "irrelevant"}
+MAX_USER_CHARS = 100  # a feedback mark's user name
 MAX_REVISIT_URLS = 1000  # URLs one revisit request may name
 MAX_BODY_BYTES = 1024 * 1024  # a request body larger than this is refused (an import's: MAX_FILE_BYTES)
 BODY_SECONDS = 30.0  # a request body must arrive within this
@@ -274,6 +275,9 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         query = body.get("query") if isinstance(body.get("query"), str) else None
         if query is not None and len(query) > MAX_QUERY_CHARS:
             raise NodeServiceError("bad_request", f"the query is longer than {MAX_QUERY_CHARS} characters")
+        user = body.get("user")
+        if user is not None and not (isinstance(user, str) and 0 < len(user) <= MAX_USER_CHARS):
+            raise NodeServiceError("bad_request", f"user is a name of 1 to {MAX_USER_CHARS} characters")
         if "relevant" in body:
             kind = FEEDBACK_KINDS[bool(_require(body, "relevant", bool))]
         elif body.get("opened") is True:
@@ -282,7 +286,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             raise NodeServiceError(
                 "bad_request", 'send {"doc_id", "relevant": true|false} or {"doc_id", "opened": true}'
             )
-        return await service.feedback(doc_id, kind, query)
+        return await service.feedback(doc_id, kind, query, user)
 
     async def peers(request: Request) -> Any:
         return await service.peers()

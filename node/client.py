@@ -233,9 +233,15 @@ class _Endpoints:
         return self._call("GET", f"/api/documents/{doc_id}")
 
     def feedback(
-        self, doc_id: int, *, relevant: bool | None = None, opened: bool = False, query: str | None = None
+        self,
+        doc_id: int,
+        *,
+        relevant: bool | None = None,
+        opened: bool = False,
+        query: str | None = None,
+        user: str | None = None,
     ) -> Any:
-        body: dict[str, Any] = {"doc_id": doc_id}
+        body: dict[str, Any] = {"doc_id": doc_id} | ({"user": user} if user else {})
         if relevant is not None:
             body["relevant"] = relevant
         elif opened:

@@ -942,16 +942,20 @@ class NodeService:
             raise not_found(f"no document {doc_id}: take doc_id from a search hit")
         return found
 
-    async def feedback(self, doc_id: int, kind: str, query: str | None = None) -> dict[str, Any]:
-        """Store the mark; a relevance mark on a peer's result trains on the page, fetched in the background
-        (`_train_on_page`), and the answer names it (`fetching`)."""
+    async def feedback(
+        self, doc_id: int, kind: str, query: str | None = None, user: str | None = None
+    ) -> dict[str, Any]:
+        """Store the mark (`user`'s: their ranking weights are fitted to their marks, `search --user`); a
+        relevance mark on a peer's result trains on the page, fetched in the background (`_train_on_page`),
+        and the answer names it (`fetching`)."""
         from crawler.feedback import OPENED, RELEVANT, FeedbackError, record_feedback, training_document
         from crawler.search import SearchError
 
         def run(repo: Repository) -> Any:
             document = repo.document(doc_id)
             pooled = document is not None and document["origin"] is not None
-            record = record_feedback(repo, doc_id, kind, query=query, train=not pooled)
+            marker = {"user": user} if user else {}
+            record = record_feedback(repo, doc_id, kind, query=query, train=not pooled, **marker)
             if pooled and kind != OPENED and record.topic:
                 return training_document(document, record.topic, kind == RELEVANT)
             return None

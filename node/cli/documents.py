@@ -12,6 +12,7 @@ import textwrap
 import time
 from typing import Any
 
+from crawler.query import DEFAULT_USER
 from node.cli.common import CliError, add_data_arg, data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
 from node.datadir import DataDir
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     mark.add_argument("doc_id", type=_doc_id, metavar="DOC", help="the document's number from a search hit")
     mark.add_argument("mark", choices=("relevant", "irrelevant"), help="what the page is to you")
     mark.add_argument("--query", help="the search that found it (its ranking signals fit your weights)")
+    mark.add_argument("--user", default=DEFAULT_USER, help="whose mark it is (`search --user` ranks by it)")
     mark.add_argument("--json", action="store_true", help="print the answer as JSON")
     mark.set_defaults(func=run_feedback)
 
@@ -137,10 +139,10 @@ def run_feedback(args: argparse.Namespace) -> int:
     if client is not None:
         with api_errors(), client:
             document = client.document(args.doc_id)
-            answer = client.feedback(args.doc_id, relevant=relevant, query=args.query)
+            answer = client.feedback(args.doc_id, relevant=relevant, query=args.query, user=args.user)
     else:
         document = _stored_document(data, args.doc_id)
-        answer = _mark_stored(data, document, relevant, args.query)
+        answer = _mark_stored(data, document, relevant, args.query, args.user)
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
         return 0
@@ -149,7 +151,7 @@ def run_feedback(args: argparse.Namespace) -> int:
 
 
 def _mark_stored(
-    data: DataDir, document: dict[str, Any], relevant: bool, query: str | None
+    data: DataDir, document: dict[str, Any], relevant: bool, query: str | None, user: str
 ) -> dict[str, Any]:
     """The mark the node's API stores, stored without a node: only on the node's own pages (a peer's
     result is trained on once its page is fetched, which the running node does)."""
@@ -164,7 +166,8 @@ def _mark_stored(
         )
     repo = open_repository(data.repository)
     try:
-        record_feedback(repo, document["doc_id"], RELEVANT if relevant else IRRELEVANT, query=query)
+        kind = RELEVANT if relevant else IRRELEVANT
+        record_feedback(repo, document["doc_id"], kind, query=query, user=user)
     except (FeedbackError, SearchError) as exc:
         raise CliError(str(exc)) from exc
     finally:

@@ -133,3 +133,24 @@ def test_a_mark_that_fetches_a_peers_page_says_so():
     document = {"doc_id": 2, "title": "Vacuum", "url": "http://p.test/vacuum.html", "topic": "Databases"}
     said = feedback_text(document, "relevant", None, "http://p.test/vacuum.html")
     assert said.endswith("; its page is being fetched to train on (http://p.test/vacuum.html)")
+
+
+@pytest.mark.trio
+async def test_a_users_marks_fit_that_users_ranking_only(data, capsys):
+    from crawler.feedback import personal_weights
+    from crawler.query import DEFAULT_USER
+
+    def mark(kind: str, user: str) -> list[str]:
+        return ["feedback", "--data", str(data.root), "1", kind, "--query", "write-ahead", "--user", user]
+
+    assert main(mark("relevant", "ana")) == 0  # without a node
+    service = NodeService(data, loopback_config(), offline=True, max_pages=0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        assert await trio.to_thread.run_sync(main, mark("irrelevant", "bob")) == 0  # through the node
+        service.request_stop()
+    with Repository(data.repository) as repo:
+        users = repo.db.execute("SELECT user, kind FROM feedback ORDER BY at").fetchall()
+        default, ana = personal_weights(repo, DEFAULT_USER), personal_weights(repo, "ana")
+    assert users == [("ana", "relevant"), ("bob", "irrelevant")]
+    assert ana != default  # her mark weighs in her ranking, not in the default user's
