@@ -392,7 +392,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         assert isinstance(exc, HTTPException)
         kinds = {404: "not_found", 405: "method_not_allowed"}
         detail = {
-            404: f"no such endpoint {request.url.path}; see the API table in the README",
+            404: f"no such endpoint {request.url.path}; the README's Control API section lists them",
             405: f"{request.method} is not allowed on {request.url.path}",
         }
         answer = error(

@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-EVENT_KINDS = ("stats", "page", "peer", "model", "meta", "refine", "log")
+EVENT_KINDS = ("stats", "peer", "model", "meta", "refine", "log")
 
 
 @dataclass(frozen=True)

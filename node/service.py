@@ -276,7 +276,7 @@ class NodeService:
         """The focus loop (`crawler.focus.TopicFocus`, `[focus]` settings) trained on the imported taxonomy,
         with the apprentice setting link priorities when `crawler.apprentice_enabled`; None without one."""
         from crawler.focus import TopicFocus
-        from crawler.taxonomy import load_taxonomy
+        from crawler.taxonomy import PENDING, load_taxonomy
 
         repo: Repository = self._side  # type: ignore[assignment]
         taxonomy = load_taxonomy(repo)
@@ -285,7 +285,10 @@ class NodeService:
         try:
             focus = TopicFocus(taxonomy, self.config.focus, indicators=load_keywords(repo))
         except ValueError as exc:  # no bookmark could be fetched: nothing to train on
-            log.warning("crawling without focus: %s", exc)
+            if any(d.status == PENDING for d in taxonomy.documents):  # `_resume_topics` fetches them
+                log.info("the bookmarks are fetched first: the crawl focuses once they are")
+            else:
+                log.warning("crawling without focus: %s", exc)
             return None
         if not self.crawl_settings.apprentice_enabled:
             return focus
@@ -490,7 +493,7 @@ class NodeService:
         self.events.publish(kind, data)
 
     def publish(self, kind: str, data: dict[str, Any]) -> None:
-        """For the cooperation layer: page, peer, model, meta and refine events to the UI."""
+        """For the cooperation layer: peer, model, meta and refine events to the UI."""
         self._publish(kind, data)
 
     async def _stats_event_loop(self) -> None:
@@ -743,6 +746,14 @@ class NodeService:
                 quality = await self.cooperation.topic_quality(row["key"])
                 row["model_version"] = quality.get("model_version", row["model_version"])
                 row["quality"] = await self._held_out_quality(row["key"])
+        else:  # the held-out accuracy is a meta-classifier's, and those are built with peers
+            why = "no meta-classifier: " + (
+                "this node runs offline, and meta-classifiers are built with peers"
+                if self.network is None
+                else "the cooperation layer did not start (see node.log)"
+            )
+            for row in rows:
+                row["quality"] = {"accuracy": None, "measured_on": "", "why": why}
         return {"topics": rows}
 
     async def meta(self, topic: str) -> dict[str, Any]:
@@ -1018,8 +1029,13 @@ class NodeService:
             await self.network.block(peer)
         if self.cooperation is not None and hasattr(self.cooperation, "forget_peer"):
             forgotten = await self.cooperation.forget_peer(peer)
-        else:
-            forgotten = await self.db(store.forget_peer, peer)
+        else:  # offline: a repository that never cooperated has no cooperation tables yet
+
+            def forget(repo: Repository) -> dict[str, Any]:
+                store.ensure_schema(repo)
+                return store.forget_peer(repo, peer)
+
+            forgotten = await self.db(forget)
             forgotten["meta_rebuilt"] = []
             forgotten.pop("topics")
         self._publish(

@@ -42,6 +42,7 @@ from node.datadir import DataDir, write_atomically
 
 STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
 STOP_POLL_SECONDS = 0.2
+REFINE_TITLES = 3  # sample titles `refine` prints under each proposal (--json has them all)
 NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
 
 
@@ -136,8 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--loss",
         type=loss_fraction,
         default=None,
-        help="fraction of documents it may abstain on, 0 to 1 (default: the topic's loss as last set, else "
-        "cooperation.default_loss)",
+        help="share of documents it may abstain on, at least 0 and below 1 (default: the topic's loss as "
+        "last set, else cooperation.default_loss)",
     )
     build.add_argument(
         "--error-goal", type=error_fraction, default=None, help="wanted error rate (peer-count estimate)"
@@ -153,7 +154,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _client_args(loss)
     loss.add_argument("--topic", default=None, help="the topic key (default: every topic)")
     loss.add_argument(
-        "--loss", type=loss_fraction, required=True, help="fraction of documents it may abstain on, 0 to 1"
+        "--loss",
+        type=loss_fraction,
+        required=True,
+        help="share of documents it may abstain on, at least 0 and below 1",
     )
     loss.set_defaults(func=run_meta_loss)
 
@@ -813,6 +817,8 @@ def run_refine(args: argparse.Namespace) -> int:
             f"[{p['id']}] {p.get('label')}  ({p.get('size')} documents, "
             f"{p.get('abstained')} abstained)  {terms}"
         )
+        for title in (p.get("sample_titles") or [])[:REFINE_TITLES]:
+            print(f"      {title}")
     if not answer["proposals"]:
         print("no proposals: the topic has too few documents yet")
     else:

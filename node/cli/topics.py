@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     importer = commands.add_parser(
         "import",
         help="replace the topics with a browser's bookmarks or a folder of topic folders",
-        description="Replace the topics with a browser's bookmarks or a folder tree of .html, .txt, .md and "
+        description="Replace the imported topics (subtopics you accepted from a refinement stay) with a "
+        "browser's bookmarks or a folder tree of .html, .txt, .md and "
         ".pdf documents (OTHERS folders are negative examples). Bookmarks: any browser's HTML export, "
         "Chrome's or Edge's own Bookmarks file, "
         "a Firefox backup (.json, .jsonlz4) or Safari's Bookmarks.plist. A running node on the data "
@@ -59,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     keywords.add_argument("topic", metavar="KEY", help='the topic key, e.g. "Databases"')
     keywords.add_argument("words", nargs="*", help='the new keywords, a "quoted phrase" for several words')
     keywords.add_argument("--clear", action="store_true", help="remove the topic's keywords")
-    keywords.add_argument("--json", action="store_true", help="the topic as the API lists it")
+    keywords.add_argument("--json", action="store_true", help='print {"key", "keywords"} as JSON')
     keywords.set_defaults(func=run_keywords)
 
 

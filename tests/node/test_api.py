@@ -288,6 +288,14 @@ async def test_accepts_failing_for_want_of_descriptors_warn_once_and_the_api_rec
 
 
 @pytest.mark.trio
+async def test_an_offline_nodes_topics_say_why_they_have_no_held_out_accuracy(node):
+    _, client = node
+    await client.import_topics(bookmarks_html=BOOKMARKS, fetch=False)
+    (topic,) = (await client.topics())["topics"]
+    assert topic["quality"]["accuracy"] is None and "runs offline" in topic["quality"]["why"]
+
+
+@pytest.mark.trio
 async def test_a_topic_a_new_import_lacks_is_no_longer_named_as_held(node):
     _, client = node
     await client.import_topics(bookmarks_html=BOOKMARKS, fetch=False)

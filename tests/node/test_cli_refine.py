@@ -15,6 +15,7 @@ PROPOSAL = {
     "label": "vacuum, rows",
     "top_terms": ["vacuum", "rows"],
     "size": 4,
+    "sample_titles": ["VACUUM", "Routine Vacuuming", "Reclaiming Disk Space", "Updating Statistics"],
 }
 
 
@@ -46,7 +47,8 @@ def test_proposals_are_listed_with_how_to_accept_one_and_k_defaults_to_the_nodes
     assert main(["refine", "Databases"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("[3] vacuum, rows  (4 documents, 1 abstained)")
-    assert out[1] == "accept one with `topicswarm refine --accept ID [--name NAME]`, or --reject ID"
+    assert out[1:4] == ["      VACUUM", "      Routine Vacuuming", "      Reclaiming Disk Space"]  # 3 of 4
+    assert out[4] == "accept one with `topicswarm refine --accept ID [--name NAME]`, or --reject ID"
     assert main(["refine", "Databases", "--k", "5"]) == 0
     assert client.calls == [("refine", "Databases", None), ("refine", "Databases", 5)]
 

@@ -83,6 +83,19 @@ async def test_blocking_a_peer_by_the_start_of_its_id_saves_it_and_removes_its_r
 
 
 @pytest.mark.trio
+async def test_an_offline_node_that_never_cooperated_blocks_a_peer_by_its_full_id(tmp_path):
+    data = DataDir(tmp_path / "fresh").ensure()  # no cooperation tables: it never held a peer's result
+    answers = {}
+
+    async def block(client) -> None:
+        answers["block"] = await client.block_peer(PEER)
+
+    await run_node(data, block)
+    assert answers["block"]["blocked"] is True and answers["block"]["results_removed"] == 0
+    assert PEER in data.blocked_peers.read_text()
+
+
+@pytest.mark.trio
 async def test_a_prefix_shared_with_the_nodes_own_id_names_the_other_peer_and_the_own_id_is_refused(
     data, monkeypatch
 ):
