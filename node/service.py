@@ -515,20 +515,25 @@ class NodeService:
     async def _link_scores_loop(self) -> None:
         """Link authority (HITS) and PageRank of the stored pages, for search's `authority` and `pagerank`
         signals (thesis chapter 4), computed at start and again once the node's own pages grew by
-        `link_scores_pages` or a tenth; off the event loop, on the side connection."""
+        `link_scores_pages` or a tenth; in a worker thread on a connection of its own, so the API's reads
+        do not wait the seconds a large repository takes."""
 
-        def score(repo: Repository) -> int:
-            pages = document_counts(repo)["local"]
-            if pages:
-                score_links(repo)
-            return pages
+        def score() -> int:
+            repo = Repository(self.data.repository)
+            try:
+                pages = document_counts(repo)["local"]
+                if pages:
+                    score_links(repo)
+                return pages
+            finally:
+                repo.close()
 
         scored = -1
         while True:
             pages = (await self.db(document_counts))["local"]
             if scored < 0 or pages - scored >= max(self.settings.link_scores_pages, scored // 10):
                 try:
-                    scored = await self.db(score)
+                    scored = await trio.to_thread.run_sync(score)
                 except (RepositoryError, sqlite3.Error) as exc:  # a full disk: search keeps the old scores
                     log.warning("link scores not updated: %s", exc)
                     scored = pages
