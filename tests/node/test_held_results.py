@@ -208,3 +208,14 @@ def test_community_scenario_counts_results_a_peer_sent_that_the_node_held_alread
         repo.db.conn.commit()
     with read_only(path) as repo:
         assert duplicate_results(repo) == 2  # the own one a peer sent, and the pooled one two peers sent
+
+
+@pytest.mark.trio
+async def test_a_node_offers_peers_only_as_many_results_as_share_results_allows(tmp_path):
+    async with running_nodes(tmp_path, 2, start=False) as (a, b):
+        whole = await b._serve_results("Databases", 0, 100, a.peer_id)
+        b.settings = dataclasses.replace(b.settings, share_results=3)
+        capped = await b._serve_results("Databases", 0, 100, a.peer_id)
+        b.settings = dataclasses.replace(b.settings, share_results=0)
+        none = await b._serve_results("Databases", 0, 100, a.peer_id)
+    assert len(whole.items) > 3 and len(capped.items) == 3 and none.items == ()
