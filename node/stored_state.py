@@ -2,7 +2,8 @@
 when no node runs (a user checking on a stopped node wants its pages, harvest and frontier, not only
 "no node is running").
 
-Light on purpose: `topicswarm status` imports it without the node service, trio or the network.
+Light on purpose: importing it loads no node service, trio or network; only `stopped_status` reads the
+peer lists through `node.network`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from crawler.repository import QUEUED, Repository
 from node.datadir import DataDir
-from node.metrics import ALL_TOPICS, RUNNING
+from node.metrics import ALL_TOPICS, RUNNING, load_crawl_states, samples_since
 
 
 def table_exists(repo: Repository, name: str) -> bool:
@@ -127,12 +128,8 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
 
     queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", [QUEUED]).fetchone()[0]
     crawl: dict[str, Any] = {"frontier_size": int(queued), "resumes": RUNNING, "last_sample": None}
-    if table_exists(repo, "crawl_state"):
-        row = repo.db.execute("SELECT state FROM crawl_state WHERE topic = ?", [ALL_TOPICS]).fetchone()
-        crawl["resumes"] = row[0] if row else RUNNING
-    if table_exists(repo, "node_metrics"):
-        from node.metrics import samples_since
-
+    if table_exists(repo, "node_metrics"):  # the node's tables: none before a node first ran here
+        crawl["resumes"] = load_crawl_states(repo).get(ALL_TOPICS, RUNNING)
         last = samples_since(repo, limit=1)
         crawl["last_sample"] = last[0].to_dict() if last else None
     try:

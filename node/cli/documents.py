@@ -64,7 +64,7 @@ def run_show(args: argparse.Namespace) -> int:
         with api_errors(), client:
             details = client.document(args.doc_id)
     else:
-        details = _stored_document(data, args.doc_id)
+        details = _stored_document(args)
     if args.json:
         print(json.dumps(details, ensure_ascii=False))
     else:
@@ -72,18 +72,17 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stored_document(data: DataDir, doc_id: int) -> dict[str, Any]:
+def _stored_document(args: argparse.Namespace) -> dict[str, Any]:
+    from node.cli.search import open_crawled_repository
     from node.stored_state import document_details
 
-    if not data.repository.exists():
-        raise CliError(f"no repository at {data.repository}: nothing crawled yet")
-    repo = open_repository(data.repository)
+    repo = open_crawled_repository(args)
     try:
-        details = document_details(repo, doc_id)
+        details = document_details(repo, args.doc_id)
     finally:
         repo.close()
     if details is None:
-        raise CliError(f"no document {doc_id}: take its number from a search hit (`doc N`)")
+        raise CliError(f"no document {args.doc_id}: take its number from a search hit (`doc N`)")
     return details
 
 
@@ -141,7 +140,7 @@ def run_feedback(args: argparse.Namespace) -> int:
             document = client.document(args.doc_id)
             answer = client.feedback(args.doc_id, relevant=relevant, query=args.query, user=args.user)
     else:
-        document = _stored_document(data, args.doc_id)
+        document = _stored_document(args)
         answer = _mark_stored(data, document, relevant, args.query, args.user)
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))

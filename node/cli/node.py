@@ -398,7 +398,7 @@ def run_status(args: argparse.Namespace) -> int:
         f"api        {status.get('api', '')}   up {status['uptime_s']:.0f} s",
         *crawl_lines(crawl),
         f"errors     {_errors(crawl['errors_by_kind'])}",
-        *_stored_lines(status),
+        *_stored_lines(status, peer_lines(status)),
     ]
     print("\n".join(lines))
     return 0
@@ -449,7 +449,7 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
         at = time.strftime("%Y-%m-%d %H:%M", time.localtime(sample["t"]))
         lines.append(f"           last ran {at} ({ago} ago)")
         lines.append(f"errors     {_errors(sample['errors'])} (its last run)")
-    lines += _stored_lines(status)
+    lines += _stored_lines(status, _known_peer_lines(status))
     print("\n".join(lines))
     return NOT_RUNNING
 
@@ -458,11 +458,11 @@ def _errors(by_kind: dict[str, int]) -> str:
     return ", ".join(f"{kind} {n}" for kind, n in by_kind.items()) or "none"
 
 
-def _stored_lines(status: dict[str, Any]) -> list[str]:
-    """Documents, peers and harvest: the part of a status a stopped node shares with a running one."""
+def _stored_lines(status: dict[str, Any], peers: list[str]) -> list[str]:
+    """Documents, the `peers` lines and harvest: the part of a status a stopped node shares with a running
+    one."""
     documents = status["documents"]
-    lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled"]
-    lines += peer_lines(status) if status.get("running", True) else _known_peer_lines(status)
+    lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled", *peers]
     if status["harvest"]:
         lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
     lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]

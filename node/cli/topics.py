@@ -20,6 +20,7 @@ from node.config import ConfigError, load_config
 from node.datadir import DataDir
 
 if TYPE_CHECKING:  # the repository and the taxonomy load when a command reads them, not when it parses
+    from crawler.repository import Repository
     from crawler.taxonomy import Taxonomy
 
 
@@ -147,10 +148,7 @@ async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> T
 def run_list(args: argparse.Namespace) -> int:
     from crawler.taxonomy import load_taxonomy, topic_summary
 
-    data = data_dir(args)
-    if not data.repository.exists():
-        raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
-    repo = open_repository(data.repository)
+    repo = _open_imported(data_dir(args))
     try:
         taxonomy = load_taxonomy(repo)
     finally:
@@ -208,9 +206,7 @@ def _stored_keywords(data: DataDir, topic: str, words: list[str] | None) -> list
     from crawler.errors import TaxonomyError
     from crawler.taxonomy import clean_keywords, load_keywords, load_taxonomy, save_keywords
 
-    if not data.repository.exists():
-        raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
-    repo = open_repository(data.repository)
+    repo = _open_imported(data)
     try:
         taxonomy = load_taxonomy(repo)
         if taxonomy is None or topic not in taxonomy.topics:
@@ -223,6 +219,13 @@ def _stored_keywords(data: DataDir, topic: str, words: list[str] | None) -> list
         return list(load_keywords(repo).get(topic, ()))
     finally:
         repo.close()
+
+
+def _open_imported(data: DataDir) -> Repository:
+    """The repository topics were imported into; an error that says how to import them when there is none."""
+    if not data.repository.exists():
+        raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
+    return open_repository(data.repository)
 
 
 def _no_topic(topic: str) -> str:
