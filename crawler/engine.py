@@ -41,8 +41,9 @@ import trio
 
 from crawler.dedup import DedupIndex, DedupVerdict, fingerprint, simhash
 from crawler.feeds import is_feed, parse_feed
-from crawler.frontier import Frontier, FrontierEntry, ReadyAt
+from crawler.frontier import Frontier, FrontierEntry, ReadyAt, retried
 from crawler.parse import Link, ParsedPage, parse_page
+from crawler.politeness import HOST_FAILURE_KINDS, HostRecord, HostState
 from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
 from crawler.revisits import (
     GONE_STATUSES,
@@ -61,6 +62,7 @@ from crawler.urls import host_of, looks_like_trap, normalize_url
 
 log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
+HOST_FAILURE_TRIES = 3  # tries of a URL whose failure turned its host bad, before the URL is given up
 LOCAL_RESOURCES_WAIT = 5.0  # seconds before a URL the node had no socket for is tried again
 LOCAL_RESOURCES_TRIES = 60  # and how often (5 minutes) before it is given up, its host left unharmed
 META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
@@ -344,6 +346,7 @@ class Crawler:
             max_per_host_in_flight=s.concurrent_requests_per_domain,
         )
         self.frontier.load(repo)
+        self._restore_bad_hosts()
         self._total_at_start = self._load_documents_state()
         self._counters = _Counters()  # since the crawler was built: a node runs it many times
         self._before_run = (0, 0)  # the counters' (pages, fetches) when this run began
@@ -369,6 +372,16 @@ class Crawler:
             for name in ("url_sort_query", "url_max_length", "host_max_length")
         )
         self.stats = CrawlStats(total_pages=self._total_at_start, frontier_size=len(self.frontier))
+
+    def _restore_bad_hosts(self) -> None:
+        """Hosts a previous crawl found bad stay bad until their next try: a restart does not send them the
+        requests that turned them bad again."""
+        now = self._wall()
+        for row in self.repo.bad_hosts():
+            if row["retry_at"] is not None:  # one given up on is tried afresh by a new crawl
+                retry_in = max(0.0, row["retry_at"] - now)
+                record = HostRecord(HostState.BAD, row["failures"], row["bad_spells"], retry_in)
+                self.politeness.restore(row["host"], record)
 
     def _load_documents_state(self) -> int:
         """The duplicate index and the next document id as the repository holds them; returns how many
@@ -546,9 +559,17 @@ class Crawler:
             return "exhausted"
         if self.frontier.servable_size() == 0:
             return "paused"  # what is left belongs to paused topics
-        if self.frontier.next_ready_at(ready_at) == math.inf:
-            return "blocked"  # every queued host is bad or capped: nothing can move
+        if self.frontier.next_ready_at(self._unless_bad(ready_at)) == math.inf:
+            return "blocked"  # every queued host is bad (its links wait for its next try) or capped
         return ""
+
+    def _unless_bad(self, ready_at: ReadyAt) -> ReadyAt:
+        """`ready_at` with bad hosts never ready: a run does not wait for a bad host's next try."""
+        return lambda host: math.inf if str(self.politeness.state(host)) == "bad" else ready_at(host)
+
+    def next_ready_in(self) -> float:
+        """Seconds until a queued host may be contacted (a bad one: its next try); inf when none will."""
+        return max(0.0, self.frontier.next_ready_at(self.politeness.ready_at) - self._clock())
 
     def _policy_refills(self) -> bool:
         """Whether the policy queued something when told the crawl has nothing left to serve (its optional
@@ -698,7 +719,7 @@ class Crawler:
                 continue
             pages.append(self._integrate(crawled, verdict))
             hosts.setdefault(host, None)
-        host_rows = [(h, str(self.politeness.state(h)), err) for h, err in hosts.items()]
+        host_rows = [(h, self.politeness.record_of(h), err) for h, err in hosts.items()]
         changes = self.frontier.take_changes()
         stats_row = self._stats_row_if_due()
         try:
@@ -797,9 +818,25 @@ class Crawler:
             retry_at = self._clock() + LOCAL_RESOURCES_WAIT
             self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
             return
+        if self._waits_for_its_host(entry, kind):
+            return
         self.frontier.fail(entry, kind, release=False)
-        if kind == "host_bad" or str(self.politeness.state(entry.host)) == "bad":
+        if self.politeness.given_up(entry.host):
             self.frontier.drop_host(entry.host, "host_bad")
+
+    def _waits_for_its_host(self, entry: FrontierEntry, kind: str) -> bool:
+        """Queue again a URL that failed because its host is bad, to wait for the host's next try: a host
+        down for an hour, or the node's network down for a minute, loses no link. A URL that keeps
+        turning its host bad is given up after HOST_FAILURE_TRIES tries."""
+        if str(self.politeness.state(entry.host)) != "bad" or self.politeness.given_up(entry.host):
+            return False
+        if kind in ("host_bad", "robots_deferred"):  # no request for the page itself: it costs no try
+            self.frontier.push_back(entry)
+            return True
+        if kind in HOST_FAILURE_KINDS and entry.retries < HOST_FAILURE_TRIES:
+            self.frontier.push_back(retried(entry))
+            return True
+        return False
 
     def _integrate(self, page: CrawledPage, verdict: PageVerdict) -> StoredPage:
         """Deduplicate, queue the links, and build one page's rows (on the loop: it touches the frontier)."""
@@ -1125,7 +1162,7 @@ class Crawler:
         revisited: list[_Revisited],
         sitemaps: list[_SitemapRead],
         changes: dict,
-        hosts: list[tuple[str, str, str | None]],
+        hosts: list[tuple[str, HostRecord, str | None]],
         stats_row: dict[str, Any] | None,
     ) -> list[FrontierEntry]:
         """One transaction: documents, links, revisits, sitemaps read, host states, frontier changes (in a
@@ -1153,8 +1190,17 @@ class Crawler:
                         outcome.last_modified,
                         outcome.checked_at,
                     )
-            for host, state, error in hosts:
-                self.repo.record_host(host, state, 0, error)
+            for host, record, error in hosts:
+                retry_in = record.retry_in
+                self.repo.record_host(
+                    host,
+                    str(record.state),
+                    now,
+                    failures=record.failures,
+                    bad_spells=record.bad_spells,
+                    retry_at=None if retry_in is None or retry_in == math.inf else now + retry_in,
+                    error=error,
+                )
             Frontier.write_changes(self.repo, changes, now)
             if stats_row is not None:
                 self.repo.record_stats(stats_row)

@@ -9,7 +9,10 @@ A request that timed out may still be running on the server, so its slot stays t
 another `download_timeout` seconds: the server never sees more than `concurrent_requests_per_domain`.
 
 Host states follow BINGO! (thesis 2.3.8): a failure tags a host "slow"; after `host_bad_after_failures`
-consecutive failures it is "bad" and skipped for the rest of the crawl; a success makes it "ok" again.
+consecutive failures it is "bad" and skipped; a success makes it "ok" again. A node crawls for weeks, and a
+host that is down for an hour (or the node's own network, down for a minute) must not lose its queued links:
+a bad host is tried again after `host_bad_retry_delay` seconds, by one request (a failure makes it bad again
+at once), the wait doubling at each failed try. After `host_bad_retries` tries it stays bad (`given_up`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from crawler.settings import CrawlSettings
 
 # Error kinds that say something about the host rather than about one page.
 HOST_FAILURE_KINDS = frozenset({"timeout", "connect", "reset", "http_5xx", "http_429"})
+MAX_RETRY_DELAY = 86_400.0  # a bad host is tried again at least once a day while it has tries left
 
 
 class HostState(StrEnum):
@@ -47,7 +51,19 @@ class _Host:
     last_start: float = -math.inf
     failures: int = 0
     state: HostState = HostState.OK
+    bad_spells: int = 0  # times the host turned bad with no success since
+    retry_at: float = math.inf  # while bad: when one request may try it again (inf: never)
     lot: trio.lowlevel.ParkingLot = field(default_factory=trio.lowlevel.ParkingLot)
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    """What the repository keeps of a host's state, so a restarted crawl does not hammer a bad host."""
+
+    state: HostState
+    failures: int = 0
+    bad_spells: int = 0
+    retry_in: float | None = None  # while bad: seconds until it is tried again (inf: never)
 
 
 @dataclass
@@ -81,16 +97,41 @@ class Politeness:
         return max(self._settings.download_delay, self._host(host).crawl_delay)
 
     def ready_at(self, host: str) -> float:
-        """Earliest clock time a new request to `host` may start; inf when bad or at its concurrency cap."""
+        """Earliest clock time a new request to `host` may start: when a bad host is tried again (inf when
+        it never is), inf at its concurrency cap."""
         h = self._host(host)
         self._release_ghosts(h)
-        if h.state is HostState.BAD or h.in_flight >= self._settings.concurrent_requests_per_domain:
+        self._try_again_if_due(h)
+        if h.state is HostState.BAD:
+            return h.retry_at
+        if h.in_flight >= self._settings.concurrent_requests_per_domain:
             return math.inf
         return max(h.next_start, h.backoff_until)
 
     def state(self, host: str) -> HostState:
         h = self._hosts.get(host)
-        return HostState.OK if h is None else h.state
+        if h is None:
+            return HostState.OK
+        self._try_again_if_due(h)
+        return h.state
+
+    def given_up(self, host: str) -> bool:
+        """Whether the host is bad for the rest of the crawl: its queued links will never be fetched."""
+        h = self._hosts.get(host)
+        return h is not None and h.state is HostState.BAD and h.retry_at == math.inf
+
+    def record_of(self, host: str) -> HostRecord:
+        h = self._host(host)
+        self._try_again_if_due(h)
+        retry_in = max(0.0, h.retry_at - self._clock()) if h.state is HostState.BAD else None
+        return HostRecord(h.state, h.failures, h.bad_spells, retry_in)
+
+    def restore(self, host: str, record: HostRecord) -> None:
+        """Take up a host's state as a previous crawl left it (`record_of`)."""
+        h = self._host(host)
+        h.state, h.failures, h.bad_spells = record.state, record.failures, record.bad_spells
+        if record.state is HostState.BAD:
+            h.retry_at = self._clock() + (math.inf if record.retry_in is None else record.retry_in)
 
     def in_flight(self, host: str) -> int:
         h = self._hosts.get(host)
@@ -110,6 +151,7 @@ class Politeness:
         """
         h = self._host(host)
         while True:
+            self._try_again_if_due(h)
             if h.state is HostState.BAD:
                 raise HostBadError(host)
             self._release_ghosts(h)
@@ -160,10 +202,13 @@ class Politeness:
         or a wrong content type are not the host's fault and do not count as failures.
         """
         h = self._host(host)
+        self._try_again_if_due(h)
         if ok or (error_kind is not None and error_kind not in HOST_FAILURE_KINDS):
             h.failures = 0
-            if h.state is HostState.SLOW:
+            h.bad_spells = 0
+            if h.state is not HostState.OK:  # it answered (a request sent before it turned bad, too)
                 h.state = HostState.OK
+                h.retry_at = math.inf
             if self._settings.autothrottle_enabled and latency >= 0:
                 self._throttle(h, latency, status)
             return
@@ -173,11 +218,27 @@ class Politeness:
         h.failures += 1
         backoff = self._settings.retry_backoff_base * 2 ** (h.failures - 1)
         h.backoff_until = self._clock() + min(backoff, self._settings.retry_backoff_max)
-        if h.failures >= self._settings.host_bad_after_failures:
-            h.state = HostState.BAD
-            h.lot.unpark_all()
+        if h.failures >= self._settings.host_bad_after_failures and h.state is not HostState.BAD:
+            self._turn_bad(h)
         elif h.state is HostState.OK:
             h.state = HostState.SLOW
+
+    def _turn_bad(self, h: _Host) -> None:
+        s = self._settings
+        h.state = HostState.BAD
+        h.bad_spells += 1
+        h.retry_at = math.inf
+        if s.host_bad_retry_delay > 0 and h.bad_spells <= s.host_bad_retries:
+            wait = min(s.host_bad_retry_delay * 2 ** (h.bad_spells - 1), MAX_RETRY_DELAY)
+            h.retry_at = self._clock() + wait
+        h.lot.unpark_all()
+
+    def _try_again_if_due(self, h: _Host) -> None:
+        """A bad host whose wait is over gets one request: slow, one failure short of bad."""
+        if h.state is HostState.BAD and self._clock() >= h.retry_at:
+            h.state = HostState.SLOW
+            h.failures = max(0, self._settings.host_bad_after_failures - 1)
+            h.retry_at = math.inf
 
     def _release_ghosts(self, h: _Host) -> None:
         if not h.ghosts:

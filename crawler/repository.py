@@ -307,6 +307,23 @@ def _schema_v7(db: sqlite_utils.Database) -> None:
     db.executescript("ALTER TABLE sitemaps ADD COLUMN kind TEXT NOT NULL DEFAULT 'sitemap';")
 
 
+def _schema_v8(db: sqlite_utils.Database) -> None:
+    """A bad host is tried again later (crawler.politeness): how often it turned bad and when its next
+    try is. Links failed as "host_bad" before were dropped with their host and never requested: queued
+    again, they wait for their host's next try."""
+    columns = db["hosts"].columns_dict
+    if "bad_spells" not in columns:
+        db.execute("ALTER TABLE hosts ADD COLUMN bad_spells INTEGER NOT NULL DEFAULT 0")
+    if "retry_at" not in columns:
+        db.execute("ALTER TABLE hosts ADD COLUMN retry_at REAL")
+    db.executescript(
+        f"""
+        UPDATE frontier SET state = {QUEUED}, error = NULL WHERE state = {FAILED} AND error = 'host_bad';
+        UPDATE hosts SET state = 'slow' WHERE state = 'bad';
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     _schema_v1,
     _schema_v2,
@@ -315,6 +332,7 @@ MIGRATIONS: list[Migration] = [
     _schema_v5,
     _schema_v6,
     _schema_v7,
+    _schema_v8,
 ]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
@@ -615,15 +633,27 @@ class Repository:
         )
         return new_id
 
-    def record_host(self, host: str, state: str, failures: int, error: str | None = None) -> None:
-        """Keep the host's politeness state (call inside `transaction`); errors are counted."""
+    def record_host(
+        self,
+        host: str,
+        state: str,
+        now: float,
+        *,
+        failures: int = 0,
+        bad_spells: int = 0,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Keep the host's politeness state (call inside `transaction`), a bad host's next try as a wall
+        time (None: never); errors are counted."""
         self.db.conn.execute(
-            "INSERT INTO hosts (host, state, failures, errors, last_error, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) "
+            "INSERT INTO hosts (host, state, failures, bad_spells, retry_at, errors, last_error, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(host) DO UPDATE SET state = excluded.state, failures = excluded.failures, "
+            "bad_spells = excluded.bad_spells, retry_at = excluded.retry_at, "
             "errors = errors + excluded.errors, last_error = COALESCE(excluded.last_error, last_error), "
             "updated_at = excluded.updated_at",
-            [host, state, failures, 1 if error else 0, error, time.time()],
+            [host, state, failures, bad_spells, retry_at, 1 if error else 0, error, now],
         )
 
     def _bump_host(self, host: str, pages: int) -> None:
@@ -680,6 +710,11 @@ class Repository:
 
     def hosts(self) -> list[dict[str, Any]]:
         return list(self.db.query("SELECT * FROM hosts ORDER BY host"))
+
+    def bad_hosts(self) -> list[dict[str, Any]]:
+        """The hosts stored bad: their failures, bad_spells and next try (retry_at, a wall time; None:
+        never)."""
+        return list(self.db.query("SELECT * FROM hosts WHERE state = 'bad' ORDER BY host"))
 
 
 def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:

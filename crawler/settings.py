@@ -67,6 +67,14 @@ class CrawlSettings:
     host_bad_after_failures: int = doc(
         3, "Consecutive failures after which a host is marked bad and skipped (thesis 2.3.8)."
     )
+    host_bad_retry_delay: float = doc(
+        600.0,
+        "Seconds a bad host is skipped before one request tries it again (its queued links wait); doubles "
+        "at each failed try. 0: bad for the rest of the crawl, its queued links dropped.",
+    )
+    host_bad_retries: int = doc(
+        6, "Tries of a bad host before its queued links are dropped (about 10 hours at the default delay)."
+    )
     robotstxt_defer_delay: float = doc(
         60.0, "Wait before asking again for a robots.txt that answered 5xx/429; doubles per try."
     )
@@ -120,6 +128,11 @@ class CrawlSettings:
 
     def __post_init__(self) -> None:
         check_proxy(self.proxy)
+        if not self.host_bad_retry_delay >= 0 or self.host_bad_retries < 0:
+            raise ValueError(
+                "host_bad_retry_delay and host_bad_retries must be 0 or more, not "
+                f"{self.host_bad_retry_delay!r} and {self.host_bad_retries!r}"
+            )
         if not self.revisit_after > 0:
             raise ValueError(
                 f"revisit_after must be a positive number of seconds, not {self.revisit_after!r}"

@@ -40,6 +40,7 @@ from crawler.settings import CrawlSettings
 from crawler.taxonomy import clean_keywords, load_keywords, save_keywords
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
+from node.durations import readable
 from node.events import EventBus
 from node.heldout import FOLDS, accuracy_at
 from node.heldout_cache import HeldOutCurves
@@ -82,6 +83,7 @@ IDLE_ACTIVITY = {
     "starting": "waiting",
     "disk_full": "waiting",
 }
+BLOCKED_CHECK_S = 1.0  # shortest wait before a crawl that found only bad hosts looks again
 DISK_CHECK_S = 30.0  # after a full disk, how often the crawl checks whether space was freed
 DISK_ROOM_BYTES = 16 * 2**20  # free space gained since the disk filled that resumes the crawl
 STOP_ANSWER_SECONDS = 0.2  # how long a stop through the API waits for its answer to leave
@@ -390,10 +392,12 @@ class NodeService:
                 if stats.reason == "disk_full":
                     self._publish("log", {"message": self._idle_detail("disk_full", stats.total_pages)})
                     await self._wait_for_room()
-                elif stats.reason in ("exhausted", "blocked", "max_pages", "paused"):
+                elif stats.reason == "blocked":  # until a bad host's next try (or a page falls due)
                     await self._wait_for_change(
-                        timeout=30.0 if stats.reason == "blocked" else self._revisit_wait()
+                        timeout=max(BLOCKED_CHECK_S, min(self.crawler.next_ready_in(), self._revisit_wait()))
                     )
+                elif stats.reason in ("exhausted", "max_pages", "paused"):
+                    await self._wait_for_change(timeout=self._revisit_wait())
                 continue
             await self._wait_for_change(timeout=self._revisit_wait())
 
@@ -659,6 +663,16 @@ class NodeService:
             )
         return detail + "; add start URLs with `topicswarm node run --seed URL` or import more topics"
 
+    def _blocked_detail(self) -> str:
+        assert self.crawler is not None
+        wait = self.crawler.next_ready_in()
+        when = "never: they were given up" if wait == math.inf else f"in {readable(wait)}"
+        return (
+            "every queued link belongs to a host that failed repeatedly (down, or this computer offline); "
+            f"its links wait, and the next such host is tried again {when} "
+            "([crawler] host_bad_retry_delay in config.toml)"
+        )
+
     def _idle_detail(self, reason: str, pages: int) -> str:
         """What an idle reason means for the user, and what to do about it."""
         if reason == "disk_full":
@@ -676,7 +690,7 @@ class NodeService:
             "`topicswarm node run --seed URL`",
             "topics_held": "what is queued belongs to paused or stopped topics: start one with "
             "`topicswarm crawl start --topic KEY` (in the UI: s on the Topics screen)",
-            "blocked": "every queued host is unreachable or over its page budget; trying again every 30 s",
+            "blocked": self._blocked_detail() if reason == "blocked" else "",
             PAUSED: "by the user; `topicswarm crawl start` resumes (in the UI: ctrl+p, Start crawling)",
             STOPPED: "by the user; `topicswarm crawl start` resumes (in the UI: ctrl+p, Start crawling)",
             "shutting_down": "the node is shutting down",

@@ -270,7 +270,7 @@ def summary(stats: CrawlStats, beyond_tunnel: tuple[int, bool] | None = None, tu
         "max_pages": "reached --max-pages",
         "exhausted": "frontier exhausted",
         "stopped": "stopped",
-        "blocked": "every queued host is unreachable",
+        "blocked": "every queued host failed repeatedly; its links stay queued for the host's next try",
     }
     lines = [
         f"crawl finished: {reasons.get(stats.reason, stats.reason or 'done')}",

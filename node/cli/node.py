@@ -39,6 +39,7 @@ from node.client import (
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
+from node.durations import readable
 
 STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
 STOP_POLL_SECONDS = 0.2
@@ -445,7 +446,7 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
     lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
     sample = crawl["last_sample"]
     if sample:
-        ago = _wait(max(0.0, time.time() - sample["t"]))
+        ago = readable(max(0.0, time.time() - sample["t"]))
         at = time.strftime("%Y-%m-%d %H:%M", time.localtime(sample["t"]))
         lines.append(f"           last ran {at} ({ago} ago)")
         lines.append(f"errors     {_errors(sample['errors'])} (its last run)")
@@ -539,17 +540,9 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
             line = listing_line(noun, listed["read"], listed["urls_queued"], listed.get("unchanged", 0))
             lines.append(f"           {line}")
     if not crawl.get("active") and revisits.get("next_in_s") is not None:
-        wait = _wait(revisits["next_in_s"])
+        wait = readable(revisits["next_in_s"])
         lines.append(f"           next stored page, sitemap or feed due again in {wait}")
     return lines
-
-
-def _wait(seconds: float) -> str:
-    """A wait of seconds to weeks, in the largest unit that keeps it readable."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 def run_peers(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import trio
 from crawler import engine as engine_module
 from crawler.engine import Crawler, CrawlStats, PageVerdict
 from crawler.frontier import FrontierEntry
+from crawler.politeness import HostRecord, HostState
 from crawler.repository import DONE, FAILED, QUEUED, Repository, StoredPage
 from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
@@ -41,6 +42,14 @@ class FakePoliteness:
 
     def state(self, host: str) -> str:
         return "bad" if host in self.bad else "ok"
+
+    def given_up(self, host: str) -> bool:
+        return host in self.bad  # bad for the rest of the crawl, as with host_bad_retry_delay = 0
+
+    def record_of(self, host: str) -> HostRecord:
+        if host in self.bad:
+            return HostRecord(HostState.BAD, retry_in=math.inf)
+        return HostRecord(HostState.OK)
 
 
 class FakeFetcher:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import trio
@@ -29,7 +30,7 @@ def test_host_marked_slow_then_bad_after_three_failures():
     assert p.state("h:80") is HostState.SLOW
     p.record("h:80", 0.1, ok=False, error_kind="http_5xx")
     assert p.state("h:80") == "bad"
-    assert p.ready_at("h:80") == math.inf
+    assert p.ready_at("h:80") == 100.0 + QUIET.host_bad_retry_delay  # tried again then, not before
 
 
 def test_success_between_failures_restores_ok():
@@ -170,3 +171,81 @@ async def test_next_grant_waits_until_the_previous_request_is_sent(autojump_cloc
         await trio.sleep(0.01)
         nursery.start_soon(request, 0.0)
     assert sent_at[1] - sent_at[0] >= 1.0
+
+
+RETRYING = CrawlSettings(
+    download_delay=0.0,
+    autothrottle_enabled=False,
+    host_bad_after_failures=2,
+    host_bad_retry_delay=10.0,
+    host_bad_retries=3,
+)
+
+
+def turn_bad(p: Politeness, host: str = "h:80") -> None:
+    while p.state(host) != "bad":
+        p.record(host, 0.1, ok=False, error_kind="connect")
+
+
+def test_a_bad_host_is_tried_again_by_one_request_the_wait_doubling_until_it_is_given_up():
+    clock = FakeClock()
+    p = Politeness(RETRYING, clock=clock)
+    waits = []
+    for _ in range(RETRYING.host_bad_retries):
+        turn_bad(p)
+        waits.append(p.ready_at("h:80") - clock.now)
+        clock.now = p.ready_at("h:80")
+        assert p.state("h:80") == "slow"  # its wait is over: a request may go
+        p.record("h:80", 0.1, ok=False, error_kind="timeout")  # one failure makes it bad again
+    assert waits == [10.0, 20.0, 40.0]
+    assert p.state("h:80") == "bad" and p.given_up("h:80") and p.ready_at("h:80") == math.inf
+
+
+def test_the_wait_of_a_bad_host_is_at_most_a_day():
+    clock = FakeClock()
+    p = Politeness(replace(RETRYING, host_bad_retry_delay=50_000.0, host_bad_retries=5), clock=clock)
+    turn_bad(p)
+    clock.now = p.ready_at("h:80")
+    turn_bad(p)
+    assert p.ready_at("h:80") - clock.now == 86_400.0
+
+
+def test_a_host_that_answers_its_try_is_ok_and_starts_counting_afresh():
+    clock = FakeClock()
+    p = Politeness(RETRYING, clock=clock)
+    turn_bad(p)
+    clock.now = p.ready_at("h:80")
+    p.record("h:80", 0.1, ok=True, status=200)
+    assert p.state("h:80") == "ok" and p.record_of("h:80").bad_spells == 0
+    turn_bad(p)
+    assert p.ready_at("h:80") - clock.now == 10.0
+
+
+def test_without_a_retry_delay_a_bad_host_is_given_up_at_once():
+    p = Politeness(replace(RETRYING, host_bad_retry_delay=0.0), clock=FakeClock())
+    turn_bad(p)
+    assert p.given_up("h:80") and p.ready_at("h:80") == math.inf
+
+
+def test_a_bad_host_restored_from_its_record_waits_out_what_was_left_of_its_wait():
+    clock = FakeClock()
+    before = Politeness(RETRYING, clock=clock)
+    turn_bad(before)
+    clock.now += 4.0
+    record = before.record_of("h:80")
+    assert (record.state, record.bad_spells, record.retry_in) == ("bad", 1, 6.0)
+    later = FakeClock()
+    later.now = 5_000.0
+    after = Politeness(RETRYING, clock=later)
+    after.restore("h:80", record)
+    assert after.state("h:80") == "bad" and after.ready_at("h:80") == 5_006.0
+    later.now = 5_006.0
+    after.record("h:80", 0.1, ok=False, error_kind="connect")
+    assert after.ready_at("h:80") - later.now == 20.0  # its second spell: the wait doubled
+
+
+def test_retry_settings_below_zero_are_refused():
+    with pytest.raises(ValueError, match="host_bad_retry_delay"):
+        CrawlSettings(host_bad_retry_delay=-1.0)
+    with pytest.raises(ValueError, match="host_bad_retries"):
+        CrawlSettings(host_bad_retries=-1)
