@@ -567,6 +567,21 @@ class Crawler:
         """`ready_at` with bad hosts never ready: a run does not wait for a bad host's next try."""
         return lambda host: math.inf if str(self.politeness.state(host)) == "bad" else ready_at(host)
 
+    def waiting_hosts(self) -> dict[str, Any]:
+        """The bad hosts whose queued links wait for their next try: how many hosts and links, and the
+        seconds until the first is tried (None: no host waits)."""
+        waits = {
+            host: queued
+            for host, queued in self.frontier.queued_per_host().items()
+            if str(self.politeness.state(host)) == "bad" and not self.politeness.given_up(host)
+        }
+        first = min((self.politeness.ready_at(host) for host in waits), default=None)
+        return {
+            "hosts": len(waits),
+            "links": sum(waits.values()),
+            "next_try_in_s": None if first is None else max(0.0, first - self._clock()),
+        }
+
     def next_ready_in(self) -> float:
         """Seconds until a queued host may be contacted (a bad one: its next try); inf when none will."""
         return max(0.0, self.frontier.next_ready_at(self.politeness.ready_at) - self._clock())

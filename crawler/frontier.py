@@ -346,6 +346,14 @@ class Frontier:
 
         return self.rescore(new_priorities)
 
+    def queued_per_host(self) -> dict[str, int]:
+        """How many entries each host has queued, paused topics included."""
+        counts: dict[str, int] = {}
+        for queue in self._queues.values():
+            for host, heap in queue.by_host.items():
+                counts[host] = counts.get(host, 0) + len(heap)
+        return counts
+
     def drop_host(self, host: str, error: str) -> list[FrontierEntry]:
         """Fail every queued entry of a host that politeness gave up on ("bad")."""
         dropped: list[FrontierEntry] = []

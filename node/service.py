@@ -589,6 +589,7 @@ class NodeService:
             "session": self._session_figures(stats),
             "max_pages": self.max_pages,
             "frontier_size": self.crawler.queued,
+            "hosts_waiting": self.crawler.waiting_hosts(),
             "beyond_tunnel": self._beyond_tunnel(),
             "errors_by_kind": dict(stats.errors_by_kind),
             "bytes_crawled": stats.bytes,

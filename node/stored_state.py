@@ -8,6 +8,7 @@ peer lists through `node.network`.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from crawler.repository import QUEUED, Repository
@@ -120,6 +121,21 @@ def score_links(repo: Repository) -> None:
     update_link_scores(repo, topic_keys(repo))
 
 
+def waiting_hosts(repo: Repository, now: float) -> dict[str, Any]:
+    """`Crawler.waiting_hosts` as the repository keeps it: the bad hosts with a next try and their queued
+    links."""
+    hosts, links, first = repo.db.execute(
+        "SELECT count(DISTINCT h.host), count(f.url), min(h.retry_at) FROM hosts h "
+        "JOIN frontier f ON f.host = h.host AND f.state = ? WHERE h.state = 'bad' AND h.retry_at IS NOT NULL",
+        [QUEUED],
+    ).fetchone()
+    return {
+        "hosts": int(hosts),
+        "links": int(links),
+        "next_try_in_s": None if first is None else max(0.0, first - now),
+    }
+
+
 def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
     """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
     of its last metrics sample, and the peers it rejoins when it starts again."""
@@ -127,7 +143,12 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
     from node.service import NodeServiceError
 
     queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", [QUEUED]).fetchone()[0]
-    crawl: dict[str, Any] = {"frontier_size": int(queued), "resumes": RUNNING, "last_sample": None}
+    crawl: dict[str, Any] = {
+        "frontier_size": int(queued),
+        "hosts_waiting": waiting_hosts(repo, time.time()),
+        "resumes": RUNNING,
+        "last_sample": None,
+    }
     if table_exists(repo, "node_metrics"):  # the node's tables: none before a node first ran here
         crawl["resumes"] = load_crawl_states(repo).get(ALL_TOPICS, RUNNING)
         last = samples_since(repo, limit=1)

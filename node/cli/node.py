@@ -444,6 +444,7 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
         state = crawl["resumes"]
         resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
     lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
+    lines += waiting_hosts_lines(crawl["hosts_waiting"])
     sample = crawl["last_sample"]
     if sample:
         ago = readable(max(0.0, time.time() - sample["t"]))
@@ -453,6 +454,16 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
     lines += _stored_lines(status, _known_peer_lines(status))
     print("\n".join(lines))
     return NOT_RUNNING
+
+
+def waiting_hosts_lines(waiting: dict[str, Any] | None) -> list[str]:
+    """The hosts that failed repeatedly and the links waiting for their next try (none: no line)."""
+    if not waiting or not waiting["hosts"]:
+        return []
+    hosts = f"{waiting['hosts']} host{'s' if waiting['hosts'] != 1 else ''}"
+    wait = waiting["next_try_in_s"]
+    when = f"the next in {readable(wait)}" if wait else "the next as soon as the crawl runs"
+    return [f"           {hosts} failed repeatedly: {waiting['links']} links wait for a try, {when}"]
 
 
 def _errors(by_kind: dict[str, int]) -> str:
@@ -527,6 +538,7 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
             f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}",
             f"           {size}; {since}",
         ]
+    lines += waiting_hosts_lines(crawl.get("hosts_waiting"))
     held = crawl.get("held_topics") or {}
     if held and crawl.get("state") == "running":
         topics = ", ".join(f"{topic} ({state})" for topic, state in held.items())
