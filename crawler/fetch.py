@@ -11,10 +11,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import re
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from functools import partial
 
 import httpx
@@ -74,6 +77,23 @@ def out_of_local_resources(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def retry_after_seconds(value: str | None, now: float) -> float | None:
+    """The wait a Retry-After header asks for (delay-seconds or an HTTP-date, RFC 9110 10.2.3), from the
+    wall clock `now`; None when there is none or it cannot be read."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is GMT; a zone-less one is read as such
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)
 
 
 @dataclass(frozen=True)
@@ -303,7 +323,8 @@ class Fetcher:
             started = self._clock()
             answer = await self._exchange(url, maxsize, check_mime, truncate_ok, started, grant, headers)
         host_failed = answer.error in HOST_FAILURE_KINDS
-        self.politeness.record(host, answer.latency, not host_failed, answer.error, answer.status)
+        asked = retry_after_seconds(answer.headers.get("retry-after"), time.time()) if host_failed else None
+        self.politeness.record(host, answer.latency, not host_failed, answer.error, answer.status, asked)
         return answer
 
     async def _exchange(

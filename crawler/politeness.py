@@ -194,12 +194,20 @@ class Politeness:
         h.next_start = max(h.next_start, now + self.gap(host))
 
     def record(
-        self, host: str, latency: float, ok: bool, error_kind: str | None = None, status: int = 0
+        self,
+        host: str,
+        latency: float,
+        ok: bool,
+        error_kind: str | None = None,
+        status: int = 0,
+        retry_after: float | None = None,
     ) -> None:
         """Feed back one request's outcome: AutoThrottle on latency, back-off and state on failures.
 
         `ok` means the host answered properly (any status but 5xx/429); page-level errors such as a 404
-        or a wrong content type are not the host's fault and do not count as failures.
+        or a wrong content type are not the host's fault and do not count as failures. `retry_after`: the
+        seconds a 429 or 503 asked the crawler to wait (RFC 9110 10.2.3); a wait longer than
+        `retry_backoff_max` makes the host bad until then, its links waiting as for any bad host.
         """
         h = self._host(host)
         self._try_again_if_due(h)
@@ -216,21 +224,29 @@ class Politeness:
             h.ghosts.append(self._clock() + self._settings.download_timeout)
             h.in_flight += 1
         h.failures += 1
-        backoff = self._settings.retry_backoff_base * 2 ** (h.failures - 1)
-        h.backoff_until = self._clock() + min(backoff, self._settings.retry_backoff_max)
-        if h.failures >= self._settings.host_bad_after_failures and h.state is not HostState.BAD:
+        s = self._settings
+        backoff = min(s.retry_backoff_base * 2 ** (h.failures - 1), s.retry_backoff_max)
+        asked = None if retry_after is None else min(max(0.0, retry_after), MAX_RETRY_DELAY)
+        h.backoff_until = self._clock() + max(backoff, asked or 0.0)
+        if h.state is HostState.BAD:
+            return
+        if asked is not None and asked > s.retry_backoff_max:
+            self._turn_bad(h, asked)
+        elif h.failures >= s.host_bad_after_failures:
             self._turn_bad(h)
         elif h.state is HostState.OK:
             h.state = HostState.SLOW
 
-    def _turn_bad(self, h: _Host) -> None:
+    def _turn_bad(self, h: _Host, asked: float | None = None) -> None:
+        """Bad until its next try: `asked` seconds when the server said so, else host_bad_retry_delay
+        doubled per spell; given up (never tried again) after host_bad_retries spells."""
         s = self._settings
         h.state = HostState.BAD
         h.bad_spells += 1
         h.retry_at = math.inf
         if s.host_bad_retry_delay > 0 and h.bad_spells <= s.host_bad_retries:
-            wait = min(s.host_bad_retry_delay * 2 ** (h.bad_spells - 1), MAX_RETRY_DELAY)
-            h.retry_at = self._clock() + wait
+            wait = asked if asked is not None else s.host_bad_retry_delay * 2 ** (h.bad_spells - 1)
+            h.retry_at = self._clock() + min(wait, MAX_RETRY_DELAY)
         h.lot.unpark_all()
 
     def _try_again_if_due(self, h: _Host) -> None:

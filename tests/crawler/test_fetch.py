@@ -16,7 +16,7 @@ import httpx
 import pytest
 import trio
 
-from crawler.fetch import ERROR_KINDS, Fetcher
+from crawler.fetch import ERROR_KINDS, Fetcher, retry_after_seconds
 from crawler.settings import CrawlSettings
 
 SETTINGS = CrawlSettings(download_delay=0.5, autothrottle_enabled=False, download_maxsize=10_000)
@@ -334,6 +334,51 @@ async def test_persistent_5xx_reported_and_host_then_skipped(autojump_clock):
         assert len(site.log) == requests_before
     finally:
         await f._client.aclose()
+
+
+@pytest.mark.trio
+async def test_a_short_retry_after_is_waited_before_the_retry(autojump_clock):
+    answers = iter([(503, {"retry-after": "7"}), (200, {})])
+
+    def answer(request):
+        status, headers = next(answers)
+        return respond(status, "ok", {**HTML, **headers})
+
+    site = Site({"/busy": answer})
+    r = await fetch(site, "http://example.com/busy")
+    times = [t for t, path in site.log if path.endswith("/busy")]
+    assert r.ok and times[1] - times[0] >= 7.0  # not the 1 s back-off of its own
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("retry_after", ["3600", "Wed, 21 Oct 2099 07:28:00 GMT"])
+async def test_a_long_retry_after_makes_the_host_wait_that_long_without_retrying(autojump_clock, retry_after):
+    site = Site({"/maintenance": lambda r: respond(503, "back soon", {**HTML, "retry-after": retry_after})})
+    f = fetcher(site)
+    try:
+        r = await f.fetch("http://example.com/maintenance")
+        record = f.politeness.record_of("example.com:80")
+    finally:
+        await f._client.aclose()
+    assert r.error in ("http_5xx", "host_bad") and site.paths().count("/maintenance") == 1
+    assert record.state == "bad" and record.retry_in >= min(3600.0, 86_400.0) - 1
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("120", 120.0),
+        (" 5 ", 5.0),
+        ("Thu, 01 Jan 1970 00:02:00 GMT", 60.0),
+        ("Thu, 01 Jan 1970 00:00:30 GMT", 0.0),  # a date passed: no wait
+        ("soon", None),
+        ("-3", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_retry_after_is_read_as_seconds_or_an_http_date(value, seconds):
+    assert retry_after_seconds(value, now=60.0) == seconds
 
 
 @pytest.mark.trio
