@@ -381,6 +381,8 @@ class Fetcher:
     ) -> _Answer:
         status = response.status_code
         headers = dict(response.headers.items())
+        if "x-robots-tag" in headers:  # one line per header: a crawler named in one does not reach the next
+            headers["x-robots-tag"] = "\n".join(response.headers.get_list("x-robots-tag"))
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if status == 304 and _is_conditional(response.request):
             return _Answer(status, headers, content_type, latency=latency)  # not modified: no body

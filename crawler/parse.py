@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -156,6 +156,9 @@ def _looks_binary(body: bytes) -> bool:
 
 PDF_TYPE = "application/pdf"
 PDF_MAGIC = b"%PDF-"
+ROBOTS_AGENT = "topicswarm"  # the crawler's name in meta robots and X-Robots-Tag directives
+# X-Robots-Tag directives that take a value after a colon (else a name before a colon is a crawler's)
+_VALUED_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 
 
 def is_pdf(body: bytes, content_type: str) -> bool:
@@ -166,12 +169,38 @@ def is_pdf(body: bytes, content_type: str) -> bool:
 def parse_page(
     body: bytes, url: str, content_type: str = "text/html", headers: dict[str, str] | None = None
 ) -> ParsedPage:
-    """Any body the crawler keeps: a PDF (`crawler.pdf`), else HTML or plain text (`parse_html`)."""
+    """Any body the crawler keeps: a PDF (`crawler.pdf`), else HTML or plain text (`parse_html`); an
+    X-Robots-Tag header's noindex and nofollow hold for each (a PDF has no other place for them)."""
     if is_pdf(body, content_type):
         from crawler.pdf import parse_pdf  # pypdf loads when the first PDF comes
 
-        return parse_pdf(body, url)
-    return parse_html(body, url, content_type, headers)
+        page = parse_pdf(body, url)
+    else:
+        page = parse_html(body, url, content_type, headers)
+    robots = x_robots_directives((headers or {}).get("x-robots-tag", ""))
+    noindex = "noindex" in robots or "none" in robots
+    nofollow = "nofollow" in robots or "none" in robots
+    if (noindex and not page.noindex) or (nofollow and not page.nofollow):
+        links = tuple(replace(link, nofollow=True) for link in page.links) if nofollow else page.links
+        page = replace(page, noindex=page.noindex or noindex, nofollow=page.nofollow or nofollow, links=links)
+    return page
+
+
+def x_robots_directives(value: str) -> frozenset[str]:
+    """The X-Robots-Tag directives for every crawler or for this one. One header per line (the fetcher
+    keeps them so); within one, a crawler's name before a colon addresses the directives after it, up to
+    the next name ("noindex", "otherbot: noindex, nofollow")."""
+    directives: set[str] = set()
+    for header in value.lower().splitlines():
+        agent = None
+        for part in header.split(","):
+            name, colon, rest = part.partition(":")
+            if colon and name.strip() not in _VALUED_DIRECTIVES:
+                agent, part = name.strip(), rest
+            part = part.strip()
+            if part and agent in (None, ROBOTS_AGENT):
+                directives.add(part)
+    return frozenset(directives)
 
 
 def parse_html(
@@ -454,7 +483,7 @@ def _head_meta(head: LexborNode) -> _HeadMeta:
             meta.refresh = content
         elif equiv == "content-language" and content:
             meta.meta_lang = content.split(",")[0].strip().lower()
-        elif name in ("robots", "topicswarm"):
+        elif name in ("robots", ROBOTS_AGENT):
             robots.update(part.strip() for part in content.lower().split(","))
         elif name == "language" and content and meta.meta_lang is None:
             meta.meta_lang = content.split(",")[0].strip().lower()

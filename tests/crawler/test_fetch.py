@@ -382,6 +382,19 @@ def test_retry_after_is_read_as_seconds_or_an_http_date(value, seconds):
 
 
 @pytest.mark.trio
+async def test_each_x_robots_tag_header_is_kept_on_its_own_line(autojump_clock):
+    headers = [
+        ("content-type", "text/html"),
+        ("x-robots-tag", "otherbot: noindex"),
+        ("x-robots-tag", "nofollow"),
+    ]
+    body = b"<html><title>t</title></html>"
+    site = Site({"/p": lambda r: httpx.Response(200, headers=headers, content=_stream([body]))})
+    r = await fetch(site, "http://example.com/p")
+    assert r.ok and r.headers["x-robots-tag"] == "otherbot: noindex\nnofollow"
+
+
+@pytest.mark.trio
 async def test_404_not_retried(autojump_clock):
     site = Site({})
     r = await fetch(site, "http://example.com/missing")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler.parse import CONTEXT_RADIUS, offset_context, parse_html
+from crawler.parse import CONTEXT_RADIUS, PDF_TYPE, offset_context, parse_html, parse_page
 from simnet.web.corpus import FIXTURE_DIR
+from tests.pdf_samples import make_pdf
 
 BASE = "http://example.org/dir/page.html"
 # Every field parse_html returned for fixture pages and hand-written edge cases before the traversal-based
@@ -80,6 +81,34 @@ def test_meta_refresh_canonical_robots_and_language_hints():
     assert page.links[0].nofollow
     assert page.lang_hints == ("de-at", "en", "fr")
     assert page.lang == "de"
+
+
+@pytest.mark.parametrize(
+    ("header", "noindex", "nofollow"),
+    [
+        ("noindex", True, False),
+        ("NoFollow", False, True),
+        ("none", True, True),
+        ("otherbot: noindex, nofollow", False, False),  # addressed to another crawler
+        ("otherbot: noindex, topicswarm: nofollow", False, True),
+        ("otherbot: noindex\nnofollow", False, True),  # a second header names no crawler
+        ("unavailable_after: 25 Jun 2010 15:00:00 PST, noindex", True, False),
+        ("max-snippet: 20", False, False),
+        ("", False, False),
+    ],
+)
+def test_x_robots_tag_noindex_and_nofollow_hold_as_in_a_meta_tag(header, noindex, nofollow):
+    html = b'<html><head><title>t</title></head><body><a href="/a">a</a></body></html>'
+    page = parse_page(html, BASE, headers={"x-robots-tag": header})
+    assert (page.noindex, page.nofollow) == (noindex, nofollow)
+    assert page.links[0].nofollow == nofollow
+
+
+def test_x_robots_tag_holds_for_a_pdf_which_has_no_meta_tags():
+    body = make_pdf(["A paper about topics."], title="Paper", links=["http://example.org/cited"])
+    page = parse_page(body, BASE, PDF_TYPE, {"x-robots-tag": "noindex, nofollow"})
+    assert page.text and page.noindex and page.nofollow
+    assert page.links and all(link.nofollow for link in page.links)
 
 
 def test_rel_nofollow_marks_only_that_link():
