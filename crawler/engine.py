@@ -58,7 +58,7 @@ from crawler.revisits import (
 )
 from crawler.settings import CrawlSettings
 from crawler.sitemaps import Sitemap, SitemapEntry, listed_hosts, may_be_sitemap, parse_sitemap
-from crawler.urls import host_of, looks_like_trap, normalize_url
+from crawler.urls import host_of, looks_like_trap, normalize_url, strip_params
 
 log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
@@ -981,10 +981,12 @@ class Crawler:
     def _as_configured(self, link: Link) -> Link | None:
         """`link` normalised under this crawl's URL settings: the parser normalises with the defaults, so
         `url_sort_query` (and other URL lengths) would otherwise reach only the fetch, after the frontier
-        had queued `?b=1&a=2` beside `?a=2&b=1`. None for a URL these settings refuse."""
+        had queued `?b=1&a=2` beside `?a=2&b=1`; it keeps every parameter, and `url_strip_params` drops
+        them here. None for a URL these settings refuse."""
         if self._default_url_settings:
-            return link
-        url = normalize_url(link.url, settings=self.settings)
+            url = strip_params(link.url, self.settings.url_strip_params)
+        else:
+            url = normalize_url(link.url, settings=self.settings)
         if url is None:
             return None
         return link if url == link.url else replace(link, url=url)

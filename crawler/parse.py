@@ -21,10 +21,19 @@ from functools import lru_cache
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawler.feeds import feed_urls
+from crawler.settings import CrawlSettings
 from crawler.urls import normalize_url as _normalize_url
 
 # Navigation links repeat on every page of a site: resolving each (href, base) once saves most of the cost.
-normalize_url = lru_cache(maxsize=65_536)(_normalize_url)
+# Links as written, parameters kept: the crawl drops those its url_strip_params names (`Crawler`), which a
+# user may have set to fewer than the default.
+_AS_WRITTEN = replace(CrawlSettings(), url_strip_params=())
+
+
+@lru_cache(maxsize=65_536)
+def normalize_url(url: str, base: str | None = None) -> str | None:
+    return _normalize_url(url, base, _AS_WRITTEN)
+
 
 INVISIBLE = frozenset(
     {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object", "embed", "canvas"}

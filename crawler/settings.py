@@ -56,6 +56,22 @@ class CrawlSettings:
     url_sort_query: bool = doc(
         False, "Sort query parameters when normalising URLs (merges reordered duplicates)."
     )
+    url_strip_params: tuple[str, ...] = doc(
+        (
+            "jsessionid",
+            "phpsessid",
+            "aspsessionid*",
+            "sessionid",
+            "cfid",
+            "cftoken",
+            "utm_*",
+            "fbclid",
+            "gclid",
+            "msclkid",
+        ),
+        "Query (and ;path) parameters dropped when normalising URLs, case-insensitive, a trailing * matching "
+        "a prefix: session ids and click trackers make one page endless URLs.",
+    )
     url_max_repeated_segments: int = doc(
         3, "Most times one path segment may repeat in a URL before it counts as a trap."
     )

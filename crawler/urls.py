@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
+from functools import lru_cache
 from urllib.parse import quote, urljoin, urlsplit
 
 from crawler.settings import CrawlSettings
@@ -20,6 +22,7 @@ _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})?")  # an escape, or a lone percent sign
 _HOST_CHARS = re.compile(r"[a-z0-9._-]+\Z")
 _PATH_SAFE = "/:@!$&'()*+,;=%"
 _QUERY_SAFE = "/?:@!$&'()*+,;=%"
+_PATH_PARAM = re.compile(r";([^/;=?]+)=[^/;?]*")  # ;name=value in a path segment (;jsessionid=...)
 
 
 def normalize_url(url: str, base: str | None = None, settings: CrawlSettings = _DEFAULTS) -> str | None:
@@ -43,12 +46,48 @@ def normalize_url(url: str, base: str | None = None, settings: CrawlSettings = _
     if host is None or len(host) > settings.host_max_length:
         return None
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    path = _remove_dot_segments(_normalize_escapes(parts.path, _PATH_SAFE)) or "/"
+    path = _normalize_escapes(parts.path, _PATH_SAFE)
     query = _normalize_escapes(parts.query, _QUERY_SAFE)
+    if settings.url_strip_params:  # before dot segments: "/..;jsessionid=1/" is one
+        path, query = _strip_params(path, query, settings.url_strip_params)
+    path = _remove_dot_segments(path) or "/"
     if settings.url_sort_query and query:
         query = "&".join(sorted(query.split("&")))
     normalized = f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
     return normalized if len(normalized) <= settings.url_max_length else None
+
+
+def strip_params(url: str, patterns: tuple[str, ...]) -> str:
+    """A normalised URL without the query and ;path parameters `patterns` names (`url_strip_params`)."""
+    if not patterns or ("?" not in url and ";" not in url):
+        return url
+    parts = urlsplit(url)
+    path, query = _strip_params(parts.path, parts.query, patterns)
+    if (path, query) == (parts.path, parts.query):
+        return url
+    path = _remove_dot_segments(path) or "/"
+    return (
+        f"{parts.scheme}://{parts.netloc}{path}?{query}"
+        if query
+        else f"{parts.scheme}://{parts.netloc}{path}"
+    )
+
+
+def _strip_params(path: str, query: str, patterns: tuple[str, ...]) -> tuple[str, str]:
+    stripped = _stripped_names(patterns)
+    if ";" in path:
+        path = _PATH_PARAM.sub(lambda m: "" if stripped(m.group(1)) else m.group(0), path)
+    if query:
+        query = "&".join(part for part in query.split("&") if not stripped(part.split("=", 1)[0]))
+    return path, query
+
+
+@lru_cache(maxsize=8)
+def _stripped_names(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a parameter name is one `url_strip_params` drops (case-insensitive; "x*": a prefix)."""
+    names = frozenset(p.lower() for p in patterns if not p.endswith("*"))
+    prefixes = tuple(p[:-1].lower() for p in patterns if p.endswith("*"))
+    return lambda name: (name := name.lower()) in names or (bool(prefixes) and name.startswith(prefixes))
 
 
 def host_of(url: str) -> str:

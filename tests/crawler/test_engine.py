@@ -550,6 +550,23 @@ async def test_large_bodies_waiting_to_be_parsed_hold_new_requests_back(tmp_path
 
 
 @pytest.mark.trio
+@pytest.mark.parametrize("strip", [True, False])
+async def test_session_ids_in_links_are_dropped_so_one_page_is_fetched_once(tmp_path, strip):
+    home = "http://a.test/"
+    variants = ["/x;jsessionid=A1", "/x;jsessionid=B2", "/x?utm_source=feed", "/x"]
+    pages = {home: "".join(f'<a href="{v}">x</a>' for v in variants)}
+    pages.update({f"http://a.test{v}": "<p>the page</p>" for v in variants})
+    fetcher = FakeFetcher(pages)
+    settings = {} if strip else {"url_strip_params": ()}
+    crawler, repo = make(tmp_path, fetcher, **settings)
+    crawler.add_seeds([home])
+    await crawler.run()
+    repo.close()
+    fetched = sorted(url for url in fetcher.fetched if "/x" in url)
+    assert fetched == (["http://a.test/x"] if strip else sorted(f"http://a.test{v}" for v in variants))
+
+
+@pytest.mark.trio
 @pytest.mark.parametrize("sort_query", [False, True])
 async def test_links_follow_the_crawls_url_settings_and_not_only_the_parsers_defaults(tmp_path, sort_query):
     home = "http://a.test/"

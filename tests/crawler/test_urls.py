@@ -4,7 +4,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from crawler.settings import CrawlSettings
-from crawler.urls import has_overlong_query, has_repeated_segments, host_of, looks_like_trap, normalize_url
+from crawler.urls import (
+    has_overlong_query,
+    has_repeated_segments,
+    host_of,
+    looks_like_trap,
+    normalize_url,
+    strip_params,
+)
 
 
 def test_scheme_and_host_lowercased_default_port_and_fragment_dropped():
@@ -34,6 +41,28 @@ def test_query_sorted_only_when_configured():
     url = "http://a.com/p?b=2&a=1"
     assert normalize_url(url) == url
     assert normalize_url(url, settings=CrawlSettings(url_sort_query=True)) == "http://a.com/p?a=1&b=2"
+
+
+def test_session_ids_and_click_trackers_are_dropped_and_other_parameters_kept():
+    assert normalize_url("http://a.com/p?id=7&JSESSIONID=ab12&utm_source=feed&utm_medium=rss") == (
+        "http://a.com/p?id=7"
+    )
+    assert normalize_url("http://a.com/cart;jsessionid=AB12?x=1&fbclid=zz") == "http://a.com/cart?x=1"
+    assert normalize_url("http://a.com/p?ASPSESSIONIDQQ=1&session=keep") == "http://a.com/p?session=keep"
+    assert normalize_url("http://a.com/p?gclid=1") == "http://a.com/p"
+    keep_all = CrawlSettings(url_strip_params=())
+    assert normalize_url("http://a.com/p?utm_source=x", settings=keep_all) == "http://a.com/p?utm_source=x"
+    only_ref = CrawlSettings(url_strip_params=("ref",))
+    assert (
+        normalize_url("http://a.com/p?ref=x&utm_source=y", settings=only_ref) == "http://a.com/p?utm_source=y"
+    )
+
+
+def test_stripping_a_normalised_url_matches_normalising_with_the_list():
+    patterns = CrawlSettings().url_strip_params
+    for url in ("http://a.com/p;jsessionid=1?q=1&utm_term=x", "http://a.com/x?a=1", "http://a.com/"):
+        written = normalize_url(url, settings=CrawlSettings(url_strip_params=()))
+        assert strip_params(written, patterns) == normalize_url(url)
 
 
 def test_non_http_and_malformed_urls_rejected():
