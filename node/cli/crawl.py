@@ -28,6 +28,7 @@ from node.cli.common import (
     revisit_line,
 )
 from node.config import ConfigError, load_config
+from node.durations import readable
 
 if TYPE_CHECKING:  # the crawler loads when a crawl runs: `crawl start|pause|stop` only ask the running node
     import trio
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from node.client import node_running
-    from node.stored_state import score_links
+    from node.stored_state import score_links, waiting_hosts
 
     if args.url or args.all:
         raise CliError("--url and --all go with `topicswarm crawl revisit` (a running node)")
@@ -135,9 +136,10 @@ def run(args: argparse.Namespace) -> int:
         score_links(repo)  # search's authority and pagerank signals, as a running node keeps them
         beyond = getattr(policy, "beyond_tunnel", None) if stats.reason == "exhausted" else None
         left = beyond() if beyond is not None else None
+        waiting = waiting_hosts(repo, time.time())
     finally:
         repo.close()
-    print(summary(stats, left, config.focus.tunnel_depth))
+    print(summary(stats, left, config.focus.tunnel_depth, waiting))
     return 0
 
 
@@ -263,9 +265,15 @@ class ProgressPrinter:
             print(line, file=self.stream, flush=True)
 
 
-def summary(stats: CrawlStats, beyond_tunnel: tuple[int, bool] | None = None, tunnel_depth: int = 0) -> str:
+def summary(
+    stats: CrawlStats,
+    beyond_tunnel: tuple[int, bool] | None = None,
+    tunnel_depth: int = 0,
+    waiting: dict[str, Any] | None = None,
+) -> str:
     """The crawl's figures when it ends; `beyond_tunnel` (`TopicFocus.beyond_tunnel`) for a focused crawl
-    that ran out of links: what a deeper tunnel would have followed."""
+    that ran out of links: what a deeper tunnel would have followed; `waiting` (`waiting_hosts`): the
+    links of hosts that failed repeatedly, which a later crawl tries again."""
     reasons = {
         "max_pages": "reached --max-pages",
         "exhausted": "frontier exhausted",
@@ -289,6 +297,13 @@ def summary(stats: CrawlStats, beyond_tunnel: tuple[int, bool] | None = None, tu
         )
     if stats.relisted:
         lines.append(f"  tried again      {stats.relisted} failed URLs that a sitemap or feed dated later")
+    if waiting and waiting["hosts"]:
+        wait = waiting["next_try_in_s"]
+        when = f"in {readable(wait)}" if wait else "now"
+        lines.append(
+            f"  waiting          {waiting['links']} links of {waiting['hosts']} hosts that failed "
+            f"repeatedly; the next is tried again {when}: run the crawl again then"
+        )
     if stats.revisits:
         lines.insert(4, f"  revisits         {revisit_line(stats.revisits, stats.changed, stats.gone)}")
     if stats.feeds or stats.feeds_unchanged:

@@ -101,6 +101,11 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     revisited = summary(CrawlStats(revisits=5, changed=2, gone=1, reason="max_pages"))
     assert "5 stored pages fetched again: 2 had changed, 1 were gone" in revisited
     assert "2 sitemaps read, 40 pages they list queued" in summary(CrawlStats(sitemaps=2, sitemap_urls=40))
+    waiting = {"hosts": 2, "links": 31, "next_try_in_s": 540.0}
+    blocked = summary(CrawlStats(reason="blocked"), waiting=waiting)
+    assert "crawl finished: every queued host failed repeatedly" in blocked
+    assert "31 links of 2 hosts that failed repeatedly; the next is tried again in 9 min" in blocked
+    assert "waiting" not in summary(CrawlStats(reason="exhausted"), waiting={**waiting, "hosts": 0})
     assert "feeds" not in text
     assert "1 feed read, 3 pages they list queued" in summary(CrawlStats(feeds=1, feed_urls=3))
     assert "left behind" not in text
