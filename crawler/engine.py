@@ -825,6 +825,8 @@ class Crawler:
     def _fail(self, entry: FrontierEntry, result: Any) -> None:
         kind = result.error
         self._counters.errors[kind] += 1
+        if self._waits_for_its_host(entry, kind):
+            return
         if kind == "robots_deferred" and entry.retries < ROBOTS_DEFER_TRIES:
             retry_at = getattr(result, "retry_at", None) or self._clock() + 1.0
             self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
@@ -832,8 +834,6 @@ class Crawler:
         if kind == "local_resources" and entry.retries < LOCAL_RESOURCES_TRIES:
             retry_at = self._clock() + LOCAL_RESOURCES_WAIT
             self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
-            return
-        if self._waits_for_its_host(entry, kind):
             return
         self.frontier.fail(entry, kind, release=False)
         if self.politeness.given_up(entry.host):

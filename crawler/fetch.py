@@ -59,6 +59,7 @@ ERROR_KINDS = (
 )
 LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 RETRYABLE_KINDS = frozenset({"timeout", "connect", "reset", "http_5xx", "http_429", "truncated"})
+UNANSWERED_KINDS = frozenset({"timeout", "connect", "reset"})  # no answer from the host at all
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2
 _ERROR_BODY_BYTES = 65_536  # error pages are read (and dropped) up to this, to keep the connection alive
@@ -302,16 +303,16 @@ class Fetcher:
         maxsize: int,
         check_mime: bool,
         truncate_ok: bool = False,
-        retries: int | None = None,
         headers: Mapping[str, str] | None = None,
+        retry_kinds: frozenset[str] = RETRYABLE_KINDS,
     ) -> _Answer:
-        attempts = (self.settings.retry_times if retries is None else retries) + 1
+        attempts = self.settings.retry_times + 1
         for attempt in range(attempts):
             try:
                 answer = await self._request(url, maxsize, check_mime, truncate_ok, headers)
             except HostBadError:
                 return _Answer(error="host_bad")
-            if answer.error not in RETRYABLE_KINDS or attempt == attempts - 1:
+            if answer.error not in retry_kinds or attempt == attempts - 1:
                 return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -447,11 +448,17 @@ class Fetcher:
                     return
 
     async def _fetch_robots(self, robots_url: str) -> RobotsResponse:
-        """robots.txt through politeness, redirects followed (RFC 9309); no retries: deferral retries."""
+        """robots.txt through politeness, redirects followed (RFC 9309). A 5xx or 429 is not retried (the
+        host is deferred and asked later); no answer at all is, as for a page, so that a host that cannot
+        be reached turns bad at once and its links wait for its next try."""
         current = robots_url
         for _ in range(ROBOTS_MAX_REDIRECTS + 1):
             answer = await self._get_with_retries(
-                current, self.settings.robotstxt_maxsize, check_mime=False, truncate_ok=True, retries=0
+                current,
+                self.settings.robotstxt_maxsize,
+                check_mime=False,
+                truncate_ok=True,
+                retry_kinds=UNANSWERED_KINDS,
             )
             if answer.status in REDIRECT_STATUSES and answer.error is None:
                 location = answer.headers.get("location")

@@ -50,6 +50,11 @@ class _Deferred:
     local: bool = False
 
 
+# No answer at all, after the fetcher's retries: the host turned bad (or is close to it), and its links wait
+# for its next try; a deferral of robotstxt_defer_delay would hold them back again after that try.
+UNANSWERED = frozenset({"timeout", "connect", "reset", "host_bad"})
+UNANSWERED_WAIT = 1.0
+
 RobotsFetch = Callable[[str], Awaitable[RobotsResponse]]
 ALLOW = RobotsDecision("allow")
 DISALLOW = RobotsDecision("disallow")
@@ -131,6 +136,8 @@ class RobotsCache:
         if response.error is not None or response.status == 429 or response.status >= 500:
             attempts = self._deferred[host].attempts + 1 if host in self._deferred else 1
             wait = self._settings.robotstxt_defer_delay * 2 ** (attempts - 1)
+            if response.error in UNANSWERED:  # the host's state (crawler.politeness) says when to ask again
+                wait = min(wait, UNANSWERED_WAIT)
             self._deferred[host] = _Deferred(now + min(wait, self._settings.robotstxt_cache_ttl), attempts)
             return
         self._deferred.pop(host, None)

@@ -40,7 +40,6 @@ from crawler.settings import CrawlSettings
 from crawler.taxonomy import clean_keywords, load_keywords, save_keywords
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
-from node.durations import readable
 from node.events import EventBus
 from node.heldout import FOLDS, accuracy_at
 from node.heldout_cache import HeldOutCurves
@@ -66,6 +65,7 @@ from node.stored_state import (
     table_exists,
     topic_keys,
 )
+from node.wording import readable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

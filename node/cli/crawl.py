@@ -28,7 +28,7 @@ from node.cli.common import (
     revisit_line,
 )
 from node.config import ConfigError, load_config
-from node.durations import readable
+from node.wording import counted, readable
 
 if TYPE_CHECKING:  # the crawler loads when a crawl runs: `crawl start|pause|stop` only ask the running node
     import trio
@@ -301,8 +301,9 @@ def summary(
         wait = waiting["next_try_in_s"]
         when = f"in {readable(wait)}" if wait else "now"
         lines.append(
-            f"  waiting          {waiting['links']} links of {waiting['hosts']} hosts that failed "
-            f"repeatedly; the next is tried again {when}: run the crawl again then"
+            f"  waiting          {counted(waiting['links'], 'link')} of "
+            f"{counted(waiting['hosts'], 'host')} that failed repeatedly; the next is tried again {when}: "
+            "run the crawl again then"
         )
     if stats.revisits:
         lines.insert(4, f"  revisits         {revisit_line(stats.revisits, stats.changed, stats.gone)}")

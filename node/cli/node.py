@@ -39,7 +39,7 @@ from node.client import (
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
-from node.durations import readable
+from node.wording import counted, readable
 
 STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
 STOP_POLL_SECONDS = 0.2
@@ -460,7 +460,7 @@ def waiting_hosts_lines(waiting: dict[str, Any] | None) -> list[str]:
     """The hosts that failed repeatedly and the links waiting for their next try (none: no line)."""
     if not waiting or not waiting["hosts"]:
         return []
-    hosts = f"{waiting['hosts']} host{'s' if waiting['hosts'] != 1 else ''}"
+    hosts = counted(waiting["hosts"], "host")
     wait = waiting["next_try_in_s"]
     when = f"the next in {readable(wait)}" if wait else "the next as soon as the crawl runs"
     return [f"           {hosts} failed repeatedly: {waiting['links']} links wait for a try, {when}"]

@@ -106,6 +106,8 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     assert "crawl finished: every queued host failed repeatedly" in blocked
     assert "31 links of 2 hosts that failed repeatedly; the next is tried again in 9 min" in blocked
     assert "waiting" not in summary(CrawlStats(reason="exhausted"), waiting={**waiting, "hosts": 0})
+    one = summary(CrawlStats(reason="blocked"), waiting={"hosts": 1, "links": 1, "next_try_in_s": 0.0})
+    assert "1 link of 1 host that failed repeatedly; the next is tried again now" in one
     assert "feeds" not in text
     assert "1 feed read, 3 pages they list queued" in summary(CrawlStats(feeds=1, feed_urls=3))
     assert "left behind" not in text

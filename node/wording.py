@@ -1,4 +1,4 @@
-"""Durations as a person reads them, in the status text of the CLI and of the node's idle reasons."""
+"""Durations and counts as a person reads them, in the CLI's status text and the node's idle reasons."""
 
 from __future__ import annotations
 
@@ -9,3 +9,8 @@ def readable(seconds: float) -> str:
         if seconds >= 2 * size:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.0f} s"
+
+
+def counted(number: int, noun: str) -> str:
+    """ "1 link", "2 links": a count with its noun (plural by an s)."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
