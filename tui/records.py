@@ -52,12 +52,15 @@ class CrawlFigures:
     session_pages_per_s: float = 0.0  # pages since the node started over the seconds it crawled
     revisited: int = 0  # stored pages fetched again (crawler.revisits)
     changed: int = 0  # of which had changed
+    hosts_waiting: int = 0  # hosts that failed repeatedly, their links waiting for a try
+    links_waiting: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CrawlFigures:
         active = bool(data.get("active", False))
         session = data.get("session") if isinstance(data.get("session"), dict) else {}
         revisits = data.get("revisits") if isinstance(data.get("revisits"), dict) else {}
+        waiting = data.get("hosts_waiting") if isinstance(data.get("hosts_waiting"), dict) else {}
         return cls(
             state=str(data.get("state", "stopped")),
             active=active,
@@ -71,6 +74,8 @@ class CrawlFigures:
             session_pages_per_s=_f(session.get("pages_per_s")),
             revisited=_i(revisits.get("fetched")),
             changed=_i(revisits.get("changed")),
+            hosts_waiting=_i(waiting.get("hosts")),
+            links_waiting=_i(waiting.get("links")),
         )
 
     def headline(self) -> str:

@@ -669,3 +669,10 @@ def test_the_dashboard_line_counts_revisits_once_there_are_any():
     revisited = CrawlFigures.from_json({**crawl, "revisits": {"fetched": 3, "changed": 1, "gone": 0}})
     assert summary(revisited, None).endswith("crawled · 3 revisited, 1 changed")
     assert "revisited" not in summary(CrawlFigures.from_json(crawl), None)
+
+
+def test_the_dashboard_line_counts_the_hosts_down_and_their_waiting_links_once_there_are_any():
+    crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling"}
+    waiting = {**crawl, "hosts_waiting": {"hosts": 2, "links": 31, "next_try_in_s": 60.0}}
+    assert summary(CrawlFigures.from_json(waiting), None).endswith("crawled · 2 hosts down, 31 links waiting")
+    assert "down" not in summary(CrawlFigures.from_json({**crawl, "hosts_waiting": "garbled"}), None)

@@ -7,6 +7,7 @@ from textual.containers import Grid
 from textual.markup import escape
 from textual.widgets import Static
 
+from node.wording import counted
 from tui.records import CrawlFigures, Status
 from tui.screens.base import NodeScreen
 from tui.widgets.plots import BarPlot, SeriesPlot
@@ -81,6 +82,8 @@ def summary(figures: CrawlFigures, status: Status | None) -> str:
     )
     if figures.revisited:
         text += f" · {figures.revisited} revisited, {figures.changed} changed"
+    if figures.hosts_waiting:  # failed repeatedly: their links wait for a try (crawler.politeness)
+        text += f" · {counted(figures.hosts_waiting, 'host')} down, {figures.links_waiting} links waiting"
     if figures.detail:  # why the crawler does not run, and what to do
         return text + f"\n[dim]{escape(figures.detail)}[/dim]"
     if status is not None:
