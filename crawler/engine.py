@@ -378,10 +378,9 @@ class Crawler:
         requests that turned them bad again."""
         now = self._wall()
         for row in self.repo.bad_hosts():
-            if row["retry_at"] is not None:  # one given up on is tried afresh by a new crawl
-                retry_in = max(0.0, row["retry_at"] - now)
-                record = HostRecord(HostState.BAD, row["failures"], row["bad_spells"], retry_in)
-                self.politeness.restore(row["host"], record)
+            retry_in = max(0.0, row["retry_at"] - now)
+            record = HostRecord(HostState.BAD, row["failures"], row["bad_spells"], retry_in)
+            self.politeness.restore(row["host"], record)
 
     def _load_documents_state(self) -> int:
         """The duplicate index and the next document id as the repository holds them; returns how many

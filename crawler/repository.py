@@ -712,9 +712,11 @@ class Repository:
         return list(self.db.query("SELECT * FROM hosts ORDER BY host"))
 
     def bad_hosts(self) -> list[dict[str, Any]]:
-        """The hosts stored bad: their failures, bad_spells and next try (retry_at, a wall time; None:
-        never)."""
-        return list(self.db.query("SELECT * FROM hosts WHERE state = 'bad' ORDER BY host"))
+        """The hosts stored bad that have a next try (retry_at, a wall time): their failures and bad_spells.
+        One given up on has none, and a new crawl tries it afresh."""
+        return list(
+            self.db.query("SELECT * FROM hosts WHERE state = 'bad' AND retry_at IS NOT NULL ORDER BY host")
+        )
 
 
 def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:

@@ -66,6 +66,10 @@ def frontier_states(repo: Repository) -> dict[str, tuple[int, str | None]]:
     return {url: (state, error) for url, state, error in rows}
 
 
+def stored_urls(repo: Repository) -> set[str]:
+    return {doc["url"] for doc in repo.documents()}
+
+
 async def crawl_first_time(web: Web, repo: Repository, calendar: Calendar) -> Crawler:
     crawler = crawler_for(web, repo, calendar)
     crawler.add_seeds(["http://a.test/"])
@@ -93,8 +97,7 @@ async def test_a_host_that_was_down_has_its_links_crawled_once_it_answers(tmp_pa
     await crawler.aclose()
     assert stats.reason == "exhausted"
     assert {url for url, (state, _) in frontier_states(repo).items() if state == FAILED} == set()
-    stored = {doc["url"] for doc in repo.documents()}
-    assert set(B_PAGES) <= stored
+    assert set(B_PAGES) <= stored_urls(repo)
     repo.close()
 
 
@@ -113,7 +116,7 @@ async def test_links_held_back_by_an_unreachable_robots_txt_wait_for_their_host_
         await trio.sleep(crawler.next_ready_in())
         again = await crawler.run()
     await crawler.aclose()
-    assert again.reason == "exhausted" and set(B_PAGES) <= {doc["url"] for doc in repo.documents()}
+    assert again.reason == "exhausted" and set(B_PAGES) <= stored_urls(repo)
     repo.close()
 
 
@@ -132,7 +135,7 @@ async def test_a_restarted_crawl_keeps_a_bad_host_waiting_until_its_next_try(tmp
         await trio.sleep(DELAY)
         late = await restarted.run()
     await restarted.aclose()
-    assert late.reason == "exhausted" and set(B_PAGES) <= {doc["url"] for doc in repo.documents()}
+    assert late.reason == "exhausted" and set(B_PAGES) <= stored_urls(repo)
     repo.close()
 
 
