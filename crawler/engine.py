@@ -32,7 +32,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
@@ -359,6 +359,7 @@ class Crawler:
         self._deferred: list[tuple[float, FrontierEntry]] = []  # (retry at, entry) after robots_deferred
         self._revisit_queue: list[Revisit] = []  # due, not yet dispatched
         self._revisiting: dict[str, Revisit] = {}  # dispatched, by URL
+        self._fetching: dict[int, tuple[FrontierEntry, trio.CancelScope]] = {}  # in flight, by id(entry)
         self._next_revisit_check = -math.inf  # wall time before which no stored page is due
         self._sitemap_hosts: set[str] = set()  # hosts whose sitemaps were queued (or that name none)
         self._started = 0.0
@@ -465,6 +466,18 @@ class Crawler:
         self._stopping = True
         self._reason = self._reason or "stopped"
         self._wake.set()
+
+    def abandon_in_flight(self, topics: Collection[str | None] | None = None) -> int:
+        """Cancel the requests in flight (of `topics`; every one when None) instead of waiting for them: a
+        slow or hostile server cannot hold up a stop. Their links are queued again as they were (a revisit
+        stays due), so nothing is lost, and fetched again unless the run stops or their topics are paused
+        (`frontier.set_paused_topics`); returns how many were cancelled."""
+        cancelled = 0
+        for entry, scope in self._fetching.values():
+            if topics is None or entry.topic in topics:
+                scope.cancel()
+                cancelled += 1
+        return cancelled
 
     async def aclose(self) -> None:
         if self._owns_fetcher:
@@ -649,21 +662,36 @@ class Crawler:
         # The request slot is held until processing accepts the result: when parsing and storing fall
         # behind (a busy CPU), fetching waits instead of piling fetched bodies up in memory.
         revisit = self._revisiting.get(entry.url)
+        scope = trio.CancelScope()
+        self._fetching[id(entry)] = (entry, scope)
         try:
             try:
-                if revisit is None:
-                    result = await self.fetcher.fetch(entry.url)
-                else:
-                    result = await self.fetcher.fetch(entry.url, validators=revisit.validators())
-                self._active_bytes += len(result.body)
+                with scope:
+                    if revisit is None:
+                        result = await self.fetcher.fetch(entry.url)
+                    else:
+                        result = await self.fetcher.fetch(entry.url, validators=revisit.validators())
             finally:
+                del self._fetching[id(entry)]
                 if revisit is None:
                     self.frontier.release(entry)
                 self._in_flight -= 1
                 self._wake.set()
+            if scope.cancelled_caught:
+                self._abandoned(entry)
+                return
+            self._active_bytes += len(result.body)
             await send.send((entry, result))
         finally:
             limiter.release()
+
+    def _abandoned(self, entry: FrontierEntry) -> None:
+        """A fetch `abandon_in_flight` cancelled: its link is queued again (a revisit is due still)."""
+        if self._revisiting.pop(entry.url, None) is None:
+            self.frontier.push_back(entry)
+        else:
+            self._next_revisit_check = -math.inf  # it is taken again with the pages due
+        self._pending -= 1
 
     # -- processing ---------------------------------------------------------------------------------------
     async def _process_loop(self, receive: trio.MemoryReceiveChannel) -> None:

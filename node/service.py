@@ -86,6 +86,7 @@ IDLE_ACTIVITY = {
 BLOCKED_CHECK_S = 1.0  # shortest wait before a crawl that found only bad hosts looks again
 DISK_CHECK_S = 30.0  # after a full disk, how often the crawl checks whether space was freed
 DISK_ROOM_BYTES = 16 * 2**20  # free space gained since the disk filled that resumes the crawl
+ABANDON_WAIT_S = 5.0  # how long a shutdown waits for the crawl to end once its requests are cancelled
 STOP_ANSWER_SECONDS = 0.2  # how long a stop through the API waits for its answer to leave
 
 
@@ -252,11 +253,17 @@ class NodeService:
                     self._nursery.cancel_scope.cancel()
 
     async def _shutdown_crawl(self) -> None:
-        """Stop the crawler, letting in-flight pages finish within the grace period."""
-        if self.crawler is not None:
-            self.crawler.stop()
+        """Stop the crawler, letting in-flight pages finish within the grace period; the requests still
+        waiting for an answer then are cancelled, their links queued for the next run."""
+        if self.crawler is None:
+            return
+        self.crawler.stop()
         with trio.move_on_after(self.settings.shutdown_grace):
             await self._crawl_idle.wait()
+        if not self._crawl_idle.is_set():
+            log.info("cancelling %d requests still in flight", self.crawler.abandon_in_flight())
+            with trio.move_on_after(ABANDON_WAIT_S):  # pages fetched already are stored first
+                await self._crawl_idle.wait()
 
     def _write_api_file(self, stopping: bool = False) -> None:
         """api.json: where the API listens and the node's pid; `stopping` once a stop began, so clients say
@@ -451,6 +458,9 @@ class NodeService:
         return answer
 
     async def set_crawl_state(self, state: str, topic: str | None = None) -> dict[str, Any]:
+        """Start, pause or stop the crawl (of `topic`; all topics when None). A pause lets the requests in
+        flight finish and stores their pages; a stop cancels them at once (their links stay queued), so a
+        server slow to answer never holds it up. Either lasts until `start`, across restarts too."""
         if state not in CRAWL_STATES:
             raise NodeServiceError("bad_request", f"crawl state must be one of {', '.join(CRAWL_STATES)}")
         if topic is not None:
@@ -467,6 +477,8 @@ class NodeService:
             await self.db(save_crawl_state, ALL_TOPICS, RUNNING, now)
         await self.db(save_crawl_state, key, state, now)
         self._sync_paused_topics()
+        if state == STOPPED and self.crawler is not None:  # a pause lets them finish
+            self.crawler.abandon_in_flight(None if topic is None else {topic})
         self._poke()
         # a topic's answer is its own state (what was asked), even while the whole crawl is held
         answer: dict[str, Any] = {"state": self._states[key]}

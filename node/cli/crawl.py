@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "action",
         nargs="?",
         choices=["start", "pause", "stop", "revisit"],
-        help="control the running node's crawl instead (`topicswarm node run`); revisit: fetch stored pages "
+        help="control the running node's crawl instead (`topicswarm node run`): pause lets the requests in "
+        "flight finish, stop cancels them at once (their links stay queued); revisit: fetch stored pages "
         "again now (--url URL, repeatable, or --all)",
     )
     parser.add_argument(
@@ -200,6 +201,13 @@ async def _stop_on_signals(crawler: Crawler, scope: trio.CancelScope) -> None:
             if count == 1:
                 print("\nstopping: finishing in-flight pages (again to stop at once)", file=sys.stderr)
                 crawler.stop()
+            elif count == 2:
+                cancelled = crawler.abandon_in_flight()
+                print(
+                    f"stopping at once: {counted(cancelled, 'request')} cancelled, their links kept "
+                    "for the next run (again to quit at once)",
+                    file=sys.stderr,
+                )
             else:
                 scope.cancel()
 

@@ -382,6 +382,82 @@ async def test_stop_ends_the_crawl_gracefully_with_the_frontier_persisted(tmp_pa
     repo.close()
 
 
+class HangingFetcher(FakeFetcher):
+    """A server that never answers the URLs in `hangs`: their requests stay in flight until cancelled."""
+
+    def __init__(self, pages: dict[str, str], hangs: set[str]) -> None:
+        super().__init__(pages)
+        self.hangs = hangs
+        self.hanging = 0
+
+    async def fetch(self, url: str) -> FakeResult:
+        if url in self.hangs:
+            self.hanging += 1
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.hanging -= 1
+        return await super().fetch(url)
+
+
+async def wait_until_hanging(fetcher: HangingFetcher, count: int) -> None:
+    while fetcher.hanging < count:
+        await trio.sleep(0.001)
+
+
+@pytest.mark.trio
+async def test_abandoning_the_requests_in_flight_stops_at_once_and_queues_their_links_again(tmp_path):
+    pages = {"http://a.test/": '<a href="http://slow.test/x">x</a> <a href="http://slow.test/y">y</a>'}
+    fetcher = HangingFetcher(pages, hangs={"http://slow.test/x", "http://slow.test/y"})
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=4)
+    crawler.add_seeds(["http://a.test/"])
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def stop_when_hanging() -> None:
+                await wait_until_hanging(fetcher, 2)
+                crawler.stop()
+                assert crawler.abandon_in_flight() == 2
+
+            nursery.start_soon(stop_when_hanging)
+            stats = await crawler.run()
+    assert stats.reason == "stopped" and stats.errors_by_kind == {}
+    assert fetcher.hanging == 0
+    queued = {url for (url,) in repo.db.execute("SELECT url FROM frontier WHERE state = ?", (QUEUED,))}
+    assert queued == {"http://slow.test/x", "http://slow.test/y"}
+    repo.close()
+
+    fetcher.hangs = set()  # the server answers again: a new crawl fetches both, each once
+    crawler, repo = make(tmp_path, fetcher)
+    fetcher.fetched.clear()
+    stats = await crawler.run()
+    assert sorted(fetcher.fetched) == ["http://slow.test/x", "http://slow.test/y"]
+    assert stats.reason == "exhausted" and stats.errors_by_kind == {"http_4xx": 2}
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_abandoning_one_topics_requests_leaves_the_others_in_flight(tmp_path):
+    fetcher = HangingFetcher({}, hangs={"http://a.test/db", "http://b.test/math"})
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=4)
+    crawler.add_seeds(["http://a.test/db"], topic="Databases")
+    crawler.add_seeds(["http://b.test/math"], topic="Mathematics")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(crawler.run)
+            await wait_until_hanging(fetcher, 2)
+            crawler.frontier.set_paused_topics({"Databases"})  # else its link is fetched again at once
+            assert crawler.abandon_in_flight({"Databases"}) == 1
+            while fetcher.hanging > 1:
+                await trio.sleep(0.001)
+            await trio.sleep(0.05)
+            assert fetcher.hanging == 1  # the Mathematics request is still waiting for its answer
+            crawler.stop()
+            assert crawler.abandon_in_flight() == 1
+    assert repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", (QUEUED,)).fetchone()[0] == 2
+    repo.close()
+
+
 @pytest.mark.trio
 async def test_crawl_of_the_fixture_web_served_by_simnet(tmp_path):
     from simnet.web import serve_web

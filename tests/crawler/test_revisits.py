@@ -376,3 +376,53 @@ def test_a_failed_url_a_list_dates_after_its_failure_is_tried_again_a_few_times(
             frontier.persist(repo)
         states = "SELECT count(*) FROM frontier WHERE state = ? AND retries = 1"
         assert repo.db.execute(states, [QUEUED]).fetchone() == (3,)
+
+
+class HangingWeb(Web):
+    """`Web` whose paths in `hangs` never answer: their requests stay in flight until cancelled."""
+
+    def __init__(self, pages: dict[str, tuple[str, str | None]]) -> None:
+        super().__init__(pages)
+        self.hangs: set[str] = set()
+        self.hanging = 0
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:  # type: ignore[override]
+        if request.url.path in self.hangs:
+            self.hanging += 1
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.hanging -= 1
+        return super().__call__(request)
+
+
+@pytest.mark.trio
+async def test_a_revisit_cancelled_in_flight_leaves_the_page_as_stored_and_due(tmp_path):
+    web = HangingWeb({"/": (page("Home", "index", ("a.html",)), None), "/a.html": (page("A", "words"), None)})
+    calendar = Calendar()
+    repo = Repository(tmp_path / "repo.db")
+    crawler = crawler_for(web, repo, calendar)
+    crawler.add_seeds(["http://site.test/"])
+    with trio.fail_after(30):
+        await crawler.run()
+        web.hangs = {"/a.html"}
+        calendar.now += AFTER + 1
+        async with trio.open_nursery() as nursery:
+
+            async def stop_when_hanging() -> None:
+                while web.hanging == 0:
+                    await trio.sleep(0.001)
+                crawler.stop()
+                assert crawler.abandon_in_flight() == 1
+
+            nursery.start_soon(stop_when_hanging)
+            stopped = await crawler.run()
+        assert stopped.reason == "stopped" and stopped.errors_by_kind == {}
+        assert documents(repo)["a.html"]["revisit_at"] < calendar.now  # due still
+        web.hangs = set()
+        seen = len(web.log)
+        again = await crawler.run()
+    await crawler.aclose()
+    assert "/a.html" in web.fetched(seen) and again.errors_by_kind == {}
+    assert documents(repo)["a.html"]["revisit_at"] > calendar.now
+    repo.close()
