@@ -479,6 +479,10 @@ class Crawler:
                 cancelled += 1
         return cancelled
 
+    def in_flight_of(self, topics: Collection[str | None] | None = None) -> int:
+        """How many requests are in flight (of `topics`; all when None)."""
+        return sum(topics is None or entry.topic in topics for entry, _ in self._fetching.values())
+
     async def aclose(self) -> None:
         if self._owns_fetcher:
             await self.fetcher.aclose()

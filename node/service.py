@@ -477,11 +477,15 @@ class NodeService:
             await self.db(save_crawl_state, ALL_TOPICS, RUNNING, now)
         await self.db(save_crawl_state, key, state, now)
         self._sync_paused_topics()
-        if state == STOPPED and self.crawler is not None:  # a pause lets them finish
-            self.crawler.abandon_in_flight(None if topic is None else {topic})
-        self._poke()
         # a topic's answer is its own state (what was asked), even while the whole crawl is held
         answer: dict[str, Any] = {"state": self._states[key]}
+        if self.crawler is not None:
+            topics = None if topic is None else {topic}
+            if state == STOPPED:
+                answer["in_flight_cancelled"] = self.crawler.abandon_in_flight(topics)
+            elif state == PAUSED:
+                answer["in_flight_finishing"] = self.crawler.in_flight_of(topics)
+        self._poke()
         if topic is not None:
             answer["topic"] = topic
         reason = "" if self._crawl_running and self._wants_crawl() else self._idle_reason()

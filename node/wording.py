@@ -1,6 +1,8 @@
-"""Durations and counts as a person reads them, in the CLI's status text and the node's idle reasons."""
+"""Durations, counts and answers as a person reads them: in the CLI, the UI and the node's idle reasons."""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 def readable(seconds: float) -> str:
@@ -14,3 +16,24 @@ def readable(seconds: float) -> str:
 def counted(number: int, noun: str) -> str:
     """ "1 link", "2 links": a count with its noun (plural by an s)."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def crawl_answer_text(answer: dict[str, Any], topic: str | None) -> str:
+    """The state set, the requests in flight a pause lets finish or a stop cancelled, and why the crawl
+    will not move when it will not (the whole crawl held while a topic was started, the page limit
+    reached, nothing queued)."""
+    text = f"crawl {answer['state']}" + (f" for {topic}" if topic else "")
+    crawl = answer.get("crawl") or {}
+    if topic and crawl.get("state") not in (None, "running"):
+        return f"{text}; the whole crawl is {crawl['state']}: `topicswarm crawl start` resumes it"
+    if answer["state"] == "running" and crawl.get("reason") not in (None, "", "starting"):
+        return f"{text}, but it will not fetch: {crawl.get('detail') or crawl['reason']}"
+    if cancelled := answer.get("in_flight_cancelled"):
+        links = "its link" if cancelled == 1 else "their links"
+        return (
+            f"{text}: {counted(cancelled, 'request')} in flight cancelled, {links} queued for `crawl start`"
+        )
+    if finishing := answer.get("in_flight_finishing"):
+        verb, them = ("finishes", "it") if finishing == 1 else ("finish", "them")
+        return f"{text}: {counted(finishing, 'request')} in flight {verb} first (`crawl stop` cancels {them})"
+    return text

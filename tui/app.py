@@ -166,11 +166,11 @@ class TopicSwarmApp(App[None]):
     @work(group="crawl")
     async def crawl_all(self, action: str) -> None:
         try:
-            state = await self.link.crawl(action)
+            answer = await self.link.crawl(action)
         except ClientError as exc:
             self.report_problem(exc)
             return
-        self.notify(f"crawl {state}")
+        self.notify(answer)
         self.poll_status()
 
     def on_stats_updated(self, message: StatsUpdated) -> None:

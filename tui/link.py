@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from node.client import AsyncNodeClient
+from node.wording import crawl_answer_text
 from tui.records import (
     CrawlFigures,
     Document,
@@ -71,16 +72,9 @@ class NodeLink:
         return int((await self.client.stop_node())["pid"])
 
     async def crawl(self, action: str, topic: str | None = None) -> str:
-        """The state set, with why the crawl will not fetch when it will not (limit reached, nothing
-        queued, the whole crawl held while a topic starts)."""
-        answer = await self.client.crawl(action, topic)
-        state = str(answer.get("state", ""))
-        crawl = answer.get("crawl") if isinstance(answer.get("crawl"), dict) else {}
-        if topic and crawl.get("state") not in (None, "running"):
-            return f"{state}; the whole crawl is {crawl['state']}"
-        if state == "running" and crawl.get("reason") not in (None, "", "starting"):
-            return f"{state}, but it will not fetch: {crawl.get('detail') or crawl['reason']}"
-        return state
+        """The node's answer as `topicswarm crawl` words it: the state set, the requests in flight it let
+        finish or cancelled, and why the crawl will not fetch when it will not."""
+        return crawl_answer_text(await self.client.crawl(action, topic), topic)
 
     async def search(
         self,

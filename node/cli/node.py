@@ -39,7 +39,7 @@ from node.client import (
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
-from node.wording import counted, readable
+from node.wording import counted, crawl_answer_text, readable
 
 STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
 STOP_POLL_SECONDS = 0.2
@@ -898,15 +898,3 @@ def revisit_pages(args: argparse.Namespace) -> int:
         lines.append(answer["detail"])
     print("\n".join(lines))
     return 0
-
-
-def crawl_answer_text(answer: dict[str, Any], topic: str | None) -> str:
-    """The state set, and why the crawl will not move when it will not (the whole crawl held while a
-    topic was started, the page limit reached, nothing queued)."""
-    text = f"crawl {answer['state']}" + (f" for {topic}" if topic else "")
-    crawl = answer.get("crawl") or {}
-    if topic and crawl.get("state") not in (None, "running"):
-        return f"{text}; the whole crawl is {crawl['state']}: `topicswarm crawl start` resumes it"
-    if answer["state"] == "running" and crawl.get("reason") not in (None, "", "starting"):
-        return f"{text}, but it will not fetch: {crawl.get('detail') or crawl['reason']}"
-    return text

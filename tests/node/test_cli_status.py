@@ -17,12 +17,13 @@ import node.cli.node as cli_node
 from crawler.repository import Repository
 from crawler.taxonomy import parse_bookmarks, store_taxonomy
 from node.cli.demo import map_bookmarks
-from node.cli.node import crawl_answer_text, crawl_lines
+from node.cli.node import crawl_lines
 from node.client import AsyncNodeClient
 from node.config import Config
 from node.cooperation import store
 from node.datadir import DataDir
 from node.service import NodeService, replace_settings
+from node.wording import crawl_answer_text
 from p2p.schemas import CrawlResult
 from simnet.paths import PROJECT_ROOT
 from simnet.web import serve_web

@@ -11,6 +11,7 @@ from node.client import AsyncNodeClient
 from node.config import parse_config
 from node.datadir import DataDir
 from node.service import NodeService
+from node.wording import crawl_answer_text
 from simnet.web.child import serve_web_in_subprocess
 from simnet.web.corpus import load_web
 from simnet.web.faults import Fault, FaultPlan
@@ -68,13 +69,19 @@ async def test_a_pause_waits_for_the_slow_answer_and_a_stop_cancels_it_keeping_i
                 await wait_for_crawl(client, lambda c: c["in_flight"] == 1, "the seed's request leaves")
 
                 answer = await client.crawl("pause")
-                assert answer["state"] == "paused"
+                assert answer["state"] == "paused" and answer["in_flight_finishing"] == 1
+                assert crawl_answer_text(answer, None) == (
+                    "crawl paused: 1 request in flight finishes first (`crawl stop` cancels it)"
+                )
                 await trio.sleep(1.0)
                 crawl = await crawl_status(client)
                 assert crawl["active"] and crawl["in_flight"] == 1  # the request waits for its answer
 
                 answer = await client.crawl("stop")
-                assert answer["state"] == "stopped"
+                assert answer["state"] == "stopped" and answer["in_flight_cancelled"] == 1
+                assert crawl_answer_text(answer, None) == (
+                    "crawl stopped: 1 request in flight cancelled, its link queued for `crawl start`"
+                )
                 crawl = await wait_for_crawl(client, lambda c: not c["active"], "the stopped crawl ends")
                 assert crawl["activity"] == "stopped" and crawl["in_flight"] == 0
                 assert crawl["errors_by_kind"] == {}

@@ -143,6 +143,8 @@ async def test_pausing_a_topic_and_editing_keywords_reach_the_node(node_data):
         key = screen.query_one(Tree).cursor_node.data
         await pilot.press("p")
         await settle(pilot, lambda: screen.topics[key].crawl == "paused")
+        said = [n.message for n in app._notifications]
+        assert any(message.startswith(f"crawl paused for {key}") for message in said), said
         await pilot.press("k")
         await settle(pilot, lambda: isinstance(app.focused, Input))
         app.focused.value = ""

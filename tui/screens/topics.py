@@ -169,9 +169,9 @@ class TopicsScreen(NodeScreen):
 
     @work(exclusive=True, group="topic-action")
     async def set_crawl(self, action: str, key: str) -> None:
-        state = await self.ask(self.link.crawl, action, key)
-        if state is not None:
-            self.notify(f"{key}: crawl {state}")
+        answer = await self.ask(self.link.crawl, action, key)
+        if answer is not None:
+            self.notify(answer)
             self.fetch_topics()
 
     def action_keywords(self) -> None:
