@@ -5,8 +5,9 @@ when the host has a free concurrency place and its next start time has come; gra
 start time on by the host's current gap, the largest of `download_delay`, the robots.txt Crawl-delay
 (capped), the AutoThrottle delay (Scrapy's algorithm) and any back-off after failures.
 
-A request that timed out may still be running on the server, so its slot stays taken (a "ghost") for
-another `download_timeout` seconds: the server never sees more than `concurrent_requests_per_domain`.
+A request that timed out, or that a stop cancelled after it left, may still be running on the server, so
+its slot stays taken (a "ghost") for another `download_timeout` seconds: the server never sees more than
+`concurrent_requests_per_domain`.
 
 Host states follow BINGO! (thesis 2.3.8): a failure tags a host "slow"; after `host_bad_after_failures`
 consecutive failures it is "bad" and skipped; a success makes it "ok" again. A node crawls for weeks, and a
@@ -47,7 +48,7 @@ class _Host:
     backoff_until: float = -math.inf
     in_flight: int = 0  # requests holding a slot, ghosts included
     unsent: int = 0  # granted requests not yet on the wire: the next grant waits for them
-    ghosts: list[float] = field(default_factory=list)  # release times of slots kept after timeouts
+    ghosts: list[float] = field(default_factory=list)  # release times of slots kept after timeouts, cancels
     last_start: float = -math.inf
     failures: int = 0
     state: HostState = HostState.OK
@@ -174,6 +175,10 @@ class Politeness:
         grant = Grant()
         try:
             yield grant
+        except trio.Cancelled:  # a stop cancelled a request that left: the server may still be answering it
+            if not grant.pending:
+                self._keep_as_ghost(h)
+            raise
         finally:
             if grant.pending:
                 grant.pending = False
@@ -221,8 +226,7 @@ class Politeness:
                 self._throttle(h, latency, status)
             return
         if error_kind == "timeout":
-            h.ghosts.append(self._clock() + self._settings.download_timeout)
-            h.in_flight += 1
+            self._keep_as_ghost(h)
         h.failures += 1
         s = self._settings
         backoff = min(s.retry_backoff_base * 2 ** (h.failures - 1), s.retry_backoff_max)
@@ -255,6 +259,12 @@ class Politeness:
             h.state = HostState.SLOW
             h.failures = max(0, self._settings.host_bad_after_failures - 1)
             h.retry_at = math.inf
+
+    def _keep_as_ghost(self, h: _Host) -> None:
+        """Keep the slot of a request given up on (timed out, or cancelled) taken for another
+        `download_timeout`: the server may still be working on it."""
+        h.ghosts.append(self._clock() + self._settings.download_timeout)
+        h.in_flight += 1
 
     def _release_ghosts(self, h: _Host) -> None:
         if not h.ghosts:

@@ -146,6 +146,26 @@ def test_timed_out_request_keeps_its_slot_for_a_timeout_more():
     assert p.in_flight("h:80") == 0
 
 
+@pytest.mark.trio
+@pytest.mark.parametrize("sent", [True, False])
+async def test_a_request_cancelled_after_it_left_keeps_its_slot_for_a_timeout_more(autojump_clock, sent):
+    settings = CrawlSettings(
+        concurrent_requests_per_domain=1, download_timeout=5.0, autothrottle_enabled=False
+    )
+    p = Politeness(settings)
+    with trio.CancelScope() as scope:
+        async with p.slot("h:80") as grant:
+            if sent:
+                p.mark_sent("h:80", grant)
+            scope.cancel()  # a stop: `Crawler.abandon_in_flight`
+            await trio.sleep_forever()
+    assert p.in_flight("h:80") == (1 if sent else 0)
+    cancelled_at = trio.current_time()
+    async with p.slot("h:80"):
+        waited = trio.current_time() - cancelled_at
+    assert waited >= 5.0 if sent else waited < 1.0  # a request that never left holds nothing
+
+
 def test_late_send_pushes_the_next_start():
     clock = FakeClock()
     p = Politeness(QUIET, clock=clock)
