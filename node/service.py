@@ -585,10 +585,10 @@ class NodeService:
 
     def _crawl_figures(self) -> dict[str, Any]:
         """The crawl's live figures. `state` is what the user set (running, paused, stopped); `activity`
-        what the crawl does (crawling, finished, paused, stopped, waiting, idle), `reason` and `detail`
-        why it does not crawl and what to do; `pages_per_s` is the rate of the last few seconds (0 when
-        nothing is fetched) and `session` the pages stored since the node started over the seconds it
-        crawled, so a finished crawl still shows how fast it went."""
+        what the crawl does (crawling, pausing, stopping, finished, paused, stopped, waiting, idle),
+        `reason` and `detail` why it does not crawl and what to do; `pages_per_s` is the rate of the last
+        few seconds (0 when nothing is fetched) and `session` the pages stored since the node started over
+        the seconds it crawled, so a finished crawl still shows how fast it went."""
         assert self.crawler is not None
         stats = self.crawler.stats if self._last_stats is None else self._last_stats
         if self._crawl_running:
@@ -596,7 +596,7 @@ class NodeService:
         reason = "" if self._crawl_running else self._idle_reason()
         return {
             "state": self.crawl_state(),
-            "activity": "crawling" if self._crawl_running else IDLE_ACTIVITY.get(reason, "waiting"),
+            "activity": self._activity(reason),
             "active": self._crawl_running,
             "reason": reason,
             "detail": self._idle_detail(reason, stats.total_pages),
@@ -628,6 +628,15 @@ class NodeService:
                 if key != ALL_TOPICS and state != RUNNING
             },
         }
+
+    def _activity(self, idle_reason: str) -> str:
+        """crawling; pausing or stopping while the requests in flight end after a pause, a stop or the
+        node's shutdown; else what the idle crawl waits for (IDLE_ACTIVITY)."""
+        if not self._crawl_running:
+            return IDLE_ACTIVITY.get(idle_reason, "waiting")
+        if self._wants_crawl():
+            return "crawling"
+        return "stopping" if self._stop.is_set() or self.crawl_state() == STOPPED else "pausing"
 
     def _session_figures(self, current: CrawlStats) -> dict[str, Any]:
         """Pages stored since the node started over the seconds the crawler ran (its pauses left out)."""

@@ -34,6 +34,11 @@ def crawl_answer_text(answer: dict[str, Any], topic: str | None) -> str:
             f"{text}: {counted(cancelled, 'request')} in flight cancelled, {links} queued for `crawl start`"
         )
     if finishing := answer.get("in_flight_finishing"):
-        verb, them = ("finishes", "it") if finishing == 1 else ("finish", "them")
-        return f"{text}: {counted(finishing, 'request')} in flight {verb} first (`crawl stop` cancels {them})"
+        return f"{text}: {finishing_first(finishing)}"
     return text
+
+
+def finishing_first(in_flight: int) -> str:
+    """What a pause waits for, and how not to."""
+    verb, them = ("finishes", "it") if in_flight == 1 else ("finish", "them")
+    return f"{counted(in_flight, 'request')} in flight {verb} first (`topicswarm crawl stop` cancels {them})"

@@ -47,7 +47,7 @@ class CrawlFigures:
     frontier_size: int = 0
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     bytes_crawled: int = 0
-    activity: str = ""  # what the crawl does: crawling, finished, paused, stopped, waiting, idle
+    activity: str = ""  # crawling, pausing, stopping, finished, paused, stopped, waiting, idle
     detail: str = ""  # why it does not crawl, and what to do
     session_pages_per_s: float = 0.0  # pages since the node started over the seconds it crawled
     revisited: int = 0  # stored pages fetched again (crawler.revisits)

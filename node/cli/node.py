@@ -39,7 +39,7 @@ from node.client import (
 from node.config import ConfigError, default_config_toml, load_config
 from node.cooperation.settings import MAX_CLUSTERS
 from node.datadir import DataDir, write_atomically
-from node.wording import counted, crawl_answer_text, readable
+from node.wording import counted, crawl_answer_text, finishing_first, readable
 
 STOP_WAIT_SECONDS = 60.0  # `node stop`: the node's shutdown grace (10 s by default) and saving, with room
 STOP_POLL_SECONDS = 0.2
@@ -528,9 +528,14 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
         )
     else:
         since = "nothing crawled since the node started"
-    if crawl.get("active"):
+    if activity == "pausing":  # a pause lets the requests in flight finish
         lines = [
-            f"crawl      crawling  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}",
+            f"crawl      pausing: {finishing_first(crawl.get('in_flight', 0))}",
+            f"           {size}; {since}",
+        ]
+    elif crawl.get("active"):
+        lines = [
+            f"crawl      {activity}  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}",
             f"           {since}",
         ]
     else:

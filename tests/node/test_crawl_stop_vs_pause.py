@@ -7,6 +7,7 @@ import pytest
 import trio
 
 from crawler.repository import QUEUED
+from node.cli.node import crawl_lines
 from node.client import AsyncNodeClient
 from node.config import parse_config
 from node.datadir import DataDir
@@ -27,6 +28,7 @@ allowed_hosts = ["127.0.0.0/8"]
 [node]
 metrics_interval = 0.2
 """
+ONE_FINISHING = "1 request in flight finishes first (`topicswarm crawl stop` cancels it)"
 TIMEOUT = 30.0  # well under the slow answer: the test fails if the stop waits for it
 
 
@@ -70,12 +72,12 @@ async def test_a_pause_waits_for_the_slow_answer_and_a_stop_cancels_it_keeping_i
 
                 answer = await client.crawl("pause")
                 assert answer["state"] == "paused" and answer["in_flight_finishing"] == 1
-                assert crawl_answer_text(answer, None) == (
-                    "crawl paused: 1 request in flight finishes first (`crawl stop` cancels it)"
-                )
+                assert crawl_answer_text(answer, None) == f"crawl paused: {ONE_FINISHING}"
                 await trio.sleep(1.0)
                 crawl = await crawl_status(client)
                 assert crawl["active"] and crawl["in_flight"] == 1  # the request waits for its answer
+                assert crawl["activity"] == "pausing"
+                assert crawl_lines(crawl)[0] == f"crawl      pausing: {ONE_FINISHING}"
 
                 answer = await client.crawl("stop")
                 assert answer["state"] == "stopped" and answer["in_flight_cancelled"] == 1
