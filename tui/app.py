@@ -37,6 +37,11 @@ STATUS_INTERVAL = 2.0
 METRICS_INTERVAL = 5.0
 RECONNECT_DELAY = 3.0
 PROBLEM_HOLD = 20.0  # seconds a refusal stays in the status bar once the node answers again
+CRAWL_COMMANDS = (  # action, command, what it does beyond its name
+    ("start", "Start", ""),
+    ("pause", "Pause", ": the requests in flight finish first"),
+    ("stop", "Stop", " at once: the requests in flight are cancelled, their links kept"),
+)
 
 
 def describe(exc: ClientError) -> str:
@@ -108,9 +113,11 @@ class TopicSwarmApp(App[None]):
             yield SystemCommand(
                 f"Go to {title}", f"Show the {title.lower()} screen", lambda n=name: self.action_show(n)
             )
-        for action, what in (("start", "Start"), ("pause", "Pause"), ("stop", "Stop")):
+        for action, what, how in CRAWL_COMMANDS:
             yield SystemCommand(
-                f"{what} crawling", f"{what} the crawl of every topic", lambda a=action: self.crawl_all(a)
+                f"{what} crawling",
+                f"{what} the crawl of every topic{how}",
+                lambda a=action: self.crawl_all(a),
             )
         yield SystemCommand(
             "Stop the node", "Stop the node as Ctrl-C would (it saves its state), then quit", self.stop_node
