@@ -65,7 +65,7 @@ from node.stored_state import (
     table_exists,
     topic_keys,
 )
-from node.wording import readable
+from node.wording import counted, readable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -261,7 +261,8 @@ class NodeService:
         with trio.move_on_after(self.settings.shutdown_grace):
             await self._crawl_idle.wait()
         if not self._crawl_idle.is_set():
-            log.info("cancelling %d requests still in flight", self.crawler.abandon_in_flight())
+            cancelled = counted(self.crawler.abandon_in_flight(), "request")
+            log.info("cancelling %s still in flight (the links stay queued)", cancelled)
             with trio.move_on_after(ABANDON_WAIT_S):  # pages fetched already are stored first
                 await self._crawl_idle.wait()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from crawler.repository import QUEUED
+from crawler.repository import QUEUED, Repository
 from node.cli.node import crawl_lines
 from node.client import AsyncNodeClient
 from node.config import parse_config
@@ -90,3 +90,28 @@ async def test_a_pause_waits_for_the_slow_answer_and_a_stop_cancels_it_keeping_i
                 assert crawl["frontier_size"] == 1
                 assert await service.db(queued_urls) == {seed}  # queued still, fetched after `crawl start`
             service.request_stop()
+
+
+@pytest.mark.slow
+@pytest.mark.trio
+async def test_a_shutdown_cancels_what_is_in_flight_after_its_grace_and_keeps_the_links(
+    tmp_path, slow_web, caplog
+):
+    seed = slow_web
+    data = DataDir(tmp_path / "node")
+    config = parse_config(CONFIG.replace("[node]\n", "[node]\nshutdown_grace = 1.0\n"))
+    service = NodeService(data, config, offline=True)
+    caplog.set_level("INFO", logger="node.service")
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            async with AsyncNodeClient.from_data_dir(data) as client:
+                await service.add_seeds([seed])
+                await wait_for_crawl(client, lambda c: c["in_flight"] == 1, "the seed's request leaves")
+            service.request_stop()
+    assert "cancelling 1 request still in flight (the links stay queued)" in caplog.text
+    repo = Repository(data.repository)
+    try:
+        assert queued_urls(repo) == {seed}
+    finally:
+        repo.close()
