@@ -472,16 +472,17 @@ class Crawler:
         slow or hostile server cannot hold up a stop. Their links are queued again as they were (a revisit
         stays due), so nothing is lost, and fetched again unless the run stops or their topics are paused
         (`frontier.set_paused_topics`); returns how many were cancelled."""
-        cancelled = 0
-        for entry, scope in self._fetching.values():
-            if topics is None or entry.topic in topics:
-                scope.cancel()
-                cancelled += 1
-        return cancelled
+        scopes = self._fetches_of(topics)
+        for scope in scopes:
+            scope.cancel()
+        return len(scopes)
 
     def in_flight_of(self, topics: Collection[str | None] | None = None) -> int:
         """How many requests are in flight (of `topics`; all when None)."""
-        return sum(topics is None or entry.topic in topics for entry, _ in self._fetching.values())
+        return len(self._fetches_of(topics))
+
+    def _fetches_of(self, topics: Collection[str | None] | None) -> list[trio.CancelScope]:
+        return [scope for entry, scope in self._fetching.values() if topics is None or entry.topic in topics]
 
     async def aclose(self) -> None:
         if self._owns_fetcher:
