@@ -63,6 +63,7 @@ from crawler.urls import host_of, looks_like_trap, normalize_url, strip_params
 log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
 HOST_FAILURE_TRIES = 3  # tries of a URL whose failure turned its host bad, before the URL is given up
+UNASKED_KINDS = frozenset({"host_bad", "robots_deferred"})  # failures with no request for the page itself
 LOCAL_RESOURCES_WAIT = 5.0  # seconds before a URL the node had no socket for is tried again
 LOCAL_RESOURCES_TRIES = 60  # and how often (5 minutes) before it is given up, its host left unharmed
 META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
@@ -856,9 +857,11 @@ class Crawler:
 
     def _fail(self, entry: FrontierEntry, result: Any) -> None:
         kind = result.error
-        self._counters.errors[kind] += 1
         if self._waits_for_its_host(entry, kind):
+            if kind not in UNASKED_KINDS:  # a request failed; a link that only waits is no error
+                self._counters.errors[kind] += 1
             return
+        self._counters.errors[kind] += 1
         if kind == "robots_deferred" and entry.retries < ROBOTS_DEFER_TRIES:
             retry_at = getattr(result, "retry_at", None) or self._clock() + 1.0
             self._deferred.append((retry_at, replace(entry, retries=entry.retries + 1)))
@@ -877,7 +880,7 @@ class Crawler:
         turning its host bad is given up after HOST_FAILURE_TRIES tries."""
         if str(self.politeness.state(entry.host)) != "bad" or self.politeness.given_up(entry.host):
             return False
-        if kind in ("host_bad", "robots_deferred"):  # no request for the page itself: it costs no try
+        if kind in UNASKED_KINDS:  # no request for the page itself: it costs no try
             self.frontier.push_back(entry)
             return True
         if kind in HOST_FAILURE_KINDS and entry.retries < HOST_FAILURE_TRIES:

@@ -307,13 +307,15 @@ class Fetcher:
         retry_kinds: frozenset[str] = RETRYABLE_KINDS,
     ) -> _Answer:
         attempts = self.settings.retry_times + 1
+        failed: _Answer | None = None
         for attempt in range(attempts):
             try:
                 answer = await self._request(url, maxsize, check_mime, truncate_ok, headers)
-            except HostBadError:
-                return _Answer(error="host_bad")
+            except HostBadError:  # host_bad: no request of this URL's was sent, else how the last failed
+                return failed or _Answer(error="host_bad")
             if answer.error not in retry_kinds or attempt == attempts - 1:
                 return answer
+            failed = answer
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _request(

@@ -10,6 +10,7 @@ import socket
 import struct
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import httpx
@@ -337,6 +338,15 @@ async def test_persistent_5xx_reported_and_host_then_skipped(autojump_clock):
 
 
 @pytest.mark.trio
+async def test_a_host_turning_bad_between_retries_reports_how_the_requests_failed(autojump_clock):
+    site = Site({"/down": lambda r: respond(500, "", HTML)})
+    fragile = replace(SETTINGS, retry_times=3, host_bad_after_failures=2)
+    r = await fetch(site, "http://example.com/down", fragile)
+    # host_bad says that no request of the URL's was sent (its link waits for free); two were
+    assert r.error == "http_5xx" and site.paths().count("/down") == 2
+
+
+@pytest.mark.trio
 async def test_a_short_retry_after_is_waited_before_the_retry(autojump_clock):
     answers = iter([(503, {"retry-after": "7"}), (200, {})])
 
@@ -360,7 +370,7 @@ async def test_a_long_retry_after_makes_the_host_wait_that_long_without_retrying
         record = f.politeness.record_of("example.com:80")
     finally:
         await f._client.aclose()
-    assert r.error in ("http_5xx", "host_bad") and site.paths().count("/maintenance") == 1
+    assert r.error == "http_5xx" and site.paths().count("/maintenance") == 1
     assert record.state == "bad" and record.retry_in >= min(3600.0, 86_400.0) - 1
 
 

@@ -5,6 +5,7 @@ also by a crawl restarted in between. Only a host that keeps failing is given up
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -98,6 +99,23 @@ async def test_a_host_that_was_down_has_its_links_crawled_once_it_answers(tmp_pa
     assert stats.reason == "exhausted"
     assert {url for url, (state, _) in frontier_states(repo).items() if state == FAILED} == set()
     assert set(B_PAGES) <= stored_urls(repo)
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_links_that_find_their_host_bad_wait_without_counting_as_errors(tmp_path):
+    web, calendar = Web(), Calendar()
+    repo = Repository(tmp_path / "repo.db")
+    # two of b.test's links in flight at once: the second finds the host bad without a request of its own
+    parallel = replace(SETTINGS, concurrent_requests=4, concurrent_requests_per_domain=2)
+    crawler = crawler_for(web, repo, calendar, parallel)
+    crawler.add_seeds(["http://a.test/"])
+    with trio.fail_after(30):
+        stats = await crawler.run()
+    await crawler.aclose()
+    assert stats.reason == "blocked"
+    assert frontier_states(repo) == {url: (QUEUED, None) for url in B_PAGES}
+    assert set(stats.errors_by_kind) == {"connect"}  # what was asked and failed; the waiting links wait
     repo.close()
 
 
