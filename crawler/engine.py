@@ -884,7 +884,11 @@ class Crawler:
             self.frontier.push_back(entry)
             return True
         if kind in HOST_FAILURE_KINDS and entry.retries < HOST_FAILURE_TRIES:
-            self.frontier.push_back(retried(entry))
+            # behind the links that did not fail (priorities are not negative): the host's next try asks
+            # another of them, so a long outage does not spend one URL's tries, and a page that hangs does
+            # not stand in front of pages that answer
+            again = retried(entry)
+            self.frontier.push_back(replace(again, priority=min(entry.priority, 0.0) - again.retries))
             return True
         return False
 

@@ -13,7 +13,7 @@ import trio
 
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
-from crawler.repository import FAILED, MIGRATIONS, QUEUED, Repository
+from crawler.repository import DONE, FAILED, MIGRATIONS, QUEUED, Repository
 from crawler.settings import CrawlSettings
 from tests.mock_web import Calendar, page, streamed_response
 
@@ -174,6 +174,31 @@ async def test_a_host_that_stays_down_is_given_up_after_its_tries(tmp_path):
     states = frontier_states(repo)
     assert {state for state, _ in states.values()} == {FAILED}
     assert sum(error == "host_bad" for _, error in states.values()) >= 4
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_a_long_outage_tries_the_hosts_links_in_turn_so_none_spends_its_tries(tmp_path):
+    web, calendar = Web(), Calendar()
+    repo = Repository(tmp_path / "repo.db")
+    patient = replace(SETTINGS, host_bad_retry_delay=0.02, host_bad_retries=8)
+    crawler = crawler_for(web, repo, calendar, patient)
+    for rank, url in enumerate(B_PAGES):  # the first the most wanted: every try would ask it
+        crawler.add_seeds([url], priority=1.0 - rank / 10)
+    tries = 5  # beyond HOST_FAILURE_TRIES (3)
+    with trio.fail_after(30):
+        for _ in range(tries):
+            await trio.sleep(crawler.next_ready_in())
+            assert (await crawler.run()).reason == "blocked"
+        web.down = False
+        await trio.sleep(crawler.next_ready_in())
+        again = await crawler.run()
+    await crawler.aclose()
+    asked = [url for url in web.requests if url in B_PAGES][: 3 + tries - 1]
+    # the first try's three attempts turned the host bad; each later try is one request, of another page
+    assert asked[:3] == [B_PAGES[0]] * 3 and len(set(asked[3:])) == tries - 1
+    assert again.reason == "exhausted" and set(B_PAGES) <= stored_urls(repo)
+    assert {state for state, _ in frontier_states(repo).values()} == {DONE}
     repo.close()
 
 
