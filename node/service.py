@@ -249,7 +249,13 @@ class NodeService:
                 if count == 1:
                     log.info("signal %s: stopping (finishing in-flight pages; again to stop at once)", signum)
                     self.request_stop()
-                elif self._nursery is not None:
+                elif count == 2 and self.crawler is not None and self._crawl_running:
+                    self.crawler.stop()  # before the cancel: else their links are taken again at once
+                    cancelled = counted(self.crawler.abandon_in_flight(), "request")
+                    log.info(
+                        "signal %s again: %s in flight cancelled (the links stay queued)", signum, cancelled
+                    )
+                elif self._nursery is not None:  # nothing in flight to cancel, or a third signal
                     self._nursery.cancel_scope.cancel()
 
     async def _shutdown_crawl(self) -> None:

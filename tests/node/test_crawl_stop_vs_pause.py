@@ -3,12 +3,18 @@ again: a server that takes a minute to answer holds up a pause, never a stop."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 import trio
 
 from crawler.repository import QUEUED, Repository
+from node.cli.demo import NodeProcess, stop_processes, wait_until_ready
 from node.cli.node import crawl_lines
-from node.client import AsyncNodeClient
+from node.client import AsyncNodeClient, NodeClient
 from node.config import parse_config
 from node.datadir import DataDir
 from node.service import NodeService
@@ -110,6 +116,34 @@ async def test_a_shutdown_cancels_what_is_in_flight_after_its_grace_and_keeps_th
                 await wait_for_crawl(client, lambda c: c["in_flight"] == 1, "the seed's request leaves")
             service.request_stop()
     assert "cancelling 1 request still in flight (the links stay queued)" in caplog.text
+    repo = Repository(data.repository)
+    try:
+        assert queued_urls(repo) == {seed}
+    finally:
+        repo.close()
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_cancels_the_requests_in_flight_and_the_node_stops_in_order(tmp_path, slow_web):
+    seed = slow_web
+    data = DataDir(tmp_path / "node").ensure()
+    data.config.write_text(CONFIG.replace("[node]\n", "[node]\nshutdown_grace = 600.0\n"), encoding="utf-8")
+    command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root), "--offline"]
+    node = NodeProcess(data, subprocess.Popen([*command, "--seed", seed], start_new_session=True))
+    try:
+        wait_until_ready(node)
+        with NodeClient(node.url, node.token) as client:
+            deadline = time.monotonic() + TIMEOUT
+            while client.status()["crawl"]["in_flight"] != 1:
+                assert time.monotonic() < deadline, "the seed's request did not leave"
+                time.sleep(0.1)
+        node.process.send_signal(signal.SIGINT)  # waits for the answer, up to shutdown_grace
+        time.sleep(0.5)
+        node.process.send_signal(signal.SIGINT)
+        assert node.process.wait(timeout=TIMEOUT) == 0
+    finally:
+        stop_processes([node.process])
+    assert "1 request in flight cancelled (the links stay queued)" in data.log.read_text()
     repo = Repository(data.repository)
     try:
         assert queued_urls(repo) == {seed}
