@@ -30,9 +30,8 @@ def crawl_answer_text(answer: dict[str, Any], topic: str | None) -> str:
         return f"{text}, but it will not fetch: {crawl.get('detail') or crawl['reason']}"
     if cancelled := answer.get("in_flight_cancelled"):
         links = "its link" if cancelled == 1 else "their links"
-        return (
-            f"{text}: {counted(cancelled, 'request')} in flight cancelled, {links} queued for `crawl start`"
-        )
+        requests = counted(cancelled, "request")
+        return f"{text}: {requests} in flight cancelled, {links} queued for `topicswarm crawl start`"
     if finishing := answer.get("in_flight_finishing"):
         return f"{text}: {finishing_first(finishing)}"
     return text

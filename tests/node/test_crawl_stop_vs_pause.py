@@ -87,9 +87,8 @@ async def test_a_pause_waits_for_the_slow_answer_and_a_stop_cancels_it_keeping_i
 
                 answer = await client.crawl("stop")
                 assert answer["state"] == "stopped" and answer["in_flight_cancelled"] == 1
-                assert crawl_answer_text(answer, None) == (
-                    "crawl stopped: 1 request in flight cancelled, its link queued for `crawl start`"
-                )
+                cancelled = "1 request in flight cancelled, its link queued for `topicswarm crawl start`"
+                assert crawl_answer_text(answer, None) == f"crawl stopped: {cancelled}"
                 crawl = await wait_for_crawl(client, lambda c: not c["active"], "the stopped crawl ends")
                 assert crawl["activity"] == "stopped" and crawl["in_flight"] == 0
                 assert crawl["errors_by_kind"] == {}
