@@ -534,8 +534,9 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
             f"           {size}; {since}",
         ]
     elif crawl.get("active"):
+        in_flight = f", {crawl['in_flight']} in flight" if crawl.get("in_flight") else ""
         lines = [
-            f"crawl      {activity}  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}",
+            f"crawl      {activity}  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}{in_flight}",
             f"           {since}",
         ]
     else:

@@ -212,6 +212,7 @@ def test_status_text_explains_its_figures(monkeypatch, capsys):
             "pages": 40,
             "pages_per_s": 3.25,
             "frontier_size": 300,
+            "in_flight": 4,
             "errors_by_kind": {"http_4xx": 2},
             "session": {"pages": 40, "crawl_seconds": 16.0, "pages_per_s": 2.5},
         },
@@ -228,7 +229,7 @@ def test_status_text_explains_its_figures(monkeypatch, capsys):
     monkeypatch.setattr(cli_node, "connect", lambda args: nullcontext(Client()))
     assert cli_node.run_status(argparse.Namespace(json=False, data=None)) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "crawl      crawling  3.2 pages/s (last seconds)  frontier 300"
+    assert lines[2] == "crawl      crawling  3.2 pages/s (last seconds)  frontier 300, 4 in flight"
     assert lines[3] == "           since the node started 40 pages in 16 s of crawling (2.5 pages/s)"
     assert lines[-2].startswith("harvest    share of the pages fetched for each topic")
     assert lines[-1].split() == ["Databases", "0.50"]
