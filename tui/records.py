@@ -45,6 +45,7 @@ class CrawlFigures:
     pages: int = 0
     pages_per_s: float = 0.0  # over the last few seconds; 0 while nothing is fetched
     frontier_size: int = 0
+    in_flight: int = 0  # requests waiting for their answer
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     bytes_crawled: int = 0
     activity: str = ""  # crawling, pausing, stopping, finished, paused, stopped, waiting, idle
@@ -67,6 +68,7 @@ class CrawlFigures:
             pages=_i(data.get("pages")),
             pages_per_s=_f(data.get("pages_per_s")),
             frontier_size=_i(data.get("frontier_size")),
+            in_flight=_i(data.get("in_flight")),
             errors_by_kind=_counts(data.get("errors_by_kind")),
             bytes_crawled=_i(data.get("bytes_crawled")),
             activity=str(data.get("activity") or ("crawling" if active else data.get("state", "stopped"))),

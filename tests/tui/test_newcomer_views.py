@@ -676,3 +676,11 @@ def test_the_dashboard_line_counts_the_hosts_down_and_their_waiting_links_once_t
     waiting = {**crawl, "hosts_waiting": {"hosts": 2, "links": 31, "next_try_in_s": 60.0}}
     assert summary(CrawlFigures.from_json(waiting), None).endswith("crawled · 2 hosts down, 31 links waiting")
     assert "down" not in summary(CrawlFigures.from_json({**crawl, "hosts_waiting": "garbled"}), None)
+
+
+def test_the_dashboard_line_counts_the_requests_in_flight_while_the_crawl_runs():
+    crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling", "in_flight": 3}
+    assert summary(CrawlFigures.from_json(crawl), None).endswith("crawled · 3 in flight")
+    idle = {**crawl, "active": False, "activity": "stopped"}
+    assert "in flight" not in summary(CrawlFigures.from_json(idle), None)
+    assert "in flight" not in summary(CrawlFigures.from_json({**crawl, "in_flight": "garbled"}), None)

@@ -80,6 +80,8 @@ def summary(figures: CrawlFigures, status: Status | None) -> str:
         f"[b]{escape(figures.headline())}[/b] · {figures.pages} pages · {figures.rate_text()} · "
         f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
     )
+    if figures.active and figures.in_flight:
+        text += f" · {figures.in_flight} in flight"
     if figures.revisited:
         text += f" · {figures.revisited} revisited, {figures.changed} changed"
     if figures.hosts_waiting:  # failed repeatedly: their links wait for a try (crawler.politeness)
