@@ -45,7 +45,6 @@ class CrawlFigures:
     pages: int = 0
     pages_per_s: float = 0.0  # over the last few seconds; 0 while nothing is fetched
     frontier_size: int = 0
-    in_flight: int = 0  # requests waiting for their answer
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     bytes_crawled: int = 0
     activity: str = ""  # crawling, pausing, stopping, finished, paused, stopped, waiting, idle
@@ -55,6 +54,7 @@ class CrawlFigures:
     changed: int = 0  # of which had changed
     hosts_waiting: int = 0  # hosts that failed repeatedly, their links waiting for a try
     links_waiting: int = 0
+    in_flight: int = 0  # requests waiting for their answer
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CrawlFigures:
