@@ -92,9 +92,10 @@ def inherited_priority(entry: FrontierEntry, strategy: str) -> float:
     page on its path decayed, unless that was a boost (a bookmark's, or a hub's links moved to the front):
     a boost says when to fetch the page, not how good its path is, and passed on it put every page a
     couple of tunnelled hops from a hub ahead of every accepted page's links. A boosted page passes on
-    what an unjudged link at its depth gets."""
+    what an unjudged link at its depth gets. A page queued behind the rest after a failed request (a
+    negative priority, `Crawler._waits_for_its_host`) does not pass that on: it says nothing of its path."""
     if entry.depth > 0 and entry.priority < HUB_PRIORITY:
-        return entry.priority
+        return max(entry.priority, 0.0)
     return strategy_priority(strategy, entry.depth, 1.0)
 
 

@@ -12,6 +12,7 @@ from crawler.focus import (
     TopicFocus,
     boost_entries,
     in_subtree,
+    inherited_priority,
     strategy_priority,
 )
 from crawler.frontier import Frontier, FrontierEntry
@@ -125,6 +126,13 @@ def test_accepted_page_links_get_the_strategy_priority_and_its_topic_queue():
     verdict = PageVerdict("Databases", 1.2, True)
     assert f.link_priority(p, link("http://db0.test/x"), verdict) == pytest.approx(0.6)
     assert f.link_topic(p, verdict) == "Databases"
+
+
+def test_a_page_queued_behind_the_rest_after_a_failed_request_passes_on_no_negative_priority():
+    demoted = FrontierEntry("http://a.test/p", "a.test:80", priority=-2.0, depth=3)
+    assert inherited_priority(demoted, "classifier_bfs") == 0.0
+    kept = FrontierEntry("http://a.test/q", "a.test:80", priority=0.4, depth=3)
+    assert inherited_priority(kept, "classifier_bfs") == 0.4
 
 
 def test_tunnelling_decays_the_inherited_priority_and_stops_at_the_depth_limit():
