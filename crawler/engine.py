@@ -581,9 +581,12 @@ class Crawler:
             return "blocked"  # every queued host is bad (its links wait for its next try) or capped
         return ""
 
+    def _is_bad(self, host: str) -> bool:
+        return str(self.politeness.state(host)) == "bad"  # str: test politeness doubles answer strings
+
     def _unless_bad(self, ready_at: ReadyAt) -> ReadyAt:
         """`ready_at` with bad hosts never ready: a run does not wait for a bad host's next try."""
-        return lambda host: math.inf if str(self.politeness.state(host)) == "bad" else ready_at(host)
+        return lambda host: math.inf if self._is_bad(host) else ready_at(host)
 
     def waiting_hosts(self) -> dict[str, Any]:
         """The bad hosts whose queued links wait for their next try: how many hosts and links, and the
@@ -591,7 +594,7 @@ class Crawler:
         waits = {
             host: queued
             for host, queued in self.frontier.queued_per_host().items()
-            if str(self.politeness.state(host)) == "bad" and not self.politeness.given_up(host)
+            if self._is_bad(host) and not self.politeness.given_up(host)
         }
         first = min((self.politeness.ready_at(host) for host in waits), default=None)
         return {
@@ -636,7 +639,7 @@ class Crawler:
         for index, revisit in enumerate(self._revisit_queue):
             host = revisit.entry.host
             # a bad host's fetch fails at once (host_bad), and the page is tried again later
-            if ready_at(host) <= now or str(self.politeness.state(host)) == "bad":
+            if ready_at(host) <= now or self._is_bad(host):
                 del self._revisit_queue[index]
                 self._revisiting[revisit.entry.url] = revisit
                 return revisit.entry
@@ -878,7 +881,7 @@ class Crawler:
         """Queue again a URL that failed because its host is bad, to wait for the host's next try: a host
         down for an hour, or the node's network down for a minute, loses no link. A URL that keeps
         turning its host bad is given up after HOST_FAILURE_TRIES tries."""
-        if str(self.politeness.state(entry.host)) != "bad" or self.politeness.given_up(entry.host):
+        if not self._is_bad(entry.host) or self.politeness.given_up(entry.host):
             return False
         if kind in UNASKED_KINDS:  # no request for the page itself: it costs no try
             self.frontier.push_back(entry)

@@ -27,7 +27,7 @@ from crawler.errors import HostBadError
 from crawler.feeds import MAX_BYTES as FEED_MAX_BYTES
 from crawler.feeds import is_feed_type
 from crawler.parse import PDF_TYPE, is_pdf
-from crawler.politeness import HOST_FAILURE_KINDS, Grant, HostState, Politeness
+from crawler.politeness import HOST_FAILURE_KINDS, UNANSWERED_KINDS, Grant, HostState, Politeness
 from crawler.proxies import proxy_resolver
 from crawler.robots import RobotsCache, RobotsResponse
 from crawler.settings import CrawlSettings
@@ -59,7 +59,6 @@ ERROR_KINDS = (
 )
 LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 RETRYABLE_KINDS = frozenset({"timeout", "connect", "reset", "http_5xx", "http_429", "truncated"})
-UNANSWERED_KINDS = frozenset({"timeout", "connect", "reset"})  # no answer from the host at all
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2
 _ERROR_BODY_BYTES = 65_536  # error pages are read (and dropped) up to this, to keep the connection alive

@@ -31,6 +31,7 @@ from crawler.settings import CrawlSettings
 
 # Error kinds that say something about the host rather than about one page.
 HOST_FAILURE_KINDS = frozenset({"timeout", "connect", "reset", "http_5xx", "http_429"})
+UNANSWERED_KINDS = frozenset({"timeout", "connect", "reset"})  # of those, no answer from the host at all
 MAX_RETRY_DELAY = 86_400.0  # a bad host is tried again at least once a day while it has tries left
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 import trio
 from protego import Protego
 
+from crawler.politeness import UNANSWERED_KINDS
 from crawler.settings import CrawlSettings
 from crawler.sitemaps import declared_sitemaps
 from crawler.urls import host_of, origin_of
@@ -52,7 +53,7 @@ class _Deferred:
 
 # No answer at all, after the fetcher's retries: the host turned bad (or is close to it), and its links wait
 # for its next try; a deferral of robotstxt_defer_delay would hold them back again after that try.
-UNANSWERED = frozenset({"timeout", "connect", "reset", "host_bad"})
+UNANSWERED = UNANSWERED_KINDS | {"host_bad"}
 UNANSWERED_WAIT = 1.0
 
 RobotsFetch = Callable[[str], Awaitable[RobotsResponse]]
