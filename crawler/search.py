@@ -31,7 +31,7 @@ from crawler.ranking import (
     topic_clause,
 )
 from crawler.repository import BM25_WEIGHTS, DocumentRecord, Repository
-from crawler.taxonomy import load_taxonomy
+from crawler.taxonomy import TOPICS_LISTED_API, load_taxonomy, unknown_topic
 from crawler.urls import host_of
 
 SNIPPET_TOKENS = 24
@@ -261,14 +261,11 @@ def _check_topic(repo: Repository, topic: str) -> None:
     """A filter topic the repository's topics do not hold is an error: it found nothing, and the answer
     advised widening the verdict. (A crawl without topics has nothing to check against.)"""
     try:
-        known, found = repo.db.execute(
-            "SELECT count(*), count(*) FILTER (WHERE key = ?) FROM topics", [topic]
-        ).fetchone()
+        known = [key for (key,) in repo.db.execute("SELECT key FROM topics")]
     except sqlite3.OperationalError:  # no topics table: nothing was ever imported
         return
-    if known and not found:
-        shown = topic if len(topic) <= 60 else f"{topic[:59]}…"
-        raise SearchError(f"no topic {shown!r}: list topics with `topicswarm topics list` (GET /api/topics)")
+    if known and topic not in known:
+        raise SearchError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
 
 
 def ranked_search(

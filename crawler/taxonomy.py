@@ -13,6 +13,7 @@ the place (line or item), before anything is written.
 
 from __future__ import annotations
 
+import difflib
 import html
 import json
 import time
@@ -73,6 +74,36 @@ def parent_key(key: str) -> str:
 
 def display_name(key: str) -> str:
     return unescape_name(key.rpartition("/")[2]) if key else "(root)"
+
+
+TOPICS_LISTED = "`topicswarm topics list`"
+TOPICS_LISTED_API = "`topicswarm topics list` (GET /api/topics)"
+
+
+def unknown_topic(key: str, known: Iterable[str], *, listed: str = TOPICS_LISTED) -> str:
+    """The error for a topic key the taxonomy lacks. Keys are folder paths ("Computers/Databases"), while
+    people type a folder's name in any case, so the message names the keys they most likely meant."""
+    shown = repr(key) if len(repr(key)) <= 60 else f"{repr(key)[:59]}…"
+    near = similar_topics(key, known)
+    meant = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+    return f"no topic {shown}{meant}: list topics with {listed}"
+
+
+def similar_topics(key: str, known: Iterable[str], limit: int = 3) -> list[str]:
+    """Known keys that `key` may stand for: equal ignoring case, to the whole key or its folder's name,
+    else close in spelling."""
+    folded = " ".join(key.split()).casefold()
+    if not folded or len(folded) > 200:
+        return []
+    by_spelling: dict[str, list[str]] = {}
+    for known_key in sorted(set(known) - {ROOT}):
+        for spelling in {known_key.casefold(), display_name(known_key).casefold()}:
+            by_spelling.setdefault(spelling, []).append(known_key)
+    exact = by_spelling.get(folded)
+    if exact:
+        return exact[:limit]
+    close = difflib.get_close_matches(folded, by_spelling, n=limit, cutoff=0.75)
+    return list(dict.fromkeys(k for spelling in close for k in by_spelling[spelling]))[:limit]
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull
 from crawler.revisits import mark_due, next_revisit_at
 from crawler.settings import CrawlSettings
-from crawler.taxonomy import clean_keywords, load_keywords, save_keywords
+from crawler.taxonomy import TOPICS_LISTED_API, clean_keywords, load_keywords, save_keywords, unknown_topic
 from node.config import Config, ConfigError, load_config
 from node.datadir import DataDir, write_atomically
 from node.events import EventBus
@@ -784,10 +784,9 @@ class NodeService:
 
     async def require_topic(self, key: str) -> None:
         """404 naming where the topic keys are listed, for the CLI's users and the API's alike."""
-        if key not in await self.topic_keys():
-            raise not_found(
-                f"no topic {shown(key)}: list topics with `topicswarm topics list` (GET /api/topics)"
-            )
+        known = await self.topic_keys()
+        if key not in known:
+            raise not_found(unknown_topic(key, known, listed=TOPICS_LISTED_API))
 
     async def topics(self) -> dict[str, Any]:
         rows = await self.db(topic_rows)

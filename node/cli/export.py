@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
 def require_topic(repo: Repository, key: str) -> None:
     """An unknown --topic is an error rather than an empty file (a typo would look like no documents)."""
-    from crawler.taxonomy import load_taxonomy
+    from crawler.taxonomy import load_taxonomy, unknown_topic
 
     taxonomy = load_taxonomy(repo)
     if taxonomy is None or key not in taxonomy.topics:
-        raise CliError(f"no topic {key!r}: list topics with `topicswarm topics list`")
+        raise CliError(unknown_topic(key, taxonomy.topics if taxonomy else ()))

@@ -195,22 +195,25 @@ def run_keywords(args: argparse.Namespace) -> int:
 
 
 def _listed_keywords(client: NodeClient, topic: str) -> list[str]:
-    for row in client.topics()["topics"]:
+    from crawler.taxonomy import unknown_topic
+
+    rows = client.topics()["topics"]
+    for row in rows:
         if row["key"] == topic:
             return row["keywords"]
-    raise CliError(_no_topic(topic))
+    raise CliError(unknown_topic(topic, [row["key"] for row in rows]))
 
 
 def _stored_keywords(data: DataDir, topic: str, words: list[str] | None) -> list[str]:
     """The topic's keywords in the repository, replaced by `words` first when given."""
     from crawler.errors import TaxonomyError
-    from crawler.taxonomy import clean_keywords, load_keywords, load_taxonomy, save_keywords
+    from crawler.taxonomy import clean_keywords, load_keywords, load_taxonomy, save_keywords, unknown_topic
 
     repo = _open_imported(data)
     try:
         taxonomy = load_taxonomy(repo)
         if taxonomy is None or topic not in taxonomy.topics:
-            raise CliError(_no_topic(topic))
+            raise CliError(unknown_topic(topic, taxonomy.topics if taxonomy else ()))
         if words is not None:
             try:
                 save_keywords(repo, topic, clean_keywords(words))
@@ -226,7 +229,3 @@ def _open_imported(data: DataDir) -> Repository:
     if not data.repository.exists():
         raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
     return open_repository(data.repository)
-
-
-def _no_topic(topic: str) -> str:
-    return f"no topic {topic!r}: list topics with `topicswarm topics list`"

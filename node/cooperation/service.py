@@ -52,7 +52,7 @@ import trio
 
 from crawler.focus import HARVESTING
 from crawler.repository import MAX_ROW_ID, Repository, RepositoryError
-from crawler.taxonomy import OTHERS
+from crawler.taxonomy import OTHERS, TOPICS_LISTED_API, unknown_topic
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
     correctness_covariance,
@@ -791,8 +791,9 @@ class Cooperation:
             loss = float(previous["loss"]) if previous else self.settings.default_loss
         if not 0.0 <= loss < 1.0 or (error_goal is not None and not 0.0 < error_goal < 1.0):
             raise ValueError("loss must lie in [0, 1) and error_goal in (0, 1)")
-        if topic not in await self.topics():
-            raise KeyError(f"no topic {topic!r}: list topics with GET /api/topics")
+        known = await self.topics()
+        if topic not in known:
+            raise KeyError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
         if await self.local_model(topic) is None:
             await self.refresh_local_models(now=True)
         community = self.community(topic)[: self.settings.max_meta_peers - 1]
@@ -1081,8 +1082,9 @@ class Cooperation:
         k = k or self.settings.cluster_k
         if not 2 <= k <= 32:
             raise ValueError("k must lie in [2, 32]")
-        if topic not in await self.topics():
-            raise KeyError(f"no topic {topic!r}: list topics with GET /api/topics")
+        known = await self.topics()
+        if topic not in known:
+            raise KeyError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
         models = []
         for peer in self.community(topic):
             try:

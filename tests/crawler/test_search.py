@@ -122,6 +122,8 @@ def test_a_filter_topic_the_repository_does_not_hold_is_named_as_unknown(repo):
     store_taxonomy(repo, parse_bookmarks(BOOKMARKS_WITH_DATABASES))
     with pytest.raises(SearchError, match="no topic 'Nope': list topics with `topicswarm topics list`"):
         ranked_search(repo, "vacuum", topic="Nope")
+    with pytest.raises(SearchError, match=r"no topic 'databases' \(did you mean 'Databases'\?\)"):
+        ranked_search(repo, "vacuum", topic="databases")
     assert ranked_search(repo, "vacuum", topic="Databases", verdict="any").hits == ()  # known, no page in it
 
 

@@ -16,6 +16,8 @@ def test_export_of_an_unknown_topic_names_where_topics_are_listed(tmp_path, caps
     assert main(["export", "--data", data, "--format", "csv", "--out", str(out), "--topic", "Nope"]) == 2
     assert "no topic 'Nope': list topics with `topicswarm topics list`" in capsys.readouterr().err
     assert not out.exists()
+    assert main(["export", "--data", data, "--format", "csv", "--out", str(out), "--topic", "databases"]) == 2
+    assert "no topic 'databases' (did you mean 'Databases'?)" in capsys.readouterr().err
     assert main(["export", "--data", data, "--format", "csv", "--out", str(out), "--topic", "Databases"]) == 0
     assert capsys.readouterr().out.startswith("wrote 0 rows")
 

@@ -98,7 +98,8 @@ def test_the_cli_shows_sets_and_clears_keywords_without_a_node(tmp_path, capsys)
     cleared = keywords_cli(capsys, data, "Databases", "--clear")
     assert cleared[1].startswith("Databases: no indicator keywords")
     code, said = keywords_cli(capsys, data, "Databasse", "x")
-    assert code == 2 and "no topic 'Databasse': list topics with `topicswarm topics list`" in said
+    meant = "no topic 'Databasse' (did you mean 'Databases'?): list topics with `topicswarm topics list`"
+    assert code == 2 and meant in said
     code, said = keywords_cli(capsys, data, "Databases", *["w"] * 101)
     assert code == 2 and "at most 100 keywords a topic" in said
 
