@@ -166,6 +166,25 @@ def test_output_is_identical_to_the_per_node_walk(case):
         assert got[name] == expected, name
 
 
+def test_space_between_elements_separates_words_and_a_block_starts_a_line():
+    # LaTeX2HTML writes "Previous:</B> <A>Yerrorlines</A> &nbsp; <B><A>Index</A>": two words, not one
+    html = b"""<p><b>Previous:</b> <a href="/y">Yerrorlines</a> &nbsp; <b><a href="/i">Index</a></b></p>
+    <strong>Subsections</strong><ul><li>Surface plots</ul>x<span>y</span><div>z</div>"""
+    page = parse_html(html, BASE)
+    assert page.text == "Previous: Yerrorlines Index\nSubsections\nSurface plots\nxy\nz"
+    assert "" not in page.leaves[:3]  # whitespace is no leaf: the apprentice's offsets are unchanged
+
+
+def test_a_navigation_class_or_id_leaves_the_panel_out_of_the_text_but_keeps_its_links():
+    html = b"""<div CLASS="navigation top"><a href="/n"><img alt="next"></a> <b>Next:</b>
+    <a href="/n">Plots</a></div><ul id="Breadcrumbs"><li><a href="/">Home</a></ul>
+    <div class="main-nav">Main text</div><div class="navigational">More text</div>"""
+    page = parse_html(html, BASE)
+    assert page.text == "Main text\nMore text"  # whole names only: "main-nav" is not a panel
+    assert [link.anchor_text for link in page.links] == ["", "Plots", "Home"]
+    assert "Next:" in page.leaves and "Home" in page.leaves
+
+
 def test_block_ends_are_line_breaks_so_a_menu_outside_nav_is_a_run_of_short_lines():
     # previews (crawler.preview.passages) tell menu lines from sentences by this line structure
     html = b"""<html><body><div class="menu"><ul><li><a href="/">Home</a><li><a href="/about">About</a>
