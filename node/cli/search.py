@@ -12,6 +12,7 @@ from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
 from node.cli.common import CliError, add_data_arg, count, data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
+from node.wording import counted
 
 if TYPE_CHECKING:  # searched straight from the repository only when no node runs: the API answers otherwise
     from crawler.repository import Repository
@@ -104,31 +105,44 @@ def run(args: argparse.Namespace) -> int:
     args.query = " ".join(args.query)  # `search sql join` reads as `search "sql join"`
     client = node_client_or_none(data_dir(args))
     if client is not None:
-        answer = _search_through(client, args)
+        with api_errors(), client:
+            answer = _search_through(client, args)
+            if _narrowed_to_nothing(answer, args):
+                answer["widened_total"] = _search_through(client, widened(args))["total"]
     else:
         repo = open_crawled_repository(args)
         try:
             answer = search_from_args(repo, args).to_api()
+            if _narrowed_to_nothing(answer, args):
+                answer["widened_total"] = search_from_args(repo, widened(args), previews=False).total
         finally:
             repo.close()
     print_hits(answer, args)
     return 0
 
 
+def _narrowed_to_nothing(answer: dict, args: argparse.Namespace) -> bool:
+    return not answer["total"] and not args.json and bool(narrowing_filters(args))
+
+
+def widened(args: argparse.Namespace) -> argparse.Namespace:
+    """The same search with no filter, to tell a user whose filters left nothing whether any page matches."""
+    return argparse.Namespace(**{**vars(args), "topic": None, "origin": "any", "verdict": "any", "limit": 0})
+
+
 def _search_through(client: NodeClient, args: argparse.Namespace) -> dict:
-    with api_errors(), client:
-        return client.search(
-            args.query,
-            topic=args.topic,
-            include_descendants=not args.exact_topic,
-            origin=args.origin,
-            verdict=args.verdict,
-            limit=args.limit,
-            offset=args.offset,
-            weights=args.weights,
-            user=args.user,
-            syntax="fts5" if args.fts else "plain",
-        )
+    return client.search(
+        args.query,
+        topic=args.topic,
+        include_descendants=not args.exact_topic,
+        origin=args.origin,
+        verdict=args.verdict,
+        limit=args.limit,
+        offset=args.offset,
+        weights=args.weights,
+        user=args.user,
+        syntax="fts5" if args.fts else "plain",
+    )
 
 
 def print_hits(answer: dict, args: argparse.Namespace) -> None:
@@ -142,7 +156,7 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         print(f"none of {answer['total']} results shown with --offset {args.offset} --limit {args.limit}")
         return
     if not hits:
-        print(no_hits_text(args))
+        print(no_hits_text(args, answer.get("widened_total")))
         return
     if answer.get("prefix"):
         print(prefix_note(args.query, "these results include"))
@@ -161,9 +175,21 @@ def prefix_note(query: str, shown: str) -> str:
     return f"few pages have the words {query!r}; {shown} words that start with them"
 
 
-def no_hits_text(args: argparse.Namespace) -> str:
+def no_hits_text(args: argparse.Namespace, widened_total: int | None = None) -> str:
     """No hits, with the filters that narrowed the search and how to widen them (a bare "no hits" left a
-    user of `--origin pooled` on an offline node, or of the default verdict filter, guessing)."""
+    user of `--origin pooled` on an offline node, or of the default verdict filter, guessing), unless
+    the search without them (`widened_total`) found nothing either: then no filter is to blame."""
+    narrowing = narrowing_filters(args)
+    if not narrowing:
+        return f"no hits for {args.query!r}"
+    if widened_total == 0:
+        return f"no hits for {args.query!r}: no page or pooled result here matches it, whatever the filters"
+    found = f"; {counted(widened_total, 'result')} without them" if widened_total else ""
+    return f"no hits for {args.query!r} with {', '.join(narrowing)}{found}"
+
+
+def narrowing_filters(args: argparse.Namespace) -> list[str]:
+    """The filters of the search that leave pages out, each with how to widen it."""
     narrowing = []
     if args.topic:
         narrowing.append(f"--topic {args.topic}")
@@ -171,7 +197,7 @@ def no_hits_text(args: argparse.Namespace) -> str:
         narrowing.append(f"--origin {args.origin} (try --origin any)")
     if args.verdict != "any":
         narrowing.append(f"--verdict {args.verdict} (try --verdict any)")
-    return f"no hits for {args.query!r}" + (f" with {', '.join(narrowing)}" if narrowing else "")
+    return narrowing
 
 
 def render(preview: str, bold: bool) -> str:

@@ -36,20 +36,36 @@ def test_search_before_anything_was_crawled_names_the_node_command(tmp_path, cap
 @pytest.mark.parametrize(
     ("options", "said"),
     [
-        ([], "no hits for 'sql join' with --verdict accepted (try --verdict any)"),
-        (["--verdict", "any"], "no hits for 'sql join'"),
+        ([], "no hits for 'sql join' with --verdict accepted (try --verdict any); 1 result without them"),
         (
             ["--origin", "pooled", "--topic", "Databases"],
             "no hits for 'sql join' with --topic Databases, --origin pooled (try --origin any), "
-            "--verdict accepted (try --verdict any)",
+            "--verdict accepted (try --verdict any); 1 result without them",
         ),
     ],
 )
 def test_an_empty_answer_names_the_filters_that_narrowed_it(tmp_path, capsys, options, said):
-    Repository(tmp_path / "repository.db").close()
+    from crawler.repository import StoredPage
+    from crawler.search import text_document
+
+    rejected = text_document(
+        "http://h.test/j", "Joins", "An sql join.", topic=None, confidence=0.0, accepted=False
+    )
+    with Repository(tmp_path / "repository.db") as repo, repo.transaction():
+        repo.insert_page(StoredPage(rejected))  # a page no topic accepted
     capsys.readouterr()
     assert main(["search", "sql", "join", "--data", str(tmp_path), *options]) == 0
     assert capsys.readouterr().out.strip() == said
+
+
+def test_an_empty_answer_blames_no_filter_when_no_page_matches_at_all(tmp_path, capsys):
+    Repository(tmp_path / "repository.db").close()
+    capsys.readouterr()
+    assert main(["search", "sql", "join", "--data", str(tmp_path), "--origin", "local"]) == 0
+    said = capsys.readouterr().out.strip()
+    assert said == "no hits for 'sql join': no page or pooled result here matches it, whatever the filters"
+    assert main(["search", "sql", "join", "--data", str(tmp_path), "--verdict", "any"]) == 0
+    assert capsys.readouterr().out.strip() == "no hits for 'sql join'"  # no filter: nothing else to say
 
 
 @pytest.mark.parametrize(("offset", "limit"), [(40, 10), (0, 0)])

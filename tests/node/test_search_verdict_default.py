@@ -55,3 +55,20 @@ async def test_api_search_shows_accepted_pages_unless_any_verdict_is_asked(tmp_p
         service.request_stop()
     assert [h["url"] for h in default["hits"]] == ["http://a.test/kept"] and default["total"] == 1
     assert {h["url"] for h in every["hits"]} == {"http://a.test/kept", "http://b.test/noise"}
+
+
+@pytest.mark.trio
+async def test_an_empty_answer_from_a_running_node_counts_the_results_without_its_filters(tmp_path, capsys):
+    data = DataDir(tmp_path / "node").ensure()
+    store_crawl(data)
+    service = NodeService(data, replace_settings(Config(), node={"metrics_interval": 5.0}), offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        argv = ["search", "--data", str(data.root), "noise", "--origin", "pooled"]
+        assert await trio.to_thread.run_sync(main, argv) == 0
+        service.request_stop()
+    said = capsys.readouterr().out.strip()
+    assert said == (
+        "no hits for 'noise' with --origin pooled (try --origin any), "
+        "--verdict accepted (try --verdict any); 1 result without them"
+    )
