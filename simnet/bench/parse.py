@@ -67,13 +67,14 @@ def page_fields(page) -> dict:
 
 
 def mismatches(pages: list[tuple[str, bytes]], baseline: ModuleType) -> list[str]:
-    """URL and first differing field of every page the two parsers disagree on."""
+    """URL and differing fields of every page the two parsers disagree on, over the fields both have
+    (fields added since the baseline have nothing to be compared with)."""
     out = []
     for url, body in pages:
         old, new = page_fields(baseline.parse_html(body, url)), page_fields(current.parse_html(body, url))
-        if old != new:
-            field = next(name for name in old if old[name] != new.get(name))
-            out.append(f"{url}: {field}")
+        differing = [name for name in old.keys() & new.keys() if old[name] != new[name]]
+        if differing:
+            out.append(f"{url}: {', '.join(sorted(differing))}")
     return out
 
 
