@@ -87,7 +87,11 @@ class NodeLink:
     ) -> SearchResults:
         answer = await self.client.search(q, topic=topic, origin=origin, verdict=verdict, limit=limit)
         hits = tuple(Hit.from_json(h) for h in answer.get("hits", []))
-        return SearchResults(q, hits, int(answer.get("total", len(hits))), answer.get("prefix") is True)
+        total = int(answer.get("total", len(hits)))
+        widened_total = None
+        if not total and (topic or origin != "any" or verdict != "any"):  # filters to blame, or not?
+            widened_total = int((await self.client.search(q, verdict="any", limit=0)).get("total", 0))
+        return SearchResults(q, hits, total, answer.get("prefix") is True, widened_total)
 
     async def document(self, doc_id: int) -> Document:
         return Document.from_json(await self.client.document(doc_id))

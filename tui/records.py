@@ -235,6 +235,7 @@ class SearchResults:
     hits: tuple[Hit, ...]
     total: int
     prefix: bool = False  # few pages had the words whole: the hits include words they start
+    widened_total: int | None = None  # no hits: the results without the filters (None: not asked)
 
 
 @dataclass(frozen=True)

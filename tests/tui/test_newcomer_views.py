@@ -375,8 +375,8 @@ class PrefixSearchLink(StandInLink):
     """Finds "postgres" only as the start of a word (PostgreSQL), and nothing else."""
 
     async def search(self, q: str, **options) -> SearchResults:
-        if q != "postgres":
-            return SearchResults(q, (), 0)
+        if q != "postgres":  # the link counts the results without the filters: 3 with "xyzzy", none else
+            return SearchResults(q, (), 0, widened_total=3 if q == "xyzzy" else 0)
         hit = Hit(4, URL, "PostgreSQL roles", "Databases", 0.93, "local", ("local",), 1.9, "", "")
         return SearchResults(q, (hit,), 1, prefix=True)
 
@@ -391,7 +391,14 @@ async def test_results_say_when_the_words_matched_as_starts_and_which_filters_na
         await pilot.press("slash", *"xyzzy", "enter")
         pane = app.screen.query_one("#preview", Static)
         await settle(pilot, lambda: "nothing found" in str(pane.content))
-        assert str(pane.content) == "nothing found for “xyzzy” with the verdict filter (try any verdict)"
+        assert str(pane.content) == (
+            "nothing found for “xyzzy” with the verdict filter (try any verdict); 3 results without them"
+        )
+        await pilot.press("slash", *"nowhere", "enter")
+        await settle(pilot, lambda: "nowhere" in str(pane.content))
+        assert str(pane.content) == (
+            "nothing found for “nowhere”: no page or pooled result here matches it, whatever the filters"
+        )
 
 
 class PooledResultLink(StandInLink):

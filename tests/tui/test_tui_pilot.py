@@ -14,6 +14,7 @@ from node.datadir import DataDir
 from tests.waiting import wait_until
 from tui.app import TopicSwarmApp
 from tui.messages import FeedbackSent, ResultsFetched
+from tui.records import SearchResults
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.help import HelpScreen
 from tui.screens.meta import MetaScreen
@@ -54,6 +55,13 @@ async def search(pilot, app, words: str) -> None:
     await pilot.press("slash", *words, "enter")
 
 
+async def searched(pilot, app, words: str, messages: list) -> SearchResults:
+    """The results of searching `words` on the Results screen, as the node answered them."""
+    await search(pilot, app, words)
+    await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
+    return next(m for m in messages if isinstance(m, ResultsFetched)).results
+
+
 async def test_every_screen_is_reachable_by_keys(node_data):
     app = TopicSwarmApp(node_data.root)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,9 +99,7 @@ async def test_search_finds_a_known_page(node_data, fixture_web):
     messages: list = []
     app = TopicSwarmApp(node_data.root)
     async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
-        await search(pilot, app, "postgresql documentation")
-        await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
-        results = next(m for m in messages if isinstance(m, ResultsFetched)).results
+        results = await searched(pilot, app, "postgresql documentation", messages)
         sites = {getattr(fixture_web.site_of_url(hit.url), "name", None) for hit in results.hits}
         assert "postgresql" in sites
         assert app.screen.query_one(DataTable).row_count == len(results.hits) > 0
@@ -102,13 +108,21 @@ async def test_search_finds_a_known_page(node_data, fixture_web):
         assert results.hits[0].url in str(app.screen.query_one("#preview").content)
 
 
+async def test_words_no_page_holds_are_not_blamed_on_the_filters(node_data):
+    messages: list = []
+    app = TopicSwarmApp(node_data.root)
+    async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
+        results = await searched(pilot, app, "zyzzyva qoph", messages)
+        assert (results.total, results.widened_total) == (0, 0)  # asked again without the verdict filter
+        pane = app.screen.query_one("#preview", Static)
+        await settle(pilot, lambda: "whatever the filters" in str(pane.content))
+
+
 async def test_marking_a_result_reaches_the_node(node_data):
     messages: list = []
     app = TopicSwarmApp(node_data.root)
     async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
-        await search(pilot, app, "postgresql")
-        await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
-        hit = next(m for m in messages if isinstance(m, ResultsFetched)).results.hits[0]
+        hit = (await searched(pilot, app, "postgresql", messages)).hits[0]
         await pilot.press("minus")
         await settle(pilot, lambda: any(isinstance(m, FeedbackSent) for m in messages))
     with NodeClient.from_data_dir(node_data) as client:
@@ -122,9 +136,7 @@ async def test_fetching_a_result_again_makes_the_node_revisit_it(node_data):
         before = client.status()["crawl"]["revisits"]["fetched"]
     app = TopicSwarmApp(node_data.root)
     async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
-        await search(pilot, app, "postgresql")
-        await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
-        hit = next(m for m in messages if isinstance(m, ResultsFetched)).results.hits[0]
+        hit = (await searched(pilot, app, "postgresql", messages)).hits[0]
         assert hit.is_local  # the node crawled alone
         await pilot.press("f")
         await settle(pilot, lambda: any(hit.url in n.message for n in app._notifications))

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Input, Select, Static
 
+from node.wording import counted
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
 from tui.records import Document, Hit, SearchResults
 from tui.screens.base import NodeScreen
@@ -244,6 +245,8 @@ class ResultsScreen(NodeScreen):
         status = self.swarm.telemetry.status
         if status is not None and status.local_documents + status.pooled_documents == 0:
             return f"{found}: the node holds no pages yet (the Topics screen, 2, imports bookmarks with i)"
+        if self.results.widened_total == 0:
+            return f"{found}: no page or pooled result here matches it, whatever the filters"
         narrowing = []
         if self.query_one("#topic-filter", Select).value != ALL_TOPICS:
             narrowing.append("the topic filter (try all topics)")
@@ -251,7 +254,9 @@ class ResultsScreen(NodeScreen):
             narrowing.append("the origin filter (try any origin)")
         if self.query_one("#verdict-filter", Select).value != "any":
             narrowing.append("the verdict filter (try any verdict)")
-        return found + (f" with {' and '.join(narrowing)}" if narrowing else "")
+        widened = self.results.widened_total
+        without = f"; {counted(widened, 'result')} without them" if widened else ""
+        return found + (f" with {' and '.join(narrowing)}{without}" if narrowing else "")
 
     def _cells(self, hit: Hit) -> tuple[str | Text, ...]:
         mark = {True: "✔ ", False: "✘ "}.get(self.feedback_given.get(hit.doc_id), "")  # type: ignore[call-overload]
