@@ -98,8 +98,12 @@ _ATTRIBUTE_TAGS = frozenset(
     {"a", "img", "div", "ul", "ol", "section", "aside", "header", "footer", "span", "table"}
 )
 _LINK_TAGS = frozenset({"a", "img"})  # elements whose attributes the walk reads (href, rel, title, alt)
+# Phrasing elements, which browsers run together with the text beside them ("<code>d</code><var>xxx</var>"
+# is R's dxxx): only the whitespace around them separates words. Any other element starts with a space.
 _INLINE = frozenset(
     {"span", "a", "b", "i", "em", "strong", "code", "small", "sub", "sup", "abbr", "cite", "kbd"}
+    | {"var", "samp", "tt", "mark", "q", "u", "s", "font", "time", "label", "del", "ins", "dfn", "big"}
+    | {"bdi", "bdo", "data", "nobr"}
 )
 _REFRESH_URL = re.compile(r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['"]?([^'"]*)['"]?\s*$""", re.IGNORECASE)
 _BINARY_SNIFF = 1024

@@ -175,6 +175,11 @@ def test_space_between_elements_separates_words_and_a_block_starts_a_line():
     assert "" not in page.leaves[:3]  # whitespace is no leaf: the apprentice's offsets are unchanged
 
 
+def test_phrasing_elements_run_together_with_the_text_beside_them_as_a_browser_shows_them():
+    html = b"<p>The <code>d</code><var>xxx</var> functions, H<sub>2</sub>O, <tt>ls</tt>-l, x<q-x>y</q-x>"
+    assert parse_html(html, BASE).text == "The dxxx functions, H2O, ls-l, x y"  # an unknown element: a space
+
+
 def test_a_panel_named_navigation_by_class_only_keeps_its_words_as_text():
     # LaTeX2HTML's panel names the sections above and beside the page: topical words a short page needs
     html = b"""<div class="navigation"><b>Up:</b> <a href="/u">Plotting styles</a></div><p>Bars.</p>
