@@ -261,11 +261,14 @@ def _check_topic(repo: Repository, topic: str) -> None:
     """A filter topic the repository's topics do not hold is an error: it found nothing, and the answer
     advised widening the verdict. (A crawl without topics has nothing to check against.)"""
     try:
-        known = [key for (key,) in repo.db.execute("SELECT key FROM topics")]
+        known, found = repo.db.execute(
+            "SELECT count(*), count(*) FILTER (WHERE key = ?) FROM topics", [topic]
+        ).fetchone()
     except sqlite3.OperationalError:  # no topics table: nothing was ever imported
         return
-    if known and topic not in known:
-        raise SearchError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
+    if known and not found:  # only now every key, for the ones the user may have meant
+        keys = [key for (key,) in repo.db.execute("SELECT key FROM topics")]
+        raise SearchError(unknown_topic(topic, keys, listed=TOPICS_LISTED_API))
 
 
 def ranked_search(

@@ -18,6 +18,14 @@ def counted(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
+NOTHING_MATCHES = "no page or pooled result here matches it, whatever the filters"
+
+
+def without_filters(results: int | None) -> str:
+    """What a search whose filters left nothing finds without them (`None`: not asked, 0: nothing)."""
+    return f"; {counted(results, 'result')} without them" if results else ""
+
+
 def crawl_answer_text(answer: dict[str, Any], topic: str | None) -> str:
     """The state set, the requests in flight a pause lets finish or a stop cancelled, and why the crawl
     will not move when it will not (the whole crawl held while a topic was started, the page limit

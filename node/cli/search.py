@@ -12,7 +12,7 @@ from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
 from node.cli.common import CliError, add_data_arg, count, data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
-from node.wording import counted
+from node.wording import NOTHING_MATCHES, without_filters
 
 if TYPE_CHECKING:  # searched straight from the repository only when no node runs: the API answers otherwise
     from crawler.repository import Repository
@@ -183,9 +183,8 @@ def no_hits_text(args: argparse.Namespace, widened_total: int | None = None) -> 
     if not narrowing:
         return f"no hits for {args.query!r}"
     if widened_total == 0:
-        return f"no hits for {args.query!r}: no page or pooled result here matches it, whatever the filters"
-    found = f"; {counted(widened_total, 'result')} without them" if widened_total else ""
-    return f"no hits for {args.query!r} with {', '.join(narrowing)}{found}"
+        return f"no hits for {args.query!r}: {NOTHING_MATCHES}"
+    return f"no hits for {args.query!r} with {', '.join(narrowing)}{without_filters(widened_total)}"
 
 
 def narrowing_filters(args: argparse.Namespace) -> list[str]:

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Input, Select, Static
 
-from node.wording import counted
+from node.wording import NOTHING_MATCHES, without_filters
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
 from tui.records import Document, Hit, SearchResults
 from tui.screens.base import NodeScreen
@@ -246,7 +246,7 @@ class ResultsScreen(NodeScreen):
         if status is not None and status.local_documents + status.pooled_documents == 0:
             return f"{found}: the node holds no pages yet (the Topics screen, 2, imports bookmarks with i)"
         if self.results.widened_total == 0:
-            return f"{found}: no page or pooled result here matches it, whatever the filters"
+            return f"{found}: {NOTHING_MATCHES}"
         narrowing = []
         if self.query_one("#topic-filter", Select).value != ALL_TOPICS:
             narrowing.append("the topic filter (try all topics)")
@@ -254,8 +254,7 @@ class ResultsScreen(NodeScreen):
             narrowing.append("the origin filter (try any origin)")
         if self.query_one("#verdict-filter", Select).value != "any":
             narrowing.append("the verdict filter (try any verdict)")
-        widened = self.results.widened_total
-        without = f"; {counted(widened, 'result')} without them" if widened else ""
+        without = without_filters(self.results.widened_total)
         return found + (f" with {' and '.join(narrowing)}{without}" if narrowing else "")
 
     def _cells(self, hit: Hit) -> tuple[str | Text, ...]:
