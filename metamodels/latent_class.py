@@ -18,8 +18,8 @@ once. Where a crawl holds a third group between the topic and the rest (another 
 a small one on the fixture web), two classes are the wrong model and the fit can merge that group with
 the topic (a Sysadmin filter at 0.20 where the Platt scaler alone had 1.00); neither more components
 chosen by BIC (devweb 0.955 -> 0.896) nor bounding the topic's share by the crawler's own filing fixed it.
-The node's filtering does, by weighing each topic's score against its sibling topics' claims
-(`metamodels.restrictive.sibling_margins`): that filter rose to 0.83.
+The node's filtering does, by weighing each topic's score against its rival topics' claims
+(`metamodels.restrictive.rival_margins`): that filter rose to 0.83.
 """
 
 from __future__ import annotations

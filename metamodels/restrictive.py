@@ -4,8 +4,9 @@ A restrictive method decides on a subset S of the documents U and abstains on U 
 loss = |U - S| / |U|, error = the fraction of wrong decisions within S, accuracy = 1 - error.
 Two forms: loss-targeted (dismiss the L fraction of documents with the lowest confidence, 3.2.1) and
 threshold (keep d in topic T if conf(d) > thresholdFactor * avg conf of T's training documents, 3.2.2).
-A node filters a topic's documents by the topic's confidence less its sibling topics' strongest claim
-(`sibling_margins`): a document is one topic's.
+A node filters a topic's documents by the topic's confidence less its rival topics' strongest claim
+(`rival_margins`; the node's rivals of a topic are its siblings and those of the topics above it): a
+document is one topic's.
 Filtering a topic tree runs bottom-up; documents a topic does not accept move to its parent, and at the
 root to "Miscellaneous".
 """
@@ -47,25 +48,25 @@ def loss_targeted_decisions(scores: np.ndarray | Sequence[float], loss: float) -
     return decisions
 
 
-def sibling_margins(scores: np.ndarray | Sequence[float], siblings: Sequence[np.ndarray]) -> np.ndarray:
-    """A topic's signed confidences less, per document, the strongest claim a sibling topic makes on it
+def rival_margins(scores: np.ndarray | Sequence[float], rivals: Sequence[np.ndarray]) -> np.ndarray:
+    """A topic's signed confidences less, per document, the strongest claim a rival topic makes on it
     (a claim is a positive confidence; none counts as 0).
 
-    A document belongs to one topic of a level (the thesis files it in one), so a sibling's claim is
+    A document belongs to one topic (the thesis files it in one), so a rival's claim is
     evidence against this topic: a stronger one turns acceptance into rejection, a weaker one lowers the
     confidence and so makes the document one loss-targeted filtering dismisses first. Without it each
     topic is filtered one-vs-rest alone, and a topic's two-class model of a crawl that holds another of
     the node's topics can take that topic for its own. All scores must be on one scale (`meta_scores`).
     """
     values = np.asarray(scores, dtype=float).reshape(-1)
-    if not siblings:
+    if not rivals:
         return values
-    rivals = np.column_stack([np.asarray(s, dtype=float).reshape(-1) for s in siblings])
-    if rivals.shape[0] != values.shape[0]:
-        raise MetaInputError(f"{rivals.shape[0]} sibling scores for {values.shape[0]} documents")
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(rivals))):
+    claims = np.column_stack([np.asarray(s, dtype=float).reshape(-1) for s in rivals])
+    if claims.shape[0] != values.shape[0]:
+        raise MetaInputError(f"{claims.shape[0]} rival scores for {values.shape[0]} documents")
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(claims))):
         raise MetaInputError("scores contain NaN or infinity")
-    return values - np.maximum(rivals.max(axis=1), 0.0)
+    return values - np.maximum(claims.max(axis=1), 0.0)
 
 
 def confidence_threshold(

@@ -8,7 +8,9 @@ restricted to the feature space its parent stores: the union of the top-MI featu
 normalised confidence wins if it exceeds the threshold, the document holds at least N_w of the node's
 features, and, when the child has indicator keywords, at least `min_indicators` of them. A document that
 stays at the root is rejected. A node that is the only child and has no negatives of its own inherits its
-parent's competitors, so a single-topic taxonomy needs an OTHERS folder at the root.
+parent's competitors, and the documents filed in the parent itself, so a single-topic taxonomy needs an
+OTHERS folder at the root. An only child of a folder without documents of its own is then its parent's
+topic: it takes the parent's classifier and feature space, and every page that enters the parent.
 """
 
 from __future__ import annotations
@@ -420,7 +422,7 @@ def train_topic_model(
         siblings = [d_pos[s] for s in children[parent] if s != topic]
         rows = _union([own_neg.get(topic, _NO_ROWS), own_neg.get(parent, _NO_ROWS), *siblings])
         if rows.size == 0 and parent != ROOT:
-            rows = d_neg[parent]
+            rows = _union([d_neg[parent], own_pos.get(parent, _NO_ROWS)])
         rows = np.setdiff1d(rows, d_pos[topic])
         if d_pos[topic].size == 0:
             raise TrainingDataError(f"topic {topic!r} has no training documents")
@@ -430,9 +432,13 @@ def train_topic_model(
                 f" under {parent or 'the root'!r}"
             )
         d_neg[topic] = rows
+    as_parent = {t for t in topics if _trained_as_parent(t, d_pos, d_neg)}
     featurizer = Featurizer(config, idf)
-    spaces = {}
-    for node, kids in children.items():
+    spaces: dict[str, np.ndarray] = {}
+    for node, kids in sorted(children.items()):  # a parent's space before its children's
+        if kids[0] in as_parent:
+            spaces[node] = spaces[parent_of(node)]
+            continue
         keywords = [featurizer.indices_of_words(indicator_words.get(k, ())) for k in kids]
         if settings.full_space_children and len(kids) >= settings.full_space_children:
             rows = _union([d_pos[k] for k in kids] + [d_neg[k] for k in kids])
@@ -442,6 +448,11 @@ def train_topic_model(
         spaces[node] = _union(selected + [np.asarray(k, dtype=np.int64) for k in keywords])
     models, scalers = {}, {}
     for topic in topics:
+        if topic in as_parent:
+            models[topic] = models[parent_of(topic)]
+            if settings.confidence == "platt":
+                scalers[topic] = scalers[parent_of(topic)]
+            continue
         rows = np.concatenate([d_pos[topic], d_neg[topic]])
         y = np.concatenate(
             [np.ones(d_pos[topic].size, dtype=np.int8), np.zeros(d_neg[topic].size, dtype=np.int8)]
@@ -519,6 +530,18 @@ def _normalise_rows(rows_by_topic: Mapping[str, Sequence[int]], n_rows: int) -> 
             raise TrainingDataError(f"rows of topic {topic!r} fall outside the {n_rows} training documents")
         result[key] = np.union1d(result.get(key, _NO_ROWS), array)
     return result
+
+
+def _trained_as_parent(topic: str, d_pos: Mapping[str, np.ndarray], d_neg: Mapping[str, np.ndarray]) -> bool:
+    """Whether the topic's training sets are its parent's: an only child of a folder without documents of
+    its own, with no negatives of either. Trained apart, in the narrower space of its own features, the
+    same documents gave a second, weaker classifier of the same topic that a page had to pass again."""
+    parent = parent_of(topic)
+    return (
+        parent != ROOT
+        and np.array_equal(d_pos[topic], d_pos[parent])
+        and np.array_equal(d_neg[topic], d_neg[parent])
+    )
 
 
 def _subtree_rows(topic: str, own: Mapping[str, np.ndarray], children: Mapping[str, list[str]]) -> np.ndarray:

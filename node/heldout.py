@@ -5,7 +5,7 @@ The cooperation layer's own loss/accuracy curve scores the meta-classifier on th
 the same curve is measured by k-fold cross-validation: for each fold the local member is retrained on the
 other folds, keeps its weight and Platt scaler in the stored meta-classifier, and scores the fold's
 documents; peers' members were trained on their own documents and stay as they are. Documents are scored
-as the node filters them, less the claims of the sibling topics' meta-classifiers (each with its local
+as the node filters them, less the claims of the rival topics' meta-classifiers (each with its local
 member retrained on the same folds): one-vs-rest, a topic's latent class model, whose threshold suits the
 crawl, accepted other topics' bookmarks and the curve read 0.40 where the node's filtering decides them
 right. Each fold's meta-classifier also fits its latent class models again on the node's documents, from
@@ -31,7 +31,7 @@ MIN_PER_CLASS = 2  # labelled documents of each class needed, so every fold trai
 def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = FOLDS) -> dict[str, Any]:
     """{"curve": [{"loss", "accuracy"}], "documents", "folds", "why"}: the stored meta-classifier's
     accuracy by loss on the node's labelled documents, each scored as the node filters
-    (`learning.filtering_scores`, against its sibling topics' meta-classifiers) by meta-classifiers whose
+    (`learning.filtering_scores`, against its rival topics' meta-classifiers) by meta-classifiers whose
     local members did not train on it; an empty curve with `why` when it cannot be measured."""
     from node.cooperation import learning, store
 
@@ -45,13 +45,13 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
         counts = f"{data.positives} in the topic, {data.negatives} outside"
         return unmeasured(n, folds, f"too few labelled documents ({counts})")
     stored = {topic: _parsed(row)}
-    for sibling in learning.sibling_topics(topic, store.meta_topics(repo)):
-        if (sibling_row := store.load_meta(repo, sibling)) is not None and sibling_row.get("model"):
-            stored[sibling] = _parsed(sibling_row)
+    for rival in learning.rival_topics(topic, store.meta_topics(repo)):
+        if (rival_row := store.load_meta(repo, rival)) is not None and rival_row.get("model"):
+            stored[rival] = _parsed(rival_row)
     labels = {t: learning.topic_labels(rows, t) for t in stored}
     own = learning.own_documents(repo, featurizer) if any(m.latent for m, _, _ in stored.values()) else None
     built = {t: meta for t, (meta, _, _) in stored.items()}
-    claims = {t: learning.sibling_claims(built, t, own) if own is not None else None for t in stored}
+    claims = {t: learning.rival_claims(built, t, own) if own is not None else None for t in stored}
     scores = np.zeros(n)
     for train, test in learning.fold_splits(n, folds):
         metas = {}
@@ -94,8 +94,8 @@ def _without_test_fold(
 ) -> Any:
     """The meta-classifier with its local member retrained on the training folds (peers' members trained
     on their own documents and stay) and its latent class models fitted again on the node's documents
-    `own`, for the `loss` it was built for (documents a sibling topic `claimed` aside). None when the folds
-    lack a class and the topic is the one measured; a sibling's then keeps its stored local member."""
+    `own`, for the `loss` it was built for (documents a rival topic `claimed` aside). None when the folds
+    lack a class and the topic is the one measured; a rival's then keeps its stored local member."""
     from node.cooperation import learning
 
     if local is None:
@@ -123,7 +123,7 @@ def refitted_latent(
     one that no longer fits, whose classes overlap, or whose positive class takes in most of the fold's
     labelled negatives, is left out, and the local model's own then votes with its labels' threshold
     (`labels_view`). Built for a `loss`, the community's is left out where it accepts more of the node's
-    documents the local model's rejects than that share, those a sibling topic `claimed` aside
+    documents the local model's rejects than that share, those a rival topic `claimed` aside
     (`learning.accepts_beyond_the_loss`), unless the local voter is its labels' threshold
     (`learning.measures_looseness`)."""
     from metamodels.latent_class import fit_latent_class, labels_view

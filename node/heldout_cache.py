@@ -1,6 +1,6 @@
 """Held-out curves measured off the request path, once per meta-classifier version.
 
-A held-out curve (`node.heldout.held_out_curve`) refits a topic's meta-classifier and its siblings' on five
+A held-out curve (`node.heldout.held_out_curve`) refits a topic's meta-classifier and its rivals' on five
 folds: a second or more a topic on a node of a thousand pages, and it ran on the service's one side
 connection, so while the Topics screen asked for every topic's quality, status, search and the crawl's
 bookkeeping waited behind it (one scenario's client gave up on `GET /api/topics` after 30 s). Here each
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 class HeldOutCurves:
     """Curves by topic, each kept with the key of the meta-classifier version it measured (the service's
-    `_curve_key`: its members, build and training curve, and which sibling topics have one)."""
+    `_curve_key`: its members, build and training curve, and which rival topics have one)."""
 
     def __init__(self, repository: Path, featurizer: Callable[[], Any]) -> None:
         self._path = repository

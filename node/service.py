@@ -819,10 +819,10 @@ class NodeService:
         return getattr(self.cooperation, "featurizer", None)
 
     async def _curve_key(self, topic: str, meta: dict[str, Any]) -> str:
-        """What a held-out curve depends on: the topic's meta-classifier, and which siblings have one."""
+        """What a held-out curve depends on: the topic's meta-classifier, and which rival topics have one."""
         from node.cooperation import store
 
-        built = await self.db(store.meta_topics)  # a sibling's new meta-classifier changes the curve too
+        built = await self.db(store.meta_topics)  # a rival's new meta-classifier changes the curve too
         return json.dumps([meta.get("models"), meta.get("build"), meta.get("curve"), built], sort_keys=True)
 
     async def _held_out_quality(self, topic: str) -> dict[str, Any]:

@@ -756,8 +756,9 @@ def run_meta_show(args: argparse.Namespace) -> int:
     print("\n".join(member_lines(answer.get("models") or [])))
     if answer.get("combination"):  # absent from nodes older than the latent class meta-classifier
         print(combination_line(answer["combination"]))
-    if answer.get("sibling_topics"):
-        print(f"  filtered against the claims of its sibling topics: {', '.join(answer['sibling_topics'])}")
+    if answer.get("rival_topics"):
+        rivals = ", ".join(answer["rival_topics"])
+        print(f"  filtered against the claims of the topics it competes with: {rivals}")
     return 0
 
 

@@ -44,7 +44,8 @@ stored nodes, equal on 11, worse on 10 (worst -0.005). Where the local model's v
 the threshold its labels set votes in its place, so a peer's model can make the node abstain, never decide
 otherwise. The agreement weights remain for when no latent class model fits.
 Filtering ranks a topic's documents by `filtering_scores`: the meta confidence less the strongest claim of
-a sibling topic's meta-classifier, as a document is one topic's.
+a rival topic's meta-classifier (`rival_topics`: a sibling of the topic or of a topic above it), as a
+document is one topic's.
 Functions here read the repository and are meant to run in a worker thread.
 """
 
@@ -76,7 +77,7 @@ from metamodels.linear import Calibration, LinearModel, train_linear_svm
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_clustering import apply_models, consensus
 from metamodels.meta_functions import ABSTAIN, ABSTAIN_LABEL, ACCEPT, REJECT, unanimous_confidence
-from metamodels.restrictive import loss_targeted_decisions, sibling_margins
+from metamodels.restrictive import loss_targeted_decisions, rival_margins
 from metamodels.robust import (
     RobustSettings,
     accuracy_weight,
@@ -85,7 +86,7 @@ from metamodels.robust import (
     robust_combine,
     silence_weaker_community,
 )
-from metamodels.topic_model import parent_of
+from metamodels.topic_model import parent_of, topic_prefixes
 
 CURVE_LOSSES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 VERDICTS = {ACCEPT: "accepted", ABSTAIN: "abstained", -1: "rejected"}
@@ -594,8 +595,8 @@ def accepts_most_negatives(voter: LatentClass, log_odds: np.ndarray) -> bool:
 
 def looser_share(local: np.ndarray, community: np.ndarray, claimed: np.ndarray | None = None) -> float:
     """The share of documents the community's latent class model accepts and the local model's rejects,
-    from each one's posterior log-odds on the same documents, leaving out those a sibling topic `claimed`
-    (`sibling_claims`)."""
+    from each one's posterior log-odds on the same documents, leaving out those a rival topic `claimed`
+    (`rival_claims`)."""
     if local.size == 0:
         return 0.0
     looser = (community > 0) & ~(local > 0)
@@ -612,7 +613,7 @@ def accepts_beyond_the_loss(
     unanimous rule dismisses disagreements first, so such a model spends the whole loss on pages the node's
     own model rejects, and every page both accept is decided, the ones the node doubts included: a looser
     model of the topic that takes the node's abstentions instead of making it abstain where it is unsure.
-    Documents a sibling topic `claimed` do not count: filtering weighs a topic against its siblings'
+    Documents a rival topic `claimed` do not count: filtering weighs a topic against its rivals'
     claims (`filtering_margins`), so a disagreement there is a confident rejection, not a dismissal.
     Every peer's Databases model ranked a devweb node's Mathematics pages between its database and
     sysadmin pages, and the community's two classes were the first two against the third: 43% of the crawl
@@ -622,13 +623,13 @@ def accepts_beyond_the_loss(
     return looser_share(local, community, claimed) > loss
 
 
-def sibling_claims(metas: Mapping[str, MetaClassifier], topic: str, X: sp.spmatrix) -> np.ndarray | None:
-    """Which documents of X a sibling topic's meta-classifier accepts (`sibling_topics` among `metas`);
-    None without siblings."""
-    siblings = sibling_topics(topic, metas)
-    if not siblings or X.shape[0] == 0:
+def rival_claims(metas: Mapping[str, MetaClassifier], topic: str, X: sp.spmatrix) -> np.ndarray | None:
+    """Which documents of X a rival topic's meta-classifier accepts (`rival_topics` among `metas`);
+    None without rivals."""
+    rivals = rival_topics(topic, metas)
+    if not rivals or X.shape[0] == 0:
         return None
-    return np.any(np.column_stack([meta_scores(metas[s], X) > 0 for s in siblings]), axis=1)
+    return np.any(np.column_stack([meta_scores(metas[s], X) > 0 for s in rivals]), axis=1)
 
 
 def measures_looseness(local_voter: LatentClass | None) -> bool:
@@ -672,7 +673,7 @@ def latent_meta_classifier(
     a devweb node; now by at most 4.9 and 0.5. On four sets of stored devweb runs the meta means moved by -1.2
     to -0.1 points, on the demo's not at all.) Built for a filtering `loss`, the community's model is left out
     where it accepts more than that share of the node's documents that the local model's rejects, those a
-    sibling topic `claimed` aside (`accepts_beyond_the_loss`), when the local model has a view of its own
+    rival topic `claimed` aside (`accepts_beyond_the_loss`), when the local model has a view of its own
     (`measures_looseness`): on WebKB community nodes it held 40-90% of a topic's crawl on topic where
     3-34% were, and on 52 stored nodes the meta-classifier was below the node alone on 32 (worst -7.1
     points), on 10 with this rule (worst -2.7). Where the community's model is the stricter one (it rejects
@@ -721,7 +722,7 @@ def meta_classifier(
     """Eq. 3.13/3.14 over the members. With the node's own unlabelled documents (`own_documents`), the
     latent class models of the members' views of them (`latent_meta_classifier`, checked against the
     node's `labelled` documents and, for a filtering `loss`, against the local model's rejections that no
-    sibling topic `claimed`: `sibling_claims`); failing that, weighed by `agreement_weights` and combined
+    rival topic `claimed`: `rival_claims`); failing that, weighed by `agreement_weights` and combined
     by the mean of log-odds; else (or when that cannot be estimated) by their measured weights and the
     trimmed mean. When nothing could be measured the local model decides
     alone (weight 1), as a node without peers would."""
@@ -781,27 +782,36 @@ def meta_scores(meta: MetaClassifier, X: sp.spmatrix) -> np.ndarray:
     return robust_combine(meta.responses(X), meta.weights, settings)
 
 
-def sibling_topics(topic: str, topics: Iterable[str]) -> list[str]:
-    """The other topics under the topic's parent (its siblings in the topic tree), sorted."""
-    parent = parent_of(topic)
-    return sorted(t for t in set(topics) if t != topic and parent_of(t) == parent)
+def rival_topics(topic: str, topics: Iterable[str]) -> list[str]:
+    """The topics a page of `topic` could be filed in instead, sorted: its siblings in the topic tree and
+    those of every topic above it. A page of "Science/Mathematics" may be one of "Databases" beside
+    "Science": with its siblings alone an only child had no rival, and one-vs-rest its latent class model
+    could take the pages of the node's other topics."""
+    above = topic_prefixes(topic)
+    levels = {parent_of(t) for t in above}
+    return sorted(t for t in set(topics) if t not in above and parent_of(t) in levels)
+
+
+def rivalled_by(topic: str, topics: Iterable[str]) -> list[str]:
+    """The topics among `topics` that have `topic` for a rival (`rival_topics`), sorted."""
+    return sorted(t for t in set(topics) if topic in rival_topics(t, topics))
 
 
 def filtering_scores(metas: Mapping[str, MetaClassifier], topic: str, X: sp.spmatrix) -> np.ndarray:
     """What restrictive filtering ranks the documents X by for a topic (`filtering_margins` of the
     meta-classifiers' scores)."""
-    scores = {t: meta_scores(metas[t], X) for t in [topic, *sibling_topics(topic, metas)]}
+    scores = {t: meta_scores(metas[t], X) for t in [topic, *rival_topics(topic, metas)]}
     return filtering_margins(scores, topic)
 
 
 def filtering_margins(scores: Mapping[str, np.ndarray], topic: str) -> np.ndarray:
     """A topic's meta confidences (scores: topic -> `meta_scores` of the same documents) less the
-    strongest claim of a sibling topic (`sibling_margins`). One-vs-rest, a topic's latent class model of
-    a crawl holding another of the node's topics can take that topic for its own: on three stored fixture
-    demos the worst topic filter rose from 0.19 to 0.83 (the node alone's from 0.14 to 0.83); on 26 stored
-    devweb runs (104 nodes) the node alone's mean rose by 0.4-0.8 points and the meta-classifier's by
-    0.2-0.6."""
-    return sibling_margins(scores[topic], [scores[s] for s in sibling_topics(topic, scores)])
+    strongest claim of a rival topic (`rival_topics`, `rival_margins`). One-vs-rest, a topic's latent class
+    model of a crawl holding another of the node's topics can take that topic for its own: on three stored
+    fixture demos the worst topic filter rose from 0.19 to 0.83 (the node alone's from 0.14 to 0.83); on 26
+    stored devweb runs (104 nodes) the node alone's mean rose by 0.4-0.8 points and the meta-classifier's
+    by 0.2-0.6."""
+    return rival_margins(scores[topic], [scores[s] for s in rival_topics(topic, scores)])
 
 
 def decision_accuracy(scores: np.ndarray, labels: np.ndarray, loss: float) -> float | None:

@@ -180,7 +180,7 @@ class Cooperation:
         self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
         self._db_limiter = trio.CapacityLimiter(1)
         self._metas: dict[str, MetaClassifier] = {}
-        # topic -> (the meta-classifiers it read: its own and its siblings', loss, |score| cut-off) of the
+        # topic -> (the meta-classifiers it read: its own and its rivals', loss, |score| cut-off) of the
         # last full restrictive filtering
         self._cutoffs: dict[str, tuple[dict[str, MetaClassifier], float, float]] = {}
         # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
@@ -659,7 +659,7 @@ class Cooperation:
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss
         self._built_on[topic] = learning.own_document_count(self._thread_repo())
         unlabelled = learning.own_documents(self._thread_repo(), self.featurizer)
-        claimed = learning.sibling_claims(self._metas, topic, unlabelled)
+        claimed = learning.rival_claims(self._metas, topic, unlabelled)
         meta = learning.meta_classifier(members, unlabelled, data, loss, claimed)
         scores = learning.meta_scores(meta, data.X)
         rows = [
@@ -685,7 +685,7 @@ class Cooperation:
         )
         self._metas[topic] = meta
         verdicts = self._apply(topic, loss)
-        self._reapply_siblings(topic)
+        self._reapply_rivals(topic)
         return {
             "meta": meta,
             "members": members,
@@ -708,15 +708,15 @@ class Cooperation:
         return verdicts
 
     def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:
-        """The meta-classifiers filtering the topic reads: its own and its sibling topics'."""
-        siblings = learning.sibling_topics(topic, self._metas)
-        return {t: self._metas[t] for t in [topic, *siblings]}
+        """The meta-classifiers filtering the topic reads: its own and its rival topics'."""
+        rivals = learning.rival_topics(topic, self._metas)
+        return {t: self._metas[t] for t in [topic, *rivals]}
 
-    def _reapply_siblings(self, topic: str) -> None:
-        """Filter again the sibling topics a new meta-classifier of `topic` competes with."""
-        for sibling in learning.sibling_topics(topic, self._metas):
-            row = store.load_meta(self.repo, sibling)
-            self._apply(sibling, row["loss"] if row else self.settings.default_loss)
+    def _reapply_rivals(self, topic: str) -> None:
+        """Filter again the topics a new meta-classifier of `topic` competes with (`learning.rivalled_by`)."""
+        for rivalled in learning.rivalled_by(topic, self._metas):
+            row = store.load_meta(self.repo, rivalled)
+            self._apply(rivalled, row["loss"] if row else self.settings.default_loss)
 
     def _judge_new(self, topic: str, loss: float) -> None:
         """Verdicts for the topic's documents without one, against the cut-off of the last full
@@ -1001,7 +1001,7 @@ class Cooperation:
             **await self._db(learning.verdict_counts, topic),
             "models": row["members"],
             "combination": learning.combination(row["model"], row["members"] or []),
-            "sibling_topics": learning.sibling_topics(topic, self._metas),
+            "rival_topics": learning.rival_topics(topic, self._metas),
             "build": row["build"],
         }
 

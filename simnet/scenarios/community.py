@@ -22,7 +22,8 @@ with page labels):
 - Filter accuracy: restrictive filtering at loss 0.2 (thesis 3.2.1) of the node's own crawled documents (not
   pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
   is in the topic's target group), ranked as the node filters (`learning.filtering_scores`: the topic's
-  confidence less the strongest claim of a sibling topic's classifier of the same kind), the 20% least
+  confidence less the strongest claim of a rival topic's classifier of the same kind, `learning.rival_topics`,
+  of every topic the node built one for), the 20% least
   confident documents are dismissed, the rest decided by the sign; accuracy = correct / decided,
   micro-averaged over the topics (filter_documents: the labelled documents per topic, filter_decided:
   decisions over all topics; meta_wins/meta_losses: documents the meta-classifier decided right and the local
@@ -276,7 +277,7 @@ def filter_figures(
     labels = np.array([label for label, _ in docs])
     classifiers: dict[str, dict[str, MetaClassifier]] = {"local": {}, "meta": {}, "local_platt": {}}
     members: dict[str, list[dict[str, Any]]] = {}
-    for topic in targets:
+    for topic in sorted(set(targets) | set(store.meta_topics(repo))):  # rivals filter as on the node
         row = store.load_meta(repo, topic) if repo.db["coop_meta"].exists() else None
         if X is None or row is None or not row["model"]:
             continue
@@ -300,7 +301,7 @@ def filter_figures(
     totals = {name: [0, 0] for name in classifiers}
     changed = [0, 0]  # decided right by the meta-classifier but not by the local model, and the reverse
     per_topic: dict[str, Any] = {}
-    for topic in classifiers["meta"]:
+    for topic in (t for t in classifiers["meta"] if t in targets):
         truth = np.where(labels == targets[topic], ACCEPT, -1)
         figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == targets[topic]))}
         right = {}

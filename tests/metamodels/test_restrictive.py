@@ -16,7 +16,7 @@ from metamodels.restrictive import (
     filter_topic_tree,
     loss,
     loss_targeted_decisions,
-    sibling_margins,
+    rival_margins,
     threshold_accepts,
 )
 
@@ -95,15 +95,15 @@ def test_tree_filtering_refuses_cycles():
         filter_topic_tree({"d1": "A"}, {"A": "B", "B": "A"}, lambda topic, docs: [True] * len(docs))
 
 
-def test_a_siblings_stronger_claim_rejects_a_weaker_one_lowers_confidence_and_a_rejection_is_no_claim():
+def test_a_rivals_stronger_claim_rejects_a_weaker_one_lowers_confidence_and_a_rejection_is_no_claim():
     own = [0.8, 0.8, 0.8, -0.5]
-    siblings = [np.array([0.9, 0.3, -0.9, 0.2]), np.array([0.1, -0.4, -0.2, 0.6])]
-    assert sibling_margins(own, siblings).tolist() == pytest.approx([-0.1, 0.5, 0.8, -1.1])
-    assert sibling_margins(own, []).tolist() == own
+    rivals = [np.array([0.9, 0.3, -0.9, 0.2]), np.array([0.1, -0.4, -0.2, 0.6])]
+    assert rival_margins(own, rivals).tolist() == pytest.approx([-0.1, 0.5, 0.8, -1.1])
+    assert rival_margins(own, []).tolist() == own
 
 
-def test_sibling_margins_refuse_scores_that_do_not_line_up_or_are_not_finite():
-    with pytest.raises(MetaInputError, match="2 sibling scores for 3 documents"):
-        sibling_margins([0.1, 0.2, 0.3], [np.array([0.1, 0.2])])
+def test_rival_margins_refuse_scores_that_do_not_line_up_or_are_not_finite():
+    with pytest.raises(MetaInputError, match="2 rival scores for 3 documents"):
+        rival_margins([0.1, 0.2, 0.3], [np.array([0.1, 0.2])])
     with pytest.raises(MetaInputError, match="NaN"):
-        sibling_margins([0.1, 0.2], [np.array([0.1, np.nan])])
+        rival_margins([0.1, 0.2], [np.array([0.1, np.nan])])

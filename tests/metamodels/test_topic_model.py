@@ -142,6 +142,35 @@ def test_only_child_inherits_its_parents_competitors():
     assert model.classify_texts(["theorem lemma proof"])[0].topic == "Science/Math"
 
 
+@pytest.mark.parametrize("confidence", ["mean", "platt"])
+def test_only_child_of_a_folder_without_documents_takes_every_page_its_parent_takes(confidence):
+    # "Science" holds only the folder "Math": the two are one topic, and a page that enters the one
+    # enters the other, however weakly (a second classifier of the same documents in a narrower
+    # feature space used to stop pages at "Science")
+    settings = replace(SETTINGS, confidence=confidence, platt_folds=2)
+    positives = {"Science/Math": POSITIVES["Science/Math"], "Arts": POSITIVES["Arts"]}
+    model = train_topic_model_from_texts(Featurizer(CFG), positives, settings=settings)
+    assert model.models["Science/Math"] == model.models["Science"]
+    texts = [*POSITIVES["Science/Math"], "a lemma", "theorem about a painting", "football"]
+    verdicts = model.classify_texts(texts)
+    for verdict in verdicts:
+        assert verdict.topic in {"", "Arts", "Science/Math"}
+        if verdict.topic == "Science/Math":
+            assert [t for t, _ in verdict.path] == ["Science", "Science/Math"]
+    assert [v.topic for v in verdicts[:4]] == ["Science/Math"] * 4
+    assert TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict()))) == model
+
+
+def test_only_child_of_a_folder_with_documents_is_told_apart_from_them():
+    general = ["physics chemistry biology laboratory experiment", "chemistry laboratory biology experiment"]
+    positives = {"Science": general, "Science/Math": POSITIVES["Science/Math"], "Arts": POSITIVES["Arts"]}
+    model = train_topic_model_from_texts(Featurizer(CFG), positives, settings=SETTINGS)
+    # Math: its 4 positives against the parent's own 2 and the parent's competitors (Arts' 3)
+    assert model.models["Science/Math"].calibration.n_negative == 5
+    verdicts = model.classify_texts(["theorem lemma proof algebra", "biology laboratory experiment"])
+    assert [v.topic for v in verdicts] == ["Science/Math", "Science"]
+
+
 def test_idf_featurizer_is_fitted_and_stored_with_the_model():
     cfg = FeatureConfig(n_features=2**16, idf=True)
     model = train_topic_model_from_texts(Featurizer(cfg), POSITIVES, NEGATIVES, settings=SETTINGS)

@@ -82,7 +82,7 @@ def separable_topics(root, per_topic: int = 30) -> None:
     )
 
 
-def test_held_out_curve_scores_documents_as_the_node_filters_them_against_sibling_topics(tmp_path):
+def test_held_out_curve_scores_documents_as_the_node_filters_them_against_rival_topics(tmp_path):
     # Alpha's scaler accepts everything, as a threshold set on a crawl can; Beta claims its own documents
     separable_topics(tmp_path / "topics")
     with imported_topics(tmp_path) as (repo, featurizer):

@@ -130,8 +130,8 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
 
     class Client:
         def meta(self, topic):
-            siblings = ["Mathematics", "Sysadmin"]
-            return dict(META, models=members, combination=combined, sibling_topics=siblings)
+            rivals = ["Mathematics", "Sysadmin"]
+            return dict(META, models=members, combination=combined, rival_topics=rivals)
 
     monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
     assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
@@ -140,12 +140,14 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
         "voters": [{"models": ["local"], "on_topic_share": None}],
     }
     assert cli_node.combination_line(labels_voter).endswith("own model (its labels' threshold)")
-    combined_line, siblings_line = capsys.readouterr().out.splitlines()[-2:]
+    combined_line, rivals_line = capsys.readouterr().out.splitlines()[-2:]
     assert combined_line == (
         "  combined by: unanimous latent class models: own model (0.310 of the pages on topic); "
         "2 models (0.280 of the pages on topic)"
     )
-    assert siblings_line == "  filtered against the claims of its sibling topics: Mathematics, Sysadmin"
+    assert rivals_line.endswith(
+        "filtered against the claims of the topics it competes with: Mathematics, Sysadmin"
+    )
 
 
 def test_a_new_loss_prints_how_the_meta_classifier_built_again_for_it_combines_its_models(

@@ -460,11 +460,11 @@ async def test_filtering_accepts_a_document_only_where_no_sibling_topic_claims_i
         assert claimed.any()  # the fixture holds documents both topics accept
         assert not (accepted & claimed).any()
         assert accepted.any() and (accepted <= own_accepts).all()
-        assert (await a.meta("Databases"))["sibling_topics"] == ["Mathematics"]
+        assert (await a.meta("Databases"))["rival_topics"] == ["Mathematics"]
 
 
 @pytest.mark.trio
-async def test_a_sibling_topics_new_meta_classifier_filters_the_topic_again(tmp_path):
+async def test_a_rival_topics_new_meta_classifier_filters_the_topic_again(tmp_path):
     async with filtered_node_with_mixed_pages(tmp_path) as (a, path):
         with Repository(path) as repo:
             repo.db.execute("UPDATE documents SET verdict = 'accepted' WHERE topic = 'Databases'")

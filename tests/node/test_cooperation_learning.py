@@ -255,16 +255,17 @@ def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_mo
     assert not learning.accepts_beyond_the_loss(local, community, 0.4, claimed)
 
 
-def test_a_sibling_topics_claims_are_the_documents_its_meta_classifier_accepts(monkeypatch):
+def test_a_rival_topics_claims_are_the_documents_its_meta_classifier_accepts(monkeypatch):
     metas = {"Top/A": "a", "Top/B": "b", "Top/C": "c", "Other/D": "d", "Top/A/Sub": "sub"}
     scores = {"a": [1.0, -1.0, -1.0], "b": [-1.0, 0.5, -1.0], "c": [-1.0, -1.0, 0.0], "d": [-1.0, -1.0, 1.0]}
     monkeypatch.setattr(learning, "meta_scores", lambda meta, X: np.array(scores[meta]))
     X = sp.csr_matrix(np.ones((3, 2)))
-    # siblings of Top/A are Top/B and Top/C (a score of 0 is no claim); Other/D and Top/A/Sub are not
-    assert learning.sibling_claims(metas, "Top/A", X).tolist() == [False, True, False]
-    assert learning.sibling_claims(metas, "Top/B", X).tolist() == [True, False, False]
-    assert learning.sibling_claims(metas, "Other/D", X) is None
-    assert learning.sibling_claims(metas, "Top/A", X[:0]) is None
+    # the rivals of Top/A are Top/B and Top/C (a score of 0 is no claim); Other/D and Top/A/Sub are not
+    assert learning.rival_claims(metas, "Top/A", X).tolist() == [False, True, False]
+    assert learning.rival_claims(metas, "Top/A/Sub", X).tolist() == [False, True, False]
+    assert learning.rival_claims(metas, "Top/B", X).tolist() == [True, False, False]
+    assert learning.rival_claims(metas, "Other/D", X) is None
+    assert learning.rival_claims(metas, "Top/A", X[:0]) is None
 
 
 def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the_loss_has_no_vote(
@@ -284,7 +285,7 @@ def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the
     assert learning.meta_classifier(members, unlabelled).latent == both.latent  # no loss, no check
 
 
-def test_the_pages_sibling_topics_claim_reach_the_looseness_check_of_a_build_and_of_a_held_out_fold(
+def test_the_pages_rival_topics_claim_reach_the_looseness_check_of_a_build_and_of_a_held_out_fold(
     tmp_path, monkeypatch
 ):
     from node.heldout import refitted_latent
@@ -589,12 +590,22 @@ def test_a_meta_build_asks_unmeasured_peers_after_measured_ones_and_never_vetoed
     assert learning.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
 
 
-def test_sibling_topics_share_the_parent_and_exclude_ancestors_and_descendants():
+def test_rival_topics_are_the_siblings_of_the_topic_and_of_every_topic_above_it():
     topics = ["Databases", "Databases/SQL", "Databases/NoSQL", "Databases/SQL/Joins", "Mathematics"]
     topics.append("Other/SQL")
-    assert learning.sibling_topics("Databases/SQL", topics) == ["Databases/NoSQL"]
-    assert learning.sibling_topics("Databases", topics) == ["Mathematics"]
-    assert learning.sibling_topics("Databases/SQL/Joins", topics) == []
+    assert learning.rival_topics("Databases/SQL", topics) == ["Databases/NoSQL", "Mathematics"]
+    assert learning.rival_topics("Databases", topics) == ["Mathematics"]
+    # an only child competes with what its parent competes with, never with its parent or its own subtopics
+    assert learning.rival_topics("Databases/SQL/Joins", topics) == ["Databases/NoSQL", "Mathematics"]
+    assert learning.rival_topics("Other/SQL", topics) == ["Databases", "Mathematics"]
+    assert learning.rivalled_by("Mathematics", topics) == [
+        "Databases",
+        "Databases/NoSQL",
+        "Databases/SQL",
+        "Databases/SQL/Joins",
+        "Other/SQL",
+    ]
+    assert learning.rivalled_by("Databases/NoSQL", topics) == ["Databases/SQL", "Databases/SQL/Joins"]
 
 
 def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu():
