@@ -24,10 +24,11 @@ TIMEOUT = 90.0  # hang guard only
 
 @asynccontextmanager
 async def crawled_fixture_node(
-    tmp_path: Path, config: dict, reason: str = "max_pages"
+    tmp_path: Path, config: dict, reason: str = "max_pages", bookmarks: str | None = None
 ) -> AsyncIterator[tuple[NodeService, AsyncNodeClient]]:
     """A node that crawled the fixture web until its crawl stopped for `reason` (`max_pages`, `exhausted`),
-    and its client; stopped on leaving."""
+    and its client; stopped on leaving. `bookmarks`: a bookmarks file's text in place of the fixture's, its
+    URLs upstream ones as there."""
     data = DataDir(tmp_path / "node")
     service = NodeService(data, parse_config(tomli_w.dumps(config)), offline=True)
     with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
@@ -35,7 +36,7 @@ async def crawled_fixture_node(
             await nursery.start(service.run)
             async with AsyncNodeClient.from_data_dir(data) as client:
                 await client.import_topics(
-                    bookmarks_html=map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+                    bookmarks_html=map_bookmarks(bookmarks or BOOKMARKS.read_text(), web.map_upstream)
                 )
                 await client.crawl("start")
                 while (crawl := (await client.status())["crawl"])["active"] or crawl["reason"] != reason:
