@@ -887,8 +887,13 @@ class ResultSyncResponse(Message):
     def parse(cls, f: _Fields) -> Self:
         topic = f.get("topic", check_topic)
         items = f.get("items", check_seq, MAX_RESULTS, _record(SignedResult))
-        if any(item.result.topic != topic for item in items):
-            raise _fail("bad_value", "result_sync_response.items", "an item belongs to another topic")
+        # an item carries the topic or the subtopic of it its crawler filed it in
+        if any(i.result.topic != topic and not i.result.topic.startswith(topic + "/") for i in items):
+            raise _fail(
+                "bad_value",
+                "result_sync_response.items",
+                "an item belongs to a topic outside the one asked for",
+            )
         return cls(
             topic=topic,
             items=items,

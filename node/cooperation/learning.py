@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from crawler.focus import in_subtree
 from crawler.preview import passages, without_repeated_lines
 from crawler.repository import Repository
 from crawler.search import site_template
@@ -93,10 +94,6 @@ VERDICTS = {ACCEPT: "accepted", ABSTAIN: "abstained", -1: "rejected"}
 ROBUST = RobustSettings()
 KEY_PREFIX, KEY_LENGTH = "#", 7  # a training document's key: "#" + 6 base64url characters (36 bits)
 MIN_AGREEMENT_DOCUMENTS = 30  # documents needed before two models' decisions are compared
-
-
-def in_subtree(topic: str | None, ancestor: str) -> bool:
-    return topic is not None and (topic == ancestor or topic.startswith(ancestor + "/"))
 
 
 @dataclass(frozen=True)

@@ -1205,7 +1205,7 @@ class Cooperation:
                 url=row["url"],
                 title=(row["title"] or "")[:MAX_TITLE_LEN],
                 preview=shown,
-                topic=topic,
+                topic=row["topic"],  # the subtopic it is filed in: the asker files it there too when it can
                 confidence=_short_float(row["confidence"], CONFIDENCE_STEP),
                 fingerprint=row["fingerprint"],
                 origin=self.peer_id,

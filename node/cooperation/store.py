@@ -331,11 +331,16 @@ def cursor_of(repo: Repository, peer: str, topic: str) -> int:
 
 
 def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[CrawlResult], cursor: int) -> int:
-    """Store a peer's results (new URLs as pooled documents, known ones get the peer added to their
-    origins) and advance the cursor, in one transaction; returns how many documents are new."""
+    """Store a peer's results of `topic` (new URLs as pooled documents, known ones get the peer added to
+    their origins) and advance the cursor, in one transaction; returns how many documents are new. A
+    result goes in the subtopic of `topic` the peer filed it in when this node has that topic too: filed
+    under the topic synced, a community's "Science" results took every "Science/Mathematics" page."""
     added = 0
     with repo.transaction() as db:
         ceiling = pooled_confidence_ceiling(db.conn)
+        known = (
+            {row[0] for row in db.conn.execute("SELECT key FROM topics")} if db["topics"].exists() else set()
+        )
         for r in results:
             row = db.conn.execute("SELECT id, origins FROM documents WHERE url = ?", [r.url]).fetchone()
             if row is not None:
@@ -358,7 +363,7 @@ def pool_results(repo: Repository, peer: str, topic: str, results: Sequence[Craw
                     shown_text(r.preview),
                     r.fingerprint,
                     r.fetched_at,
-                    r.topic,
+                    r.topic if r.topic in known else topic,
                     min(max(r.confidence, 0.0), ceiling),
                     r.origin,
                     json.dumps([r.origin]),

@@ -10,10 +10,11 @@ import pytest
 import trio
 
 from crawler.repository import Repository
+from crawler.taxonomy import store_taxonomy
 from node.cooperation import store
 from node.cooperation.service import _HELD_SCAN, CONFIDENCE_STEP, HOLDS_EVERYTHING
 from node.cooperation.settings import CooperationSettings
-from node.cooperation.testing import make_repository, running_nodes
+from node.cooperation.testing import make_repository, running_nodes, synthetic_taxonomy
 from p2p.codec import encode_frame
 from p2p.protocols import RESULTS
 from p2p.schemas import HeldFilter, ResultSyncRequest
@@ -219,3 +220,26 @@ async def test_a_node_offers_peers_only_as_many_results_as_share_results_allows(
         b.settings = dataclasses.replace(b.settings, share_results=0)
         none = await b._serve_results("Databases", 0, 100, a.peer_id)
     assert len(whole.items) > 3 and len(capped.items) == 3 and none.items == ()
+
+
+@pytest.mark.trio
+async def test_a_synced_result_is_filed_in_the_subtopic_its_crawler_filed_it_in_when_the_asker_has_it(
+    tmp_path,
+):
+    async with running_nodes(tmp_path, 2, start=False) as (a, b):
+        hold_copies(b.repo, ["http://127.0.0.9/postgres", "http://127.0.0.9/mysql"], "Databases/Postgres")
+        b.repo.db.execute("UPDATE documents SET topic = 'Databases/MySQL' WHERE url LIKE '%mysql'")
+        b.repo.db.conn.commit()
+        page = await b._serve_results("Databases", 0, 100, a.peer_id)
+        sent = {item.result.url: item.result.topic for item in page.items}
+        assert sent["http://127.0.0.9/postgres"] == "Databases/Postgres"
+        assert sent["http://127.0.0.9/mysql"] == "Databases/MySQL"
+        assert set(sent.values()) == {"Databases", "Databases/Postgres", "Databases/MySQL"}
+        taxonomy = synthetic_taxonomy(0)
+        store_taxonomy(a.repo, dataclasses.replace(taxonomy, topics=(*taxonomy.topics, "Databases/Postgres")))
+        store.pool_results(a.repo, b.peer_id, "Databases", [item.result for item in page.items], 1)
+        filed = {url: a.repo.document_by_url(url)["topic"] for url in sent}
+    # the asker has Databases/Postgres but no Databases/MySQL: that one stays in the topic synced
+    assert filed["http://127.0.0.9/postgres"] == "Databases/Postgres"
+    assert filed["http://127.0.0.9/mysql"] == "Databases"
+    assert {filed[url] for url, topic in sent.items() if topic == "Databases"} == {"Databases"}

@@ -141,3 +141,22 @@ def test_canonical_bytes_ignore_key_order():
     assert canonical_bytes("d", origin, "t", 1, {"a": 1, "b": {"y": 2, "x": 3}}) == canonical_bytes(
         "d", origin, "t", 1, {"b": {"x": 3, "y": 2}, "a": 1}
     )
+
+
+@pytest.mark.parametrize(
+    ("item_topic", "kept"),
+    [("databases", True), ("databases/sql", True), ("databases2", False), ("mathematics", False)],
+)
+def test_a_result_sync_carries_the_topic_asked_for_or_a_subtopic_of_it(item_topic, kept):
+    key = wire_key(2)
+    items = (sign_result(key, sample_result(key, topic=item_topic)),)
+
+    def received() -> ResultSyncResponse:
+        frame = encode_frame(ResultSyncResponse(topic="databases", items=items, next_cursor=1))
+        return decode_frame(frame[4:], ResultSyncResponse)
+
+    if kept:
+        assert received().items[0].result.topic == item_topic
+    else:
+        with pytest.raises(WireError, match="outside the one asked for"):
+            received()
