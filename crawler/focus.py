@@ -152,7 +152,7 @@ class TopicFocus:
         self.featurizer = Featurizer(feature_config or FeatureConfig())
         s = self.settings
         self.model_settings = model_settings or TopicModelSettings(
-            threshold=s.threshold, min_topic_features=s.min_topic_features
+            threshold=s.threshold, min_topic_features=s.min_topic_features, balanced=s.balanced_classes
         )
         self.language = LanguageCheck(s.language, s.min_language_score) if s.language else None
         self.archetypes: dict[str, dict[str, str]] = {}  # topic -> url -> text

@@ -71,6 +71,10 @@ class TopicModelSettings:
     # union of subtopics is rarely linearly separable from its siblings; the best of several linear scores
     # is piecewise linear (thesis 2.5: "the optimal path can be found by applying all classifiers")
     route_by_leaves: bool = False
+    # weigh each class of a node's SVM by the inverse of its size: a topic of two bookmarks against its
+    # siblings' and the OTHERS folders' documents otherwise gets a bias that rejects nearly every page
+    # unlike its bookmarks (see `crawler.focus_settings.FocusSettings.balanced_classes`)
+    balanced: bool = False
 
     def __post_init__(self) -> None:
         numbers_ok = all(math.isfinite(v) for v in (self.C, self.threshold)) and self.C > 0
@@ -87,10 +91,10 @@ class TopicModelSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> TopicModelSettings:
         """Validates plain data; fields added after the first release may be absent (their defaults)."""
         names = set(cls.__dataclass_fields__)
-        later = {"confidence", "platt_folds", "full_space_children", "route_by_leaves"}
+        later = {"confidence", "platt_folds", "full_space_children", "route_by_leaves", "balanced"}
         if not isinstance(data, Mapping) or not names - later <= set(data) <= names:
             raise ModelFormatError(f"topic model settings must hold exactly {sorted(names)}")
-        floats, texts, flags = {"C", "threshold"}, {"mi_kind", "confidence"}, {"route_by_leaves"}
+        floats, texts, flags = {"C", "threshold"}, {"mi_kind", "confidence"}, {"route_by_leaves", "balanced"}
         for name, value in data.items():
             expected = float if name in floats else str if name in texts else bool if name in flags else int
             valid = (
@@ -447,6 +451,7 @@ def train_topic_model(
             selected = [_best_features(X, d_pos[k], d_neg[k], settings) for k in kids]
         spaces[node] = _union(selected + [np.asarray(k, dtype=np.int64) for k in keywords])
     models, scalers = {}, {}
+    weights = _class_weights(settings)
     for topic in topics:
         if topic in as_parent:
             models[topic] = models[parent_of(topic)]
@@ -458,7 +463,7 @@ def train_topic_model(
             [np.ones(d_pos[topic].size, dtype=np.int8), np.zeros(d_neg[topic].size, dtype=np.int8)]
         )
         space = spaces[parent_of(topic)]
-        models[topic] = train_linear_svm(X[rows], y, settings.C, config=config, features=space)
+        models[topic] = train_linear_svm(X[rows], y, settings.C, config=config, features=space, **weights)
         if settings.confidence == "platt":
             scalers[topic] = _out_of_fold_platt(X[rows], y, settings, config, space, models[topic])
     routers: dict[str, dict[str, LinearModel]] = {}
@@ -471,7 +476,7 @@ def train_topic_model(
                 y = np.isin(node_rows, own_pos.get(topic, _NO_ROWS)).astype(np.int8)
                 if not y.any():
                     continue
-                model = train_linear_svm(Xn, y, settings.C, config=config, features=spaces[node])
+                model = train_linear_svm(Xn, y, settings.C, config=config, features=spaces[node], **weights)
                 routers.setdefault(kid, {})[topic] = model
                 if settings.confidence == "platt":
                     scaler = _out_of_fold_platt(Xn, y, settings, config, spaces[node], model)
@@ -530,6 +535,10 @@ def _normalise_rows(rows_by_topic: Mapping[str, Sequence[int]], n_rows: int) -> 
             raise TrainingDataError(f"rows of topic {topic!r} fall outside the {n_rows} training documents")
         result[key] = np.union1d(result.get(key, _NO_ROWS), array)
     return result
+
+
+def _class_weights(settings: TopicModelSettings) -> dict[str, Any]:
+    return {"class_weight": "balanced"} if settings.balanced else {}
 
 
 def _trained_as_parent(topic: str, d_pos: Mapping[str, np.ndarray], d_neg: Mapping[str, np.ndarray]) -> bool:
@@ -601,6 +610,8 @@ def _out_of_fold_platt(
     scores = np.empty(y.size)
     for k in range(folds):
         held = fold == k
-        part = train_linear_svm(X[~held], y[~held], settings.C, config=config, features=features)
+        part = train_linear_svm(
+            X[~held], y[~held], settings.C, config=config, features=features, **_class_weights(settings)
+        )
         scores[held] = part.decision_function(X[held])
     return fit_platt(scores, y)

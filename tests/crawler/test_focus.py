@@ -402,3 +402,8 @@ def test_indicator_keywords_keep_a_topic_to_the_pages_holding_one_and_can_be_cha
     assert f.score_pages([db_page])[0].accepted
     f.set_indicators({"Databases": ("planner",), "Gone/Topic": ("x",)})  # a topic no longer imported
     assert f.score_pages([db_page])[0].accepted
+
+
+@pytest.mark.parametrize("balanced", [False, True])
+def test_the_crawls_topic_model_weighs_classes_as_the_focus_settings_say(balanced):
+    assert focus(balanced_classes=balanced).model.settings.balanced is balanced

@@ -248,3 +248,42 @@ def test_child_with_subtopics_is_scored_by_the_best_of_its_leaves_routers(confid
         routed = [scalers[t].confidence(s) for t, s in zip(model.routers["Science"], routed, strict=True)]
     assert [v.path[0][1] for v in verdicts[:2]] == pytest.approx(np.max(routed, axis=0).tolist())
     _assert_round_trip_is_exact(model)
+
+
+def test_balanced_classes_let_a_topic_of_few_bookmarks_take_a_page_holding_a_few_of_its_words():
+    arts = [
+        "painting sculptor museum gallery canvas",
+        "museum gallery portrait painting exhibition",
+        "sculptor canvas exhibition portrait museum",
+        "gallery painting canvas museum portrait",
+        "exhibition sculptor portrait gallery",
+        "canvas painting museum sculptor",
+    ]
+    football = [
+        "football match goal league team",
+        "team league season football coach",
+        "goal coach match team",
+        "league football season goal",
+        "coach team match league",
+    ]
+    positives = {
+        "Math": ["theorem proof algebra lemma integral", "matrix equation integral theorem"],
+        "Arts": arts,
+    }
+    texts = ["an integral and a lemma", "algebra of a matrix", "theorem of the museum", "football theorem"]
+    verdicts = {}
+    for balanced in (False, True):
+        settings = replace(SETTINGS, balanced=balanced)
+        model = train_topic_model_from_texts(Featurizer(CFG), positives, {"": football}, settings=settings)
+        verdicts[balanced] = [v.topic for v in model.classify_texts(texts)]
+        assert TopicModel.from_dict(msgpack.unpackb(msgpack.packb(model.to_dict()))) == model
+    # two bookmarks against eleven documents of the others: weighed as they come, only a page much like
+    # the bookmarks gets in
+    assert verdicts[False] == ["Math", "", "", ""]
+    assert verdicts[True] == ["Math", "Math", "", ""]
+
+
+def test_settings_stored_before_balanced_classes_existed_read_as_unbalanced(model):
+    data = msgpack.unpackb(msgpack.packb(model.to_dict()))
+    del data["settings"]["balanced"]
+    assert TopicModel.from_dict(data).settings.balanced is False
