@@ -76,6 +76,11 @@ class TopicModelSettings:
     # unlike its bookmarks (see `crawler.focus_settings.FocusSettings.balanced_classes`)
     balanced: bool = False
 
+    @property
+    def class_weight(self) -> str | None:
+        """The SVMs' class weighting (`train_linear_svm`): "balanced" or as the documents come."""
+        return "balanced" if self.balanced else None
+
     def __post_init__(self) -> None:
         numbers_ok = all(math.isfinite(v) for v in (self.C, self.threshold)) and self.C > 0
         counts_ok = (
@@ -451,7 +456,7 @@ def train_topic_model(
             selected = [_best_features(X, d_pos[k], d_neg[k], settings) for k in kids]
         spaces[node] = _union(selected + [np.asarray(k, dtype=np.int64) for k in keywords])
     models, scalers = {}, {}
-    weights = _class_weights(settings)
+    weight = settings.class_weight
     for topic in topics:
         if topic in as_parent:
             models[topic] = models[parent_of(topic)]
@@ -463,7 +468,9 @@ def train_topic_model(
             [np.ones(d_pos[topic].size, dtype=np.int8), np.zeros(d_neg[topic].size, dtype=np.int8)]
         )
         space = spaces[parent_of(topic)]
-        models[topic] = train_linear_svm(X[rows], y, settings.C, config=config, features=space, **weights)
+        models[topic] = train_linear_svm(
+            X[rows], y, settings.C, config=config, features=space, class_weight=weight
+        )
         if settings.confidence == "platt":
             scalers[topic] = _out_of_fold_platt(X[rows], y, settings, config, space, models[topic])
     routers: dict[str, dict[str, LinearModel]] = {}
@@ -476,7 +483,9 @@ def train_topic_model(
                 y = np.isin(node_rows, own_pos.get(topic, _NO_ROWS)).astype(np.int8)
                 if not y.any():
                     continue
-                model = train_linear_svm(Xn, y, settings.C, config=config, features=spaces[node], **weights)
+                model = train_linear_svm(
+                    Xn, y, settings.C, config=config, features=spaces[node], class_weight=weight
+                )
                 routers.setdefault(kid, {})[topic] = model
                 if settings.confidence == "platt":
                     scaler = _out_of_fold_platt(Xn, y, settings, config, spaces[node], model)
@@ -535,10 +544,6 @@ def _normalise_rows(rows_by_topic: Mapping[str, Sequence[int]], n_rows: int) -> 
             raise TrainingDataError(f"rows of topic {topic!r} fall outside the {n_rows} training documents")
         result[key] = np.union1d(result.get(key, _NO_ROWS), array)
     return result
-
-
-def _class_weights(settings: TopicModelSettings) -> dict[str, Any]:
-    return {"class_weight": "balanced"} if settings.balanced else {}
 
 
 def _trained_as_parent(topic: str, d_pos: Mapping[str, np.ndarray], d_neg: Mapping[str, np.ndarray]) -> bool:
@@ -611,7 +616,12 @@ def _out_of_fold_platt(
     for k in range(folds):
         held = fold == k
         part = train_linear_svm(
-            X[~held], y[~held], settings.C, config=config, features=features, **_class_weights(settings)
+            X[~held],
+            y[~held],
+            settings.C,
+            config=config,
+            features=features,
+            class_weight=settings.class_weight,
         )
         scores[held] = part.decision_function(X[held])
     return fit_platt(scores, y)
