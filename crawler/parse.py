@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from crawler.charsets import has_unicode_bom, html_text, plain_text
 from crawler.feeds import feed_urls
 from crawler.settings import CrawlSettings
 from crawler.urls import normalize_url as _normalize_url
@@ -226,13 +227,13 @@ def parse_html(
     headers = headers or {}
     if not body.strip():
         return ParsedPage(url=url, base_url=url, error="empty")
-    if _looks_binary(body):
+    if _looks_binary(body) and not has_unicode_bom(body):
         return ParsedPage(url=url, base_url=url, error="binary")
     if content_type == "text/plain":
-        text = body.decode("utf-8", errors="replace")
+        text = plain_text(body, headers.get("content-type"))
         return ParsedPage(url=url, base_url=url, text=_clean(text), lang=_header_lang(headers))
     try:
-        tree = LexborHTMLParser(body, encoding=True)
+        tree = LexborHTMLParser(html_text(body, headers.get("content-type")))
         return _Walker(tree, url, headers).page()
     except (ValueError, TypeError, RecursionError, UnicodeError) as exc:
         return ParsedPage(url=url, base_url=url, error=f"unparsable: {type(exc).__name__}")

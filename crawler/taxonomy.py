@@ -29,6 +29,7 @@ from crawler.bookmark_files import (
     parse_netscape,
     read_bookmark_tree,
 )
+from crawler.charsets import plain_text
 from crawler.errors import TaxonomyError
 from crawler.parse import PDF_TYPE, parse_page
 from crawler.repository import Repository
@@ -380,7 +381,7 @@ def _read_document(path: Path, suffix: str) -> tuple[str, str, str | None]:
         if suffix in PDF_SUFFIXES and not page.text:
             return "", "", PDF_ERRORS.get(page.error or "", f"a damaged PDF ({page.error})")
         return page.title, page.text, None
-    return path.stem, raw.decode("utf-8", errors="replace"), None
+    return path.stem, plain_text(raw, None), None
 
 
 def read_taxonomy(source: Path | str) -> Taxonomy:
