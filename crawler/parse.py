@@ -41,7 +41,7 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
 
 INVISIBLE = frozenset(
     {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object", "embed", "canvas"}
-    | {"select", "datalist", "#comment"}
+    | {"select", "datalist", "noframes", "#comment"}
 )
 NAVIGATION = frozenset({"nav"})
 BLOCK = frozenset(
@@ -98,7 +98,11 @@ ANCHOR_CHARS = 500
 _ATTRIBUTE_TAGS = frozenset(
     {"a", "img", "div", "ul", "ol", "section", "aside", "header", "footer", "span", "table"}
 )
-_LINK_TAGS = frozenset({"a", "img"})  # elements whose attributes the walk reads (href, rel, title, alt)
+# Elements whose attributes the walk reads (href or src, rel, title, alt). Links are those of anchors, of
+# image-map areas (their alt text as the anchor's) and of frames and iframes (the pages a browser shows in
+# them), as Heritrix and Nutch follow them; images only give their alt text.
+_LINK_TAGS = frozenset({"a", "img", "area", "frame", "iframe"})
+_LINK_ATTRIBUTE = {"a": "href", "area": "href", "frame": "src", "iframe": "src"}
 # Phrasing elements, which browsers run together with the text beside them ("<code>d</code><var>xxx</var>"
 # is R's dxxx): only the whitespace around them separates words. Any other element starts with a space.
 _INLINE = frozenset(
@@ -333,6 +337,8 @@ class _Walker:
                     if kind is None:
                         kind = _tag_kind(tag)
                     if kind & _SKIP:
+                        if kind & _LINK_OR_IMAGE:  # an iframe: its page is a link, its content fallback
+                            self._embedded_link(node, open_elements)
                         last = node.last_child
                         if last is not None:
                             while (deeper := last.last_child) is not None:
@@ -345,15 +351,15 @@ class _Walker:
                         if kind & _LINK_OR_IMAGE:
                             attrs = node.attributes
                             anchor = -1
-                            if tag == "a" and attrs.get("href"):
-                                own_path = "/".join([entry[2] for entry in open_elements] + ["a"])
-                                anchor = self._open_anchor(attrs, own_path, len(leaves))
+                            if tag != "img" and (href := attrs.get(_LINK_ATTRIBUTE[tag])):
+                                own_path = "/".join([entry[2] for entry in open_elements] + [tag])
+                                anchor = self._open_anchor(href, attrs, own_path, len(leaves))
                             if last is None:
                                 add_leaf("")  # a text-less leaf (the apprentice's odd offsets)
                                 if tag == "img" and not nav and attrs.get("alt"):
                                     add_text(f" {attrs['alt']} ")
                                 if anchor >= 0:
-                                    self._close_anchor(anchor)
+                                    self._close_anchor(anchor, attrs.get("alt") if tag == "area" else None)
                         else:
                             anchor = -1
                             if last is None:
@@ -379,20 +385,28 @@ class _Walker:
                 if kind & _BLOCK:
                     add_text("\n")
 
-    def _open_anchor(self, attrs, path: str, leaf_start: int) -> int:
+    def _open_anchor(self, href: str, attrs, path: str, leaf_start: int) -> int:
         rel = (attrs.get("rel") or "").lower().split()
         title = _clean(attrs.get("title") or "")
-        self.links.append(
-            [attrs.get("href") or "", "", path, leaf_start, leaf_start, "nofollow" in rel, title]
-        )
+        self.links.append([href, "", path, leaf_start, leaf_start, "nofollow" in rel, title])
         return len(self.links) - 1
 
-    def _close_anchor(self, index: int) -> None:
+    def _close_anchor(self, index: int, text: str | None = None) -> None:
+        """End an anchor's span; its text is that of its leaves, or `text` (an area's alt) given."""
         link = self.links[index]
         if len(self.leaves) == link[3]:
             self.leaves.append("")  # an anchor without leaves of its own still occupies one position
         link[4] = len(self.leaves) - 1
-        link[1] = " ".join(filter(None, self.leaves[link[3] : link[4] + 1]))[:ANCHOR_CHARS]
+        own = " ".join(filter(None, self.leaves[link[3] : link[4] + 1])) if text is None else _clean(text)
+        link[1] = own[:ANCHOR_CHARS]
+
+    def _embedded_link(self, node: LexborNode, open_elements: list) -> None:
+        """An iframe's page as a link at the iframe's place, one text-less position long."""
+        attrs = node.attributes
+        src = attrs.get("src")
+        if src:
+            path = "/".join([entry[2] for entry in open_elements] + [node.tag])
+            self._close_anchor(self._open_anchor(src, attrs, path, len(self.leaves)))
 
     def _build_links(self, page_nofollow: bool) -> list[Link]:
         out: list[Link] = []
@@ -421,8 +435,10 @@ _TAG_KINDS_MAX = 4096  # custom element names are unbounded: stop remembering ne
 
 
 def _tag_kind(tag: str | None) -> int:
-    if tag in INVISIBLE or tag is None or tag[0] in "-#_":
+    if tag is None or tag[0] in "-#_":
         return _SKIP
+    if tag in INVISIBLE:
+        return _SKIP | (_LINK_OR_IMAGE if tag in _LINK_TAGS else 0)
     kind = _BLOCK if tag in BLOCK else 0 if tag in _INLINE else _SPACE
     kind |= (_NAV if tag in NAVIGATION else 0) | (_LINK_OR_IMAGE if tag in _LINK_TAGS else 0)
     if len(_TAG_KINDS) < _TAG_KINDS_MAX:
