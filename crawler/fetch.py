@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from functools import partial
+from urllib.parse import urlsplit
 
 import httpx
 import trio
 
+from crawler.cookies import bound_cookie_jar
 from crawler.errors import HostBadError
 from crawler.feeds import MAX_BYTES as FEED_MAX_BYTES
 from crawler.feeds import is_feed_type
@@ -324,6 +326,7 @@ class Fetcher:
         async with self._limiter, self.politeness.slot(host) as grant:
             started = self._clock()
             answer = await self._exchange(url, maxsize, check_mime, truncate_ok, started, grant, headers)
+        bound_cookie_jar(self._client.cookies.jar, urlsplit(url).hostname or "")
         host_failed = answer.error in HOST_FAILURE_KINDS
         asked = retry_after_seconds(answer.headers.get("retry-after"), time.time()) if host_failed else None
         self.politeness.record(host, answer.latency, not host_failed, answer.error, answer.status, asked)
