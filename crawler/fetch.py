@@ -249,7 +249,9 @@ class Fetcher:
                 if target is None:
                     kind = "invalid_url" if location else "protocol"
                     return self._failure(url, current, kind, started, redirects, status=answer.status)
-                if target in seen:
+                # Back to a URL already asked is a loop, unless the answer set a cookie: a cookie wall
+                # sends a visitor back to the same page with its session (redirect_max_times still holds).
+                if target in seen and "set-cookie" not in answer.headers:
                     return self._failure(
                         url, target, "redirect_loop", started, redirects, status=answer.status
                     )

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from crawler.cookies import MAX_COOKIES, MAX_COOKIES_PER_HOST, bound_cookie_jar
-from tests.crawler.test_fetch import HTML, Site, _stream, fetcher, page, respond
+from tests.crawler.test_fetch import HTML, SETTINGS, Site, _stream, fetch, fetcher, page, respond
 
 
 def _cookie_wall(request: httpx.Request) -> httpx.Response:
@@ -19,12 +19,31 @@ def _cookie_wall(request: httpx.Request) -> httpx.Response:
 @pytest.mark.trio
 async def test_a_session_cookie_set_on_a_redirect_is_sent_back(autojump_clock):
     site = Site({"/": _cookie_wall, "/in": _cookie_wall})
-    f = fetcher(site)
-    try:
-        result = await f.fetch("http://example.com/")
-    finally:
-        await f._client.aclose()
+    result = await fetch(site, "http://example.com/")
     assert result.ok and result.body == b"<p>inside</p>"
+
+
+@pytest.mark.trio
+async def test_a_page_that_sets_its_session_and_redirects_to_itself_is_no_loop(autojump_clock):
+    def wall(request: httpx.Request) -> httpx.Response:
+        if "session=ok" in request.headers.get("cookie", ""):
+            return respond(200, "<p>inside</p>", HTML)
+        return respond(302, headers={"location": "/page", "set-cookie": "session=ok; Path=/"})
+
+    site = Site({"/page": wall})
+    result = await fetch(site, "http://example.com/page")
+    assert result.ok and result.body == b"<p>inside</p>"
+    assert site.paths() == ["/robots.txt", "/page", "/page"]
+
+
+@pytest.mark.trio
+async def test_a_page_that_sets_a_cookie_and_redirects_to_itself_forever_stops_at_the_redirect_limit(
+    autojump_clock,
+):
+    site = Site({"/page": lambda r: respond(302, headers={"location": "/page", "set-cookie": "x=1"})})
+    result = await fetch(site, "http://example.com/page")
+    assert result.error == "too_many_redirects"
+    assert site.paths().count("/page") == SETTINGS.redirect_max_times + 1
 
 
 def _flood(request: httpx.Request) -> httpx.Response:
