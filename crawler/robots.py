@@ -146,11 +146,25 @@ class RobotsCache:
         sitemaps: tuple[str, ...] = ()
         if 200 <= response.status < 300:
             parser = Protego.parse(response.body.decode("utf-8", errors="replace"))
-            delay = parser.crawl_delay(self._settings.user_agent)
-            if delay is not None and self._on_crawl_delay is not None and math.isfinite(delay):
+            delay = requested_delay(parser, self._settings.user_agent)
+            if delay is not None and self._on_crawl_delay is not None:
                 self._on_crawl_delay(host, min(float(delay), self._settings.crawl_delay_cap))
             sitemaps = tuple(declared_sitemaps(origin_of(url) + "/robots.txt", list(parser.sitemaps)))
         self._rules[host] = _Rules(parser, now + self._settings.robotstxt_cache_ttl, sitemaps)
         self._rules.move_to_end(host)
         while len(self._rules) > self._max_hosts:
             self._rules.popitem(last=False)
+
+
+def requested_delay(parser: Protego, user_agent: str) -> float | None:
+    """The gap between requests a robots.txt asks of us: its Crawl-delay, or the gap its Request-rate
+    implies ("1/5": one request per 5 seconds), whichever is longer. A Request-rate's time of day window
+    is not read: the rate holds all day, the polite side."""
+    gaps: list[float] = []
+    delay = parser.crawl_delay(user_agent)
+    if delay is not None and math.isfinite(delay) and delay >= 0:
+        gaps.append(float(delay))
+    rate = parser.request_rate(user_agent)
+    if rate is not None and rate.requests > 0 and math.isfinite(rate.seconds) and rate.seconds >= 0:
+        gaps.append(rate.seconds / rate.requests)
+    return max(gaps) if gaps else None

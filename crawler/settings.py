@@ -33,7 +33,9 @@ class CrawlSettings:
     )
     concurrent_requests: int = doc(32, "Requests in flight at once, all hosts together.")
     concurrent_requests_per_domain: int = doc(2, "Requests in flight at once to one host.")
-    crawl_delay_cap: float = doc(10.0, "Largest robots.txt Crawl-delay honoured, in seconds.")
+    crawl_delay_cap: float = doc(
+        10.0, "Largest robots.txt Crawl-delay (or gap a Request-rate implies) honoured, in seconds."
+    )
     autothrottle_enabled: bool = doc(True, "Adapt each host's delay to its measured latency.")
     autothrottle_target_concurrency: float = doc(
         1.0, "Average parallel requests AutoThrottle aims at per host."

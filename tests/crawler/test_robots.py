@@ -51,6 +51,28 @@ async def test_crawl_delay_reported_capped():
 
 
 @pytest.mark.trio
+@pytest.mark.parametrize(
+    ("rules", "expected"),
+    [
+        (b"User-agent: *\nRequest-rate: 1/5\n", 5.0),  # one request per 5 seconds
+        (b"User-agent: *\nRequest-rate: 3/1m\nCrawl-delay: 4\n", 20.0),  # the longer gap holds
+        (b"User-agent: *\nRequest-rate: 10/1s\nCrawl-delay: 2\n", 2.0),
+        (b"User-agent: *\nRequest-rate: 0/5\n", None),  # no rate at all: not a reason to stop
+    ],
+)
+async def test_a_request_rate_spaces_requests_as_a_crawl_delay_does(rules, expected):
+    delays = {}
+    robots = RobotsCache(
+        CrawlSettings(crawl_delay_cap=60.0),
+        Server(RobotsResponse(200, rules)),
+        on_crawl_delay=delays.__setitem__,
+        clock=FakeClock(),
+    )
+    await robots.check("http://a.com/")
+    assert delays.get("a.com:80") == expected
+
+
+@pytest.mark.trio
 async def test_deferral_doubles_while_robots_keeps_failing():
     clock = FakeClock()
     server = Server(RobotsResponse(503), RobotsResponse(0, error="timeout"), RobotsResponse(429), RULES)
