@@ -145,7 +145,9 @@ class RobotsCache:
         parser = None
         sitemaps: tuple[str, ...] = ()
         if 200 <= response.status < 300:
-            parser = Protego.parse(response.body.decode("utf-8", errors="replace"))
+            # UTF-8 (RFC 9309); a byte-order mark, as Windows editors write one, is no part of the first
+            # line, else "User-agent" would not be read there and the first group's rules would be lost
+            parser = Protego.parse(response.body.decode("utf-8-sig", errors="replace"))
             delay = requested_delay(parser, self._settings.user_agent)
             if delay is not None and self._on_crawl_delay is not None:
                 self._on_crawl_delay(host, min(float(delay), self._settings.crawl_delay_cap))

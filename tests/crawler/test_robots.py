@@ -38,6 +38,13 @@ async def test_rules_fetched_once_per_host_and_obeyed():
 
 
 @pytest.mark.trio
+async def test_a_byte_order_mark_before_the_first_group_does_not_hide_its_rules():
+    server = Server(RobotsResponse(200, b"\xef\xbb\xbfUser-agent: *\nDisallow: /private/\n"))
+    robots = RobotsCache(CrawlSettings(), server, clock=FakeClock())
+    assert (await robots.check("http://a.com/private/y")).verdict == "disallow"
+
+
+@pytest.mark.trio
 async def test_crawl_delay_reported_capped():
     delays = {}
     robots = RobotsCache(
