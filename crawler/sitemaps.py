@@ -16,6 +16,7 @@ entities) are refused, and the document is read as a stream.
 
 from __future__ import annotations
 
+import codecs
 import re
 import zlib
 from datetime import UTC, datetime
@@ -72,6 +73,7 @@ def parse_sitemap(body: bytes, url: str, max_urls: int = MAX_URLS) -> Sitemap:
             body = _gunzip(body, MAX_BYTES)
         except (zlib.error, ValueError) as exc:
             return Sitemap("urlset", error=f"unparsable: {exc}")
+    body = _xml_start(body)
     match = _ROOT.search(body[:_SNIFF])
     if match is None:
         return Sitemap("urlset", error="unparsable: not a sitemap")
@@ -83,6 +85,15 @@ def parse_sitemap(body: bytes, url: str, max_urls: int = MAX_URLS) -> Sitemap:
     except (ParseError, DefusedXmlException) as exc:
         return Sitemap(kind, error=f"unparsable: {type(exc).__name__}")
     return Sitemap(kind, tuple(entries))
+
+
+def _xml_start(body: bytes) -> bytes:
+    """The body from its first markup on: sitemaps that generators print after a blank line or a
+    byte-order mark and a newline (a PHP file's stray line break) are common, and an XML parser refuses
+    an XML declaration that does not open the document."""
+    if body.startswith(codecs.BOM_UTF8):
+        body = body[len(codecs.BOM_UTF8) :]
+    return body.lstrip(b" \t\r\n")
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:

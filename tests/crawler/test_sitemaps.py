@@ -71,6 +71,13 @@ def test_an_index_and_a_gzipped_sitemap_are_read():
     assert sitemap.kind == "index" and [e.url for e in sitemap.entries] == ["http://docs.test/s1.xml"]
 
 
+@pytest.mark.parametrize("before", [b"\n", b"\r\n  \t", b"\xef\xbb\xbf", b"\xef\xbb\xbf\n"])
+def test_a_sitemap_printed_after_a_blank_line_or_a_byte_order_mark_is_read(before):
+    # A generator's stray line break before the XML declaration, which an XML parser refuses there
+    sitemap = parse_sitemap(before + urlset("http://docs.test/a.html"), "http://docs.test/sitemap.xml")
+    assert sitemap.error is None and [e.url for e in sitemap.entries] == ["http://docs.test/a.html"]
+
+
 @pytest.mark.parametrize(
     ("body", "error"),
     [
