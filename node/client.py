@@ -63,11 +63,8 @@ def node_address(data: DataDir) -> NodeAddress:
     try:
         info = json.loads(data.api_address.read_text())
     except FileNotFoundError as exc:
-        if not data.root.is_dir():  # a mistyped --data: starting a node there would start a new one
-            raise NodeUnreachable(
-                f"there is no data directory {data.root}: give the --data your node uses, or make a new "
-                f"one with `topicswarm init --data {data.root}`"
-            ) from exc
+        if (absent := data.absence()) is not None:  # a mistyped --data: a node started there is new
+            raise NodeUnreachable(absent) from exc
         raise NodeUnreachable(f"no node is running for {data.root}: {hint}") from exc
     except (OSError, json.JSONDecodeError) as exc:
         raise NodeUnreachable(f"{data.api_address} is unreadable ({exc}): {hint}") from exc

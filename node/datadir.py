@@ -47,6 +47,16 @@ class DataDir:
     def log(self) -> Path:
         return self.root / "node.log"
 
+    def absence(self) -> str | None:
+        """Why this is no data directory, None when it is one: a mistyped --data must say so, not that
+        nothing was crawled or no node runs there."""
+        if self.root.is_dir():
+            return None
+        return (
+            f"there is no data directory {self.root}: give the --data your node uses, or make a new one "
+            f"with `topicswarm init --data {self.root}`"
+        )
+
     def ensure(self) -> DataDir:
         self.root.mkdir(parents=True, exist_ok=True)
         return self

@@ -31,6 +31,14 @@ def data_dir(args: argparse.Namespace) -> DataDir:
     return DataDir(args.data if args.data is not None else default_data_dir())
 
 
+def existing_data_dir(args: argparse.Namespace) -> DataDir:
+    """The data directory of a command that only reads one: a missing one is a CLI error saying so."""
+    data = data_dir(args)
+    if (absent := data.absence()) is not None:
+        raise CliError(absent)
+    return data
+
+
 def data_dir_for_writing(args: argparse.Namespace) -> DataDir:
     """The data directory, made when missing, with a word on stderr when it was: a mistyped --data used
     to start a second node from nothing without a sign."""

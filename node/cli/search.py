@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
-from node.cli.common import CliError, add_data_arg, count, data_dir, open_repository
+from node.cli.common import CliError, add_data_arg, count, data_dir, existing_data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.wording import NOTHING_MATCHES, without_filters
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def open_crawled_repository(args: argparse.Namespace) -> Repository:
-    data = data_dir(args)
+    data = existing_data_dir(args)
     if not data.repository.exists():
         raise CliError(
             f"no repository at {data.repository}: nothing crawled yet; start a node with "

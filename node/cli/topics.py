@@ -226,6 +226,8 @@ def _stored_keywords(data: DataDir, topic: str, words: list[str] | None) -> list
 
 def _open_imported(data: DataDir) -> Repository:
     """The repository topics were imported into; an error that says how to import them when there is none."""
+    if (absent := data.absence()) is not None:
+        raise CliError(absent)
     if not data.repository.exists():
         raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
     return open_repository(data.repository)

@@ -116,11 +116,21 @@ def test_every_command_help_says_what_the_command_does_and_every_option_what_it_
                 assert action.help, f"`topicswarm {' '.join(words)}`: {action.option_strings[0]} has no help"
 
 
-def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_start(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["search", "sql"], ["show", "3"], ["topics", "list"], ["export", "--format", "jsonl"]],
+    ids=lambda command: command[0],
+)
+def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_start(
+    tmp_path, capsys, command
+):
     missing = tmp_path / "swram"
-    err = failure(capsys, ["status", "--data", str(missing)])
+    argv = [*command, "--data", str(missing)]
+    if command[0] == "export":
+        argv += ["--out", str(tmp_path / "out.jsonl")]
+    err = failure(capsys, argv)
     assert f"there is no data directory {missing}" in err and "topicswarm init" in err
-    assert "node run" not in err and not missing.exists()
+    assert "node run" not in err and "nothing crawled" not in err and not missing.exists()
 
 
 def test_importing_into_a_directory_that_did_not_exist_says_it_made_one(tmp_path, capsys):

@@ -31,4 +31,4 @@ def test_malformed_file_is_one_line_error_and_stores_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{bad}:4:" in err or f"{bad}:3:" in err
     assert main(["topics", "list", "--data", data]) == 2
-    assert "no repository" in capsys.readouterr().err
+    assert "there is no data directory" in capsys.readouterr().err  # not even a folder was made
