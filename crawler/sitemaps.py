@@ -33,6 +33,7 @@ MAX_URLS = 50_000  # entries per sitemap file (the protocol's limit)
 MAX_BYTES = 50 * 1024 * 1024  # uncompressed bytes per sitemap file (the protocol's limit)
 XML_TYPES = frozenset({"application/xml", "text/xml"})
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip", "application/octet-stream", ""})
+_BARE_AMPERSAND = re.compile(rb"&(?!(?:[A-Za-z][A-Za-z0-9._-]*|#[0-9]+|#[xX][0-9A-Fa-f]+);)")
 _ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?(urlset|sitemapindex)[\s>/]")
 _SNIFF = 4096
 
@@ -81,7 +82,15 @@ def parse_sitemap(body: bytes, url: str, max_urls: int = MAX_URLS) -> Sitemap:
         return Sitemap("urlset", error="too_large")
     kind = "index" if match.group(1) == b"sitemapindex" else "urlset"
     try:
-        entries = _entries(body, url, max_urls)
+        try:
+            entries = _entries(body, url, max_urls)
+        except ParseError:
+            # The commonest malformed sitemap lists URLs with their query's "&" unescaped, which is never
+            # valid XML: read it again with those escaped rather than lose every URL it lists
+            repaired = _BARE_AMPERSAND.sub(b"&amp;", body)
+            if repaired == body:
+                raise
+            entries = _entries(repaired, url, max_urls)
     except (ParseError, DefusedXmlException) as exc:
         return Sitemap(kind, error=f"unparsable: {type(exc).__name__}")
     return Sitemap(kind, tuple(entries))

@@ -78,6 +78,18 @@ def test_a_sitemap_printed_after_a_blank_line_or_a_byte_order_mark_is_read(befor
     assert sitemap.error is None and [e.url for e in sitemap.entries] == ["http://docs.test/a.html"]
 
 
+def test_a_sitemap_with_its_urls_ampersands_unescaped_is_read_as_meant():
+    # escaped ones beside them stay as they are
+    body = urlset("http://docs.test/a?x=1&y=2", "http://docs.test/b?x=1&amp;y=2", "/c?p=1&#38;q=2&r")
+    sitemap = parse_sitemap(body, "http://docs.test/sitemap.xml")
+    assert sitemap.error is None
+    assert [e.url for e in sitemap.entries] == [
+        "http://docs.test/a?x=1&y=2",
+        "http://docs.test/b?x=1&y=2",
+        "http://docs.test/c?p=1&q=2&r",
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "error"),
     [
