@@ -16,11 +16,18 @@ from w3lib.encoding import html_to_unicode, http_content_type_encoding, read_bom
 # What an undeclared page is read as when its bytes are not UTF-8: the Web's legacy default, which browsers
 # fall back to in most locales and which decodes nearly every byte.
 LEGACY_DEFAULT = "cp1252"
+_WIDE_SNIFF = 1024  # bytes looked at for the zero bytes UTF-16 and UTF-32 markup cannot lack
 
 
 def html_text(body: bytes, content_type_header: str | None) -> str:
     """An HTML (or XHTML) body as text; undecodable bytes become U+FFFD, never an error."""
-    return html_to_unicode(content_type_header or None, body, auto_detect_fun=undeclared_encoding)[1]
+    encoding, text = html_to_unicode(content_type_header or None, body, auto_detect_fun=undeclared_encoding)
+    if _is_wide(encoding) and read_bom(body)[0] is None and b"\x00" not in body[:_WIDE_SNIFF]:
+        # A UTF-16 or UTF-32 page has zero bytes in its markup. Without them the declaration is wrong: a
+        # <meta> naming UTF-16 was read in ASCII, so WHATWG reads the page as UTF-8; a header naming it is a
+        # misconfigured server, whose page would otherwise come out as CJK-looking noise.
+        return to_unicode(body, undeclared_encoding(body))
+    return text
 
 
 def plain_text(body: bytes, content_type_header: str | None) -> str:
@@ -43,6 +50,14 @@ def undeclared_encoding(body: bytes) -> str:
     return "utf-8"
 
 
-def has_unicode_bom(body: bytes) -> bool:
-    """A UTF-8, UTF-16 or UTF-32 byte-order mark: text however many zero bytes UTF-16 puts in it."""
-    return read_bom(body)[0] is not None
+def _is_wide(encoding: str) -> bool:
+    return encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32"))
+
+
+def may_hold_zero_bytes(body: bytes, content_type_header: str | None) -> bool:
+    """Text whose zero bytes are no sign of binary data: UTF-16 or UTF-32, by a byte-order mark or by the
+    header's charset (a UTF-16 page need not start with a mark)."""
+    if read_bom(body)[0] is not None:
+        return True
+    declared = http_content_type_encoding(content_type_header or None)
+    return declared is not None and _is_wide(declared)

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 import trio
 
+from crawler.charsets import may_hold_zero_bytes
 from crawler.cookies import bound_cookie_jar
 from crawler.errors import HostBadError
 from crawler.feeds import MAX_BYTES as FEED_MAX_BYTES
@@ -435,7 +436,7 @@ class Fetcher:
         if check_mime and is_pdf(body, content_type):  # however the server labelled it
             if PDF_TYPE not in self._allowed_mime:
                 return _Answer(status, headers, content_type, error="bad_mime", latency=latency)
-        elif check_mime and _looks_binary(body) and not (sitemap and is_gzip(body)):
+        elif check_mime and _looks_binary(body, headers) and not (sitemap and is_gzip(body)):
             return _Answer(status, headers, content_type, error="binary", latency=latency)
         return _Answer(status, headers, content_type, body, latency=latency)
 
@@ -496,13 +497,15 @@ def _is_conditional(request: httpx.Request) -> bool:
 
 
 _BINARY_BYTES = re.compile(b"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
-_UNICODE_BOMS = (b"\xfe\xff", b"\xff\xfe", b"\xef\xbb\xbf")
 
 
-def _looks_binary(body: bytes) -> bool:
-    """WHATWG MIME sniffing's test: a binary data byte in the first 1445 bytes (UTF-16 text exempt)."""
+def _looks_binary(body: bytes, headers: Mapping[str, str]) -> bool:
+    """WHATWG MIME sniffing's test: a binary data byte in the first 1445 bytes (UTF-16 and UTF-32 text,
+    by its byte-order mark or its header's charset, exempt)."""
     head = body[:1445]
-    return not head.startswith(_UNICODE_BOMS) and _BINARY_BYTES.search(head) is not None
+    if _BINARY_BYTES.search(head) is None:
+        return False
+    return not may_hold_zero_bytes(head, headers.get("content-type"))
 
 
 def _status_error(status: int) -> str | None:

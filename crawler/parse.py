@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from crawler.charsets import has_unicode_bom, html_text, plain_text
+from crawler.charsets import html_text, may_hold_zero_bytes, plain_text
 from crawler.feeds import feed_urls
 from crawler.settings import CrawlSettings
 from crawler.urls import normalize_url as _normalize_url
@@ -231,7 +231,7 @@ def parse_html(
     headers = headers or {}
     if not body.strip():
         return ParsedPage(url=url, base_url=url, error="empty")
-    if _looks_binary(body) and not has_unicode_bom(body):
+    if _looks_binary(body) and not may_hold_zero_bytes(body, headers.get("content-type")):
         return ParsedPage(url=url, base_url=url, error="binary")
     if content_type == "text/plain":
         text = plain_text(body, headers.get("content-type"))

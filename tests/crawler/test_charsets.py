@@ -50,6 +50,20 @@ def test_an_undeclared_utf8_page_cut_inside_a_character_stays_utf8():
     assert "Grüße aus Köln" in text
 
 
+def test_a_utf16_declaration_on_a_page_in_ascii_bytes_is_not_believed():
+    body = LATIN.encode("utf-8")
+    meta = body.replace(b"<head>", b'<head><meta charset="utf-16">')
+    assert parse_html(meta, URL).title == "Universität"  # WHATWG: such a <meta> means UTF-8
+    header = {"content-type": "text/html; charset=UTF-16LE"}  # a misconfigured server
+    assert parse_html(body, URL, headers=header).title == "Universität"
+
+
+def test_utf16_without_a_byte_order_mark_is_read_as_declared():
+    body = LATIN.encode("utf-16-le")
+    page = parse_html(body, URL, headers={"content-type": "text/html; charset=utf-16le"})
+    assert page.title == "Universität"
+
+
 def test_utf16_with_a_byte_order_mark_is_text_not_binary():
     page = parse_html(LATIN.encode("utf-16"), URL)
     assert page.error is None

@@ -574,6 +574,21 @@ async def test_binary_served_as_html_is_rejected(autojump_clock):
 
 
 @pytest.mark.trio
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("\ufeff<p>caf\u00e9</p>".encode("utf-16-le"), "text/html"),  # its byte-order mark says so
+        ("<p>caf\u00e9</p>".encode("utf-16-le"), "text/html; charset=UTF-16LE"),  # its header says so
+    ],
+    ids=["bom", "header"],
+)
+async def test_utf16_text_is_not_taken_for_binary_for_its_zero_bytes(autojump_clock, body, content_type):
+    site = Site({"/page": lambda r: respond(200, body, {"content-type": content_type})})
+    result = await fetch(site, "http://example.com/page")
+    assert result.ok and result.body == body
+
+
+@pytest.mark.trio
 async def test_a_pdf_is_fetched_whole_up_to_its_own_size_limit(autojump_clock):
     from tests.pdf_samples import make_pdf
 
