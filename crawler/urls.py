@@ -34,7 +34,8 @@ def normalize_url(url: str, base: str | None = None, settings: CrawlSettings = _
     ones, and those over `url_max_length` or with a host over `host_max_length`.
     """
     try:
-        absolute = urljoin(base, url.strip()) if base else url.strip()
+        reference = _as_browsers_read(url)
+        absolute = urljoin(base, reference) if base else reference
         parts = urlsplit(absolute)
         scheme = parts.scheme.lower()
         if scheme not in DEFAULT_PORTS:
@@ -55,6 +56,23 @@ def normalize_url(url: str, base: str | None = None, settings: CrawlSettings = _
         query = "&".join(sorted(query.split("&")))
     normalized = f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
     return normalized if len(normalized) <= settings.url_max_length else None
+
+
+def _as_browsers_read(url: str) -> str:
+    """An href as WHATWG's URL parser reads it for http(s): tabs and line breaks anywhere are dropped (an
+    href broken across lines), and a backslash before the query is a slash (a Windows-authored relative
+    path with backslashes for separators)."""
+    url = url.strip()
+    if "\t" in url or "\n" in url or "\r" in url:
+        url = url.translate(_TAB_AND_NEWLINE)
+    if "\\" in url:
+        ends = [i for i in (url.find("?"), url.find("#")) if i >= 0]
+        cut = min(ends) if ends else len(url)
+        url = url[:cut].replace("\\", "/") + url[cut:]
+    return url
+
+
+_TAB_AND_NEWLINE = str.maketrans("", "", "\t\n\r")
 
 
 def strip_params(url: str, patterns: tuple[str, ...]) -> str:

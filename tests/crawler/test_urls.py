@@ -37,6 +37,14 @@ def test_percent_encoding_normalised():
     assert normalize_url("http://a.com/a%2fb") == "http://a.com/a%2Fb"  # reserved escapes stay escaped
 
 
+def test_hrefs_read_as_a_browser_reads_them():
+    base = "http://x.org/docs/page.html"
+    assert normalize_url("sub\\guide.html", base) == "http://x.org/docs/sub/guide.html"  # Windows-authored
+    assert normalize_url("..\\index.html", base) == "http://x.org/index.html"
+    assert normalize_url("/a\\b?q=c\\d#e", base) == "http://x.org/a/b?q=c%5Cd"  # not in the query
+    assert normalize_url("gui\nde\t.html", base) == "http://x.org/docs/guide.html"  # broken across lines
+
+
 def test_query_sorted_only_when_configured():
     url = "http://a.com/p?b=2&a=1"
     assert normalize_url(url) == url
