@@ -22,10 +22,7 @@ _WIDE_SNIFF = 1024  # bytes looked at for the zero bytes UTF-16 and UTF-32 marku
 def html_text(body: bytes, content_type_header: str | None) -> str:
     """An HTML (or XHTML) body as text; undecodable bytes become U+FFFD, never an error."""
     encoding, text = html_to_unicode(content_type_header or None, body, auto_detect_fun=undeclared_encoding)
-    if _is_wide(encoding) and read_bom(body)[0] is None and b"\x00" not in body[:_WIDE_SNIFF]:
-        # A UTF-16 or UTF-32 page has zero bytes in its markup. Without them the declaration is wrong: a
-        # <meta> naming UTF-16 was read in ASCII, so WHATWG reads the page as UTF-8; a header naming it is a
-        # misconfigured server, whose page would otherwise come out as CJK-looking noise.
+    if _cannot_be(encoding, body):  # WHATWG: a <meta> naming UTF-16 means UTF-8
         return to_unicode(body, undeclared_encoding(body))
     return text
 
@@ -37,7 +34,16 @@ def plain_text(body: bytes, content_type_header: str | None) -> str:
     if bom_encoding is not None:
         return to_unicode(body[len(bom) :], bom_encoding)
     declared = http_content_type_encoding(content_type_header or None)
-    return to_unicode(body, declared or undeclared_encoding(body))
+    if declared is None or _cannot_be(declared, body):
+        declared = undeclared_encoding(body)
+    return to_unicode(body, declared)
+
+
+def _cannot_be(encoding: str, body: bytes) -> bool:
+    """A declared UTF-16 or UTF-32 that the bytes belie: such text has zero bytes in its first characters
+    (markup, or any Latin letter), so without them the declaration is wrong (a server's misconfiguration),
+    and the page would come out as CJK-looking noise."""
+    return _is_wide(encoding) and read_bom(body)[0] is None and b"\x00" not in body[:_WIDE_SNIFF]
 
 
 def undeclared_encoding(body: bytes) -> str:

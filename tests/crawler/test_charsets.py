@@ -74,6 +74,7 @@ def test_plain_text_takes_the_header_charset_else_a_guess():
     body = "Grüße, café".encode("latin-1")
     assert plain_text(body, "text/plain; charset=latin-1") == "Grüße, café"
     assert plain_text(body, None) == "Grüße, café"
+    assert plain_text(body, "text/plain; charset=utf-16") == "Grüße, café"  # bytes that cannot be UTF-16
     header = {"content-type": "text/plain; charset=latin-1"}
     assert parse_page(body, URL, "text/plain", header).text == "Grüße, café"
 
