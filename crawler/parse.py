@@ -94,6 +94,13 @@ BLOCK = frozenset(
 )
 CONTEXT_RADIUS = 5  # d_max of the apprentice (seed 002/003: 5)
 LEAF_CHARS = 200  # one leaf's text kept in a link's context
+# Links read from one page, in document order: at most MAX_LINKS targets (Heritrix's max-outlinks; an href
+# without its fragment is one target) and MAX_ANCHORS anchors in all. A real index page has many anchors
+# to some hundreds of pages (Python's contents.html: 13,959 to 488); a hostile 2 MB page of bare anchors
+# has 70,000 targets, each a row of the repository's link table with its context (12 MB a page) and a
+# frontier candidate.
+MAX_LINKS = 6000
+MAX_ANCHORS = 30_000
 ANCHOR_CHARS = 500
 _ATTRIBUTE_TAGS = frozenset(
     {"a", "img", "div", "ul", "ol", "section", "aside", "header", "footer", "span", "table"}
@@ -261,6 +268,7 @@ class _Walker:
         self.leaves: list[str] = []
         self.text_parts: list[str] = []
         self.links: list[list] = []  # [href, anchor text, dom path, leaf start, leaf end, nofollow, title]
+        self.targets: set[str] | None = None  # hrefs without their fragment, once MAX_LINKS anchors are read
 
     def page(self) -> ParsedPage:
         head = self.tree.head
@@ -351,7 +359,8 @@ class _Walker:
                         if kind & _LINK_OR_IMAGE:
                             attrs = node.attributes
                             anchor = -1
-                            if tag != "img" and (href := attrs.get(_LINK_ATTRIBUTE[tag])):
+                            href = attrs.get(_LINK_ATTRIBUTE[tag]) if tag != "img" else None
+                            if href and self._room(href):
                                 own_path = "/".join([entry[2] for entry in open_elements] + [tag])
                                 anchor = self._open_anchor(href, attrs, own_path, len(leaves))
                             if last is None:
@@ -385,6 +394,23 @@ class _Walker:
                 if kind & _BLOCK:
                     add_text("\n")
 
+    def _room(self, href: str) -> bool:
+        """Whether the page's link bounds leave room for a link to `href` (counting it if so). Below
+        MAX_LINKS anchors there are fewer targets than that too, so most pages never count them."""
+        read = len(self.links)
+        if read < MAX_LINKS:
+            return True
+        if read >= MAX_ANCHORS:
+            return False
+        if self.targets is None:
+            self.targets = {link[0].split("#", 1)[0] for link in self.links}
+        target = href.split("#", 1)[0]
+        if target not in self.targets:
+            if len(self.targets) >= MAX_LINKS:
+                return False
+            self.targets.add(target)
+        return True
+
     def _open_anchor(self, href: str, attrs, path: str, leaf_start: int) -> int:
         rel = (attrs.get("rel") or "").lower().split()
         title = _clean(attrs.get("title") or "")
@@ -404,7 +430,7 @@ class _Walker:
         """An iframe's page as a link at the iframe's place, one text-less position long."""
         attrs = node.attributes
         src = attrs.get("src")
-        if src:
+        if src and self._room(src):
             path = "/".join([entry[2] for entry in open_elements] + [node.tag])
             self._close_anchor(self._open_anchor(src, attrs, path, len(self.leaves)))
 

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from crawler.parse import CONTEXT_RADIUS, PDF_TYPE, offset_context, parse_html, parse_page
+from crawler.parse import (
+    CONTEXT_RADIUS,
+    MAX_ANCHORS,
+    MAX_LINKS,
+    PDF_TYPE,
+    offset_context,
+    parse_html,
+    parse_page,
+)
 from simnet.web.corpus import FIXTURE_DIR
 from tests.pdf_samples import make_pdf
 
@@ -157,6 +165,23 @@ def test_image_map_areas_are_links_named_by_their_alt_text():
         ("http://example.org/library", "The library", False),
         ("http://example.org/ads", "Ads", True),
     ]
+
+
+def test_a_page_gives_links_to_its_first_max_links_targets_and_all_its_text():
+    anchors = "".join(f'<a href="/p{i}">w{i}</a> ' for i in range(MAX_LINKS + 10))
+    page = parse_html(f'{anchors}<iframe src="/late"></iframe><a href="/p0#again">again</a>'.encode(), BASE)
+    assert len(page.links) == MAX_LINKS + 1  # a target already linked is no new one
+    assert page.links[-2].url == f"http://example.org/p{MAX_LINKS - 1}"
+    assert page.links[-1].anchor_text == "again"
+    assert f"w{MAX_LINKS + 9}" in page.text
+
+
+def test_an_index_page_keeps_its_many_anchors_to_a_few_pages_up_to_max_anchors():
+    # Python's contents.html: 13,959 anchors, most to sections of the same 488 pages
+    anchors = "".join(f'<a href="/page{i % 50}.html#s{i}">s{i}</a>' for i in range(MAX_ANCHORS + 5))
+    page = parse_html(anchors.encode(), BASE)
+    assert len(page.links) == MAX_ANCHORS
+    assert len({link.url for link in page.links}) == 50
 
 
 def test_binary_and_empty_input_yield_an_empty_page_with_a_reason():
