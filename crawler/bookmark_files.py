@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
+from crawler.charsets import html_text
 from crawler.errors import TaxonomyError
 
 BROWSER_CONTAINERS = frozenset(
@@ -71,8 +72,10 @@ def read_bookmark_tree(raw: bytes, name: str) -> BookmarkTree:
     if raw.startswith(b"bplist") or b"<!DOCTYPE plist" in raw[:512]:
         return BookmarkTree(safari_tree(plist_document(raw, name), name), "item")
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if text.startswith("{"):
+    if text.startswith("{"):  # JSON is UTF-8
         return BookmarkTree(json_tree(json_document(text, name), name), "item")
+    # An older browser's export may be in the system's code page, named in its <META> (or not at all)
+    text = html_text(raw, None).lstrip("\ufeff \t\r\n")
     return BookmarkTree(parse_netscape(text, name), "line")
 
 

@@ -29,7 +29,7 @@ from crawler.bookmark_files import (
     parse_netscape,
     read_bookmark_tree,
 )
-from crawler.charsets import plain_text
+from crawler.charsets import html_text, plain_text
 from crawler.errors import TaxonomyError
 from crawler.parse import PDF_TYPE, parse_page
 from crawler.repository import Repository
@@ -284,7 +284,7 @@ def bookmarks_html(path: Path | str) -> str:
     (the demo and the community scenarios): an HTML file as it is, another format through `netscape_html`."""
     raw, tree = _read_tree(Path(path))
     if tree.unit == "line":
-        return raw.decode("utf-8", errors="replace")
+        return html_text(raw, None)
     return netscape_html(taxonomy_of_tree(tree, str(path)))
 
 

@@ -138,6 +138,25 @@ def test_an_html_export_is_handed_on_as_it_is():
     assert bookmarks_html(path) == path.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(
+    "head",
+    ['<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=windows-1252">\n', ""],
+    ids=["declared", "undeclared"],
+)
+def test_an_export_in_a_legacy_code_page_keeps_its_folder_names(tmp_path, head):
+    # Older browsers wrote the export in the system's code page, not UTF-8
+    export = (
+        f"<!DOCTYPE NETSCAPE-Bookmark-file-1>\n{head}<DL><p>\n<DT><H3>Küche</H3>\n<DL><p>\n"
+        '<DT><A HREF="http://example.org/crème">Crème brûlée</A>\n</DL><p>\n</DL><p>\n'
+    )
+    path = tmp_path / "bookmarks.html"
+    path.write_bytes(export.encode("cp1252"))
+    taxonomy = read_bookmarks(path)
+    assert taxonomy.topics == ("Küche",)
+    assert {d.title for d in taxonomy.documents} == {"Crème brûlée"}
+    assert "Küche" in bookmarks_html(path)
+
+
 def test_netscape_html_escapes_what_html_would_read_as_markup():
     title, url = 'Joins <& "outer"> joins', "https://example.org/q?a=1&b=<2>"
     document = TrainingDocument("A/B", POSITIVE, url=url, title=title)
