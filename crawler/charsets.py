@@ -5,11 +5,16 @@ only then a guess. w3lib (Scrapy's decoder) does the reading, with the WHATWG la
 
 Many servers declare a legacy charset in the header alone; a parser left to guess from the bytes turns
 every accented letter of such a page into U+FFFD, and its words into fragments the classifier and the index
-then learn."""
+then learn.
+
+The text never holds control characters: a page titled "\x1b]0;...\x07" or with "\x1b[2J" in its text
+would otherwise retitle or clear the terminal of whoever runs `topicswarm search` or `show` on it. They
+become spaces (tabs and line breaks stay), as a peer's text does in `p2p.schemas.shown_text`."""
 
 from __future__ import annotations
 
 import codecs
+import re
 
 from w3lib.encoding import html_to_unicode, http_content_type_encoding, read_bom, to_unicode
 
@@ -17,14 +22,15 @@ from w3lib.encoding import html_to_unicode, http_content_type_encoding, read_bom
 # fall back to in most locales and which decodes nearly every byte.
 LEGACY_DEFAULT = "cp1252"
 _WIDE_SNIFF = 1024  # bytes looked at for the zero bytes UTF-16 and UTF-32 markup cannot lack
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")  # C0 but tab, line feed, form feed and CR; C1
 
 
 def html_text(body: bytes, content_type_header: str | None) -> str:
     """An HTML (or XHTML) body as text; undecodable bytes become U+FFFD, never an error."""
     encoding, text = html_to_unicode(content_type_header or None, body, auto_detect_fun=undeclared_encoding)
     if _cannot_be(encoding, body):  # WHATWG: a <meta> naming UTF-16 means UTF-8
-        return to_unicode(body, undeclared_encoding(body))
-    return text
+        text = to_unicode(body, undeclared_encoding(body))
+    return without_controls(text)
 
 
 def plain_text(body: bytes, content_type_header: str | None) -> str:
@@ -32,11 +38,16 @@ def plain_text(body: bytes, content_type_header: str | None) -> str:
     text has no markup to declare a charset in)."""
     bom_encoding, bom = read_bom(body)
     if bom_encoding is not None:
-        return to_unicode(body[len(bom) :], bom_encoding)
+        return without_controls(to_unicode(body[len(bom) :], bom_encoding))
     declared = http_content_type_encoding(content_type_header or None)
     if declared is None or _cannot_be(declared, body):
         declared = undeclared_encoding(body)
-    return to_unicode(body, declared)
+    return without_controls(to_unicode(body, declared))
+
+
+def without_controls(text: str) -> str:
+    """`text` with its control characters as spaces, tabs and line breaks kept (see the module)."""
+    return _CONTROLS.sub(" ", text) if _CONTROLS.search(text) else text
 
 
 def _cannot_be(encoding: str, body: bytes) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.generic import ArrayObject, DictionaryObject
 
+from crawler.charsets import without_controls
 from crawler.parse import Link, ParsedPage, normalize_url
 
 MAX_PAGES = 200  # pages read; a longer document is classified by its first ones
@@ -49,7 +50,8 @@ def _read(body: bytes, url: str) -> ParsedPage:
     length = 0
     deadline = time.monotonic() + MAX_SECONDS
     for page in reader.pages[:MAX_PAGES]:
-        lines = (" ".join(line.split()) for line in (page.extract_text() or "").splitlines())
+        raw = without_controls(page.extract_text() or "")
+        lines = (" ".join(line.split()) for line in raw.splitlines())
         text = "\n".join(line for line in lines if line)
         if text:
             parts.append(text[: MAX_CHARS - length])
@@ -76,7 +78,7 @@ def _opens_without_password(reader: PdfReader) -> bool:
 def _title(reader: PdfReader) -> str:
     metadata = reader.metadata
     title = metadata.title if metadata is not None else None
-    return " ".join(str(title).split())[:MAX_TITLE] if title else ""
+    return " ".join(without_controls(str(title)).split())[:MAX_TITLE] if title else ""
 
 
 def _page_links(page: Any, base: str) -> list[Link]:

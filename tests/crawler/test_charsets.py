@@ -5,6 +5,7 @@ from __future__ import annotations
 from crawler.charsets import html_text, plain_text
 from crawler.parse import parse_html, parse_page
 from crawler.taxonomy import read_taxonomy
+from tests.pdf_samples import make_pdf
 
 URL = "http://example.org/page.html"
 LATIN = "<html><head><title>Universität</title></head><body><p>Résumé of a naïve café</p></body></html>"
@@ -86,3 +87,23 @@ def test_plain_text_documents_in_an_imported_folder_keep_their_letters(tmp_path)
     taxonomy = read_taxonomy(tmp_path)
     (document,) = [doc for doc in taxonomy.documents if doc.topic == "Cooking"]
     assert "Crème brûlée" in document.text
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m"  # retitle the terminal, clear it; a C1 control sequence
+
+
+def test_a_page_never_hands_on_terminal_escapes_in_its_title_text_or_links():
+    html = f'<title>Hi{ESCAPES}</title><p>text{ESCAPES}</p><a href="/x" title="t{ESCAPES}">a{ESCAPES}</a>'
+    page = parse_html(html.encode(), URL)
+    (link,) = page.links
+    for shown in (page.title, page.text, link.anchor_text, link.title):
+        assert not any((ord(c) < 32 and c not in "\t\n\r\f") or 0x7F <= ord(c) <= 0x9F for c in shown), shown
+    assert page.title.startswith("Hi ") and "owned" in page.title  # the words stay, the controls go
+
+
+def test_plain_text_and_pdfs_never_hand_on_terminal_escapes():
+    assert "\x1b" not in plain_text(f"a{ESCAPES}b".encode(), None)
+    pdf = parse_page(make_pdf([f"Body{ESCAPES}text"], title=f"Title{ESCAPES}"), URL)
+    assert pdf.error is None
+    assert "\x1b" not in pdf.title and "\x07" not in pdf.title
+    assert "\x1b" not in pdf.text
