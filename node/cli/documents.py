@@ -12,6 +12,7 @@ import textwrap
 import time
 from typing import Any
 
+from crawler.charsets import without_controls
 from crawler.query import DEFAULT_USER
 from node.cli.common import CliError, add_data_arg, data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
@@ -68,7 +69,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(details, ensure_ascii=False))
     else:
-        print("\n".join(document_lines(details)))
+        print(without_controls("\n".join(document_lines(details))))  # as in print_hits
     return 0
 
 

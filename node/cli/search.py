@@ -8,6 +8,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from crawler.charsets import without_controls
 from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
 from node.cli.common import CliError, add_data_arg, count, data_dir, existing_data_dir, open_repository
 from node.cli.node import api_errors, node_client_or_none
@@ -163,10 +164,12 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
         confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"
-        print(f"{rank:>2}. {hit['title'] or '(no title)'}  [{hit['score']:.3f}]\n    {hit['url']}")
+        # a repository filled before pages lost their control characters may still hold some
+        title = without_controls(hit["title"]) or "(no title)"
+        print(f"{rank:>2}. {title}  [{hit['score']:.3f}]\n    {hit['url']}")
         origins = ", ".join(hit["origins"])
         print(f"    {hit['topic'] or '-'}  conf {confidence}  from {origins}  doc {hit['doc_id']}")
-        print(f"    {render(' '.join(hit['preview'].split()), bold)}")
+        print(f"    {render(without_controls(' '.join(hit['preview'].split())), bold)}")
     print(f"{len(hits)} of {answer['total']} results (`topicswarm show DOC`: the stored page)")
 
 

@@ -80,6 +80,16 @@ def test_an_unknown_or_malformed_document_number_says_where_numbers_come_from(da
     assert "'abc' is not a document number" in capsys.readouterr().err
 
 
+def test_a_page_stored_with_terminal_escapes_shows_without_them(tmp_path, capsys):
+    # A repository filled before pages lost their control characters may still hold some
+    data = DataDir(tmp_path / "old").ensure()
+    with Repository(data.repository) as repo, repo.transaction():
+        page = text_document("http://h.test/x", "T\x1b]0;owned\x07", "Text\x1b[2J here", topic="T")
+        repo.insert_page(StoredPage(page))
+    out = "\n".join(shown(capsys, data, "1"))
+    assert "\x1b" not in out and "\x07" not in out and "Text [2J here" in out
+
+
 def test_search_hits_carry_the_number_show_takes(data, capsys):
     assert main(["search", "--data", str(data.root), "write-ahead"]) == 0
     out = capsys.readouterr().out

@@ -57,3 +57,12 @@ def test_hits_found_as_the_starts_of_words_say_so_before_the_list(capsys):
     assert lines[1].startswith(" 1. Query Language")
     print_hits(ANSWER, args)
     assert capsys.readouterr().out.startswith(" 1. Query Language")
+
+
+def test_a_hit_stored_with_terminal_escapes_prints_without_them(capsys):
+    # A repository filled before pages lost their control characters may still hold some
+    hit = {**ANSWER["hits"][0], "title": "SQL\x1b]0;owned\x07", "preview": "text\x1b[2J here"}
+    print_hits({**ANSWER, "hits": [hit]}, build_parser().parse_args(["search", "sql"]))
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "SQL ]0;owned" in out and "text [2J here" in out
