@@ -197,21 +197,45 @@ def is_pdf(body: bytes, content_type: str) -> bool:
 def parse_page(
     body: bytes, url: str, content_type: str = "text/html", headers: dict[str, str] | None = None
 ) -> ParsedPage:
-    """Any body the crawler keeps: a PDF (`crawler.pdf`), else HTML or plain text (`parse_html`); an
-    X-Robots-Tag header's noindex and nofollow hold for each (a PDF has no other place for them)."""
+    """Any body the crawler keeps: a PDF (`crawler.pdf`), else HTML or plain text (`parse_html`). The
+    headers that stand for a page's own tags hold for each, a PDF having no other place for them: the
+    X-Robots-Tag's noindex and nofollow, a `Link: <...>; rel="canonical"` and a `Refresh` (as browsers
+    follow it), where the page names none of its own."""
+    headers = headers or {}
     if is_pdf(body, content_type):
         from crawler.pdf import parse_pdf  # pypdf loads when the first PDF comes
 
         page = parse_pdf(body, url)
     else:
         page = parse_html(body, url, content_type, headers)
-    robots = x_robots_directives((headers or {}).get("x-robots-tag", ""))
+    if page.canonical is None and "link" in headers:
+        canonical = link_header_canonical(headers["link"], url)
+        if canonical is not None:
+            page = replace(page, canonical=canonical)
+    if page.meta_refresh is None and headers.get("refresh"):
+        target, delay = _parse_refresh(headers["refresh"], url)
+        if target is not None:
+            page = replace(page, meta_refresh=target, refresh_delay=delay)
+    robots = x_robots_directives(headers.get("x-robots-tag", ""))
     noindex = "noindex" in robots or "none" in robots
     nofollow = "nofollow" in robots or "none" in robots
     if (noindex and not page.noindex) or (nofollow and not page.nofollow):
         links = tuple(replace(link, nofollow=True) for link in page.links) if nofollow else page.links
         page = replace(page, noindex=page.noindex or noindex, nofollow=page.nofollow or nofollow, links=links)
     return page
+
+
+_LINK_VALUE = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,]*)*)")
+_CANONICAL_REL = re.compile(r"""rel\s*=\s*(?:"[^"]*\bcanonical\b[^"]*"|canonical\b)""", re.IGNORECASE)
+
+
+def link_header_canonical(value: str, url: str) -> str | None:
+    """The canonical URL an HTTP `Link` header names (RFC 8288: `<URL>; rel="canonical"`, several links
+    comma-separated, URLs resolved against the page's), or None."""
+    for match in _LINK_VALUE.finditer(value):
+        if _CANONICAL_REL.search(match.group(2)):
+            return normalize_url(match.group(1).strip(), url)
+    return None
 
 
 def x_robots_directives(value: str) -> frozenset[str]:

@@ -184,6 +184,20 @@ def test_an_index_page_keeps_its_many_anchors_to_a_few_pages_up_to_max_anchors()
     assert len({link.url for link in page.links}) == 50
 
 
+def test_link_and_refresh_headers_stand_for_the_tags_a_page_lacks():
+    headers = {
+        "link": '<https://cdn.example.org/a,b>; rel="preload", </papers/final.pdf>; rel="canonical"',
+        "refresh": "0; url=/moved.html",
+    }
+    pdf = parse_page(make_pdf(["A paper"]), "http://example.org/papers/v2.pdf", PDF_TYPE, headers)
+    assert pdf.canonical == "http://example.org/papers/final.pdf"  # a PDF has no other place for it
+    html = parse_page(b"<p>moved</p>", BASE, "text/html", headers)
+    assert (html.meta_refresh, html.refresh_delay) == ("http://example.org/moved.html", 0.0)
+    own = b'<head><link rel="canonical" href="/own"><meta http-equiv="refresh" content="5; url=/mine"></head>'
+    page = parse_page(own, BASE, "text/html", headers)
+    assert (page.canonical, page.meta_refresh) == ("http://example.org/own", "http://example.org/mine")
+
+
 def test_binary_and_empty_input_yield_an_empty_page_with_a_reason():
     assert parse_html(b"", BASE).error == "empty"
     assert parse_html(b"   \n", BASE).error == "empty"
