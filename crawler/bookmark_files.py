@@ -16,6 +16,7 @@ their (translated) names. Positions (`line`) are line numbers in an HTML file an
 
 from __future__ import annotations
 
+import codecs
 import json
 import plistlib
 import struct
@@ -71,8 +72,8 @@ def read_bookmark_tree(raw: bytes, name: str) -> BookmarkTree:
         return BookmarkTree(json_tree(json_document(decompress_mozlz4(raw, name), name), name), "item")
     if raw.startswith(b"bplist") or b"<!DOCTYPE plist" in raw[:512]:
         return BookmarkTree(safari_tree(plist_document(raw, name), name), "item")
-    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if text.startswith("{"):  # JSON is UTF-8
+    if raw.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n").startswith(b"{"):  # JSON is UTF-8
+        text = raw.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
         return BookmarkTree(json_tree(json_document(text, name), name), "item")
     # An older browser's export may be in the system's code page, named in its <META> (or not at all)
     text = html_text(raw, None).lstrip("\ufeff \t\r\n")

@@ -22,9 +22,9 @@ def bound_cookie_jar(jar: CookieJar, host: str) -> int:
     held = len(jar)
     if held <= MAX_COOKIES_PER_HOST:
         return 0
-    domains = {cookie.domain for cookie in jar if _applies_to(cookie.domain, host)}
-    if sum(1 for cookie in jar if cookie.domain in domains) > MAX_COOKIES_PER_HOST:
-        for domain in domains:
+    hosts = [cookie.domain for cookie in jar if _applies_to(cookie.domain, host)]
+    if len(hosts) > MAX_COOKIES_PER_HOST:
+        for domain in set(hosts):
             jar.clear(domain)
     if len(jar) > MAX_COOKIES:
         jar.clear()

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.settings import CrawlSettings
-from node.cli.common import CliError, add_data_arg, data_dir, data_dir_for_writing, open_repository
+from node.cli.common import (
+    CliError,
+    add_data_arg,
+    data_dir,
+    data_dir_for_writing,
+    existing_data_dir,
+    open_repository,
+)
 from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
@@ -148,7 +155,7 @@ async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> T
 def run_list(args: argparse.Namespace) -> int:
     from crawler.taxonomy import load_taxonomy, topic_summary
 
-    repo = _open_imported(data_dir(args))
+    repo = _open_imported(existing_data_dir(args))
     try:
         taxonomy = load_taxonomy(repo)
     finally:
@@ -174,7 +181,7 @@ def run_keywords(args: argparse.Namespace) -> int:
     them), else straight to the repository (the node reads them when it starts)."""
     if args.words and args.clear:
         raise CliError("give keywords or --clear, not both")
-    data = data_dir(args)
+    data = existing_data_dir(args)
     change = args.clear or bool(args.words)
     client = node_client_or_none(data)
     if client is not None:
@@ -226,8 +233,6 @@ def _stored_keywords(data: DataDir, topic: str, words: list[str] | None) -> list
 
 def _open_imported(data: DataDir) -> Repository:
     """The repository topics were imported into; an error that says how to import them when there is none."""
-    if (absent := data.absence()) is not None:
-        raise CliError(absent)
     if not data.repository.exists():
         raise CliError(f"no repository at {data.repository}: import topics with `topicswarm topics import`")
     return open_repository(data.repository)
