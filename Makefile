@@ -20,11 +20,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/topicswarm demo
 
+# One pytest worker a core, at most four: the suite's end-to-end tests start node processes of their own.
+PYTEST := $(BIN)/python -m pytest -n auto --maxprocesses 4
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
