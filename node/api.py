@@ -338,11 +338,11 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             )
         topic = _require(body, "topic", str)
         await cooperation_topic(topic, "refine")
-        return {"proposals": await service.cooperate("refine", topic, k)}
+        return {"proposals": await service.cooperate("refinement.refine", topic, k)}
 
     async def refine_list(request: Request) -> Any:
         topic = request.query_params.get("topic") or None
-        return {"proposals": await service.cooperate("proposals", topic)}
+        return {"proposals": await service.cooperate("refinement.proposals", topic)}
 
     async def refine_decide(request: Request) -> Any:
         action = request.path_params["action"]
@@ -352,7 +352,9 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         name = body.get("name")
         if name is not None and not isinstance(name, str):
             raise NodeServiceError("bad_request", "name must be a string")
-        return await service.cooperate(f"{action}_proposal", request.path_params["proposal_id"], name=name)
+        return await service.cooperate(
+            f"refinement.{action}_proposal", request.path_params["proposal_id"], name=name
+        )
 
     async def node_stop(request: Request) -> Any:
         service.stop_soon()

@@ -1174,9 +1174,12 @@ class NodeService:
         return self.cooperation
 
     async def cooperate(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Call a public method of the cooperation layer, mapping its errors to API errors."""
-        coop = self.require_cooperation(method.replace("_", " "))
-        fn = getattr(coop, method, None)
+        """Call a public method of the cooperation layer ("models") or of one of its parts
+        ("refinement.refine"), mapping its errors to API errors."""
+        coop = self.require_cooperation(method.rpartition(".")[2].replace("_", " "))
+        fn = coop
+        for name in method.split("."):
+            fn = getattr(fn, name, None)
         if fn is None:
             raise unavailable(f"the cooperation layer has no {method!r} yet")
         try:

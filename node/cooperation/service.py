@@ -10,7 +10,8 @@ than the one held), checks them (schema, signature, origin), measures them on it
 stores them; rebuilds the topic's meta-classifier from everything it holds when a model arrived or its own
 crawl grew by half (`REBUILD_GROWTH`); and syncs the peers' crawl results of shared topics into its repository
 as pooled documents by cursor (a peer with nothing new is asked less and less often), queueing the URLs of
-their most confident pages as seeds.
+their most confident pages as seeds (`results.ResultSync`, the layer's `results`). Collaborative clustering is
+`refinement.Refinement`, the layer's `refinement`.
 
 The distributed meta-classifier protocol of figures 3.5/3.6 is `build_meta`: METAREQUEST "estimate" to the
 community (each peer cross-validates the others' classifiers on its data without their training documents and
@@ -30,19 +31,18 @@ Traffic (each byte counts against the crawl's): no model is trained while the cr
 fetches (the phase ends by adding archetypes, which would make that model obsolete within a minute), a
 retrained model is published only when it decides differently from the published one
 (`republish_agreement`), models ship pruned (`prune_agreement`) with their training documents as short keys,
-and a peer is offered only the results the restrictive filter keeps (`share_kept_only`), never its own.
+and a peer is offered only the results the restrictive filter keeps (`share_kept_only`), never its own
+(`results`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import math
 import secrets
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +51,8 @@ import scipy.sparse as sp
 import trio
 
 from crawler.focus import HARVESTING
-from crawler.repository import MAX_ROW_ID, Repository, RepositoryError
-from crawler.taxonomy import OTHERS, TOPICS_LISTED_API, unknown_topic
+from crawler.repository import Repository, RepositoryError
+from crawler.taxonomy import TOPICS_LISTED_API, unknown_topic
 from metamodels.errors import MetamodelError
 from metamodels.estimators import (
     correctness_covariance,
@@ -65,45 +65,35 @@ from metamodels.linear import LinearModel
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import learning, store
+from node.cooperation.backoff import Backoff
 from node.cooperation.focus import MetaFocus
+from node.cooperation.refinement import Refinement
+from node.cooperation.results import ResultSync
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import (
     centroids_from_payload,
-    centroids_payload,
     feature_config_of,
     flipped,
     linear_from_payload,
     linear_payload,
 )
-from node.service import shown
 from node.stored_state import topic_keys
 from p2p.errors import P2PError, WireError
-from p2p.protocols import RESULTS, ResultPage
+from p2p.protocols import RESULTS
 from p2p.schemas import (
-    MAX_TITLE_LEN,
     CovarianceReport,
     CovEntry,
-    CrawlResult,
     CrossValidationReport,
     CvEntry,
-    HeldFilter,
     HeldModel,
     MetaClassifierOffer,
     MetaRequest,
     ResultSyncRequest,
-    ResultSyncResponse,
     SignedModel,
 )
-from p2p.signing import sign_model, sign_results, verify_model
+from p2p.signing import sign_model, verify_model
 
 log = logging.getLogger(__name__)
-
-CONFIDENCE_STEP = 2.0**-12
-"""A shared result's confidence travels in steps of 1/4096 (and its fetch time in whole seconds): a float64
-with a short mantissa ends in zero bytes the frame compression removes, about 9 of a result's 200 bytes."""
-
-HOLDS_EVERYTHING = HeldFilter(b"\xff", 1)
-"""A held-URL filter that claims every URL: a result sync with it sends no result, only the cursor."""
 
 REBUILD_GROWTH = 1.5
 """A topic's meta-classifier is rebuilt when the node's own documents grew by this factor since it was built:
@@ -112,39 +102,6 @@ number of times. (Rebuilt every round instead, an idle node spent 7% of a core o
 
 VERDICT_KEYS = ("kept", "rejected", "abstained")
 """A filtering's counts as a build and a new loss answer them (`learning.write_verdicts`)."""
-
-MAX_SUBTOPIC_NAME = 80
-"""The longest name an accepted proposal's subtopic may take (it is part of every key under it)."""
-
-_HELD_SCAN = 4
-"""A result page with a held-URL filter looks at up to this many times its limit of documents to fill it."""
-
-
-@dataclass
-class Backoff:
-    """Rounds to skip before asking a peer again about a topic that had nothing new (doubling, capped);
-    `news`: whether the last result pull brought results (or none was made yet)."""
-
-    skip_until: int = 0
-    streak: int = 0
-    news: bool = True
-
-    def idle(self, round_no: int, cap: int) -> None:
-        self.streak = min(self.streak + 1, 16)
-        self.skip_until = round_no + min(cap, 2 ** (self.streak - 1))
-
-    def busy(self) -> None:
-        self.skip_until = self.streak = 0
-
-    def pulled(self, added: int | None, round_no: int, cap: int) -> None:
-        """After a result pull: None (nothing new, cursor unmoved) backs off; a pull that moved the
-        cursor keeps the peer asked every round, but only one that brought results counts as news (the
-        next pull goes without a probe, see `Cooperation._sync_peer`)."""
-        if added is None:
-            self.idle(round_no, cap)
-        else:
-            self.busy()
-        self.news = bool(added)
 
 
 class Cooperation:
@@ -170,8 +127,6 @@ class Cooperation:
         self.featurizer = Featurizer(feature_config or FeatureConfig())
         self._held: dict[tuple[str, str], int] = {}  # (topic, origin) -> version of the received model
         self._asked: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of first-contact model fetches
-        self._synced: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of result syncs
-        self._pulled: dict[tuple[str, str], int] = {}  # (peer, topic) -> round of the last result pull
         # (topic, origin) -> (deadline, arrival) of a model fetch under way, so that an announcement, a
         # first contact and a cross-validation request never fetch the same model twice at once
         self._inflight: dict[tuple[str, str], tuple[float, trio.Event]] = {}
@@ -196,6 +151,8 @@ class Cooperation:
         self._poke = trio.Event()
         self._closed = False
         self.rounds = 0
+        self.results = ResultSync(self)
+        self.refinement = Refinement(self)
 
     @classmethod
     def for_node(cls, service: Any) -> Cooperation:
@@ -207,10 +164,10 @@ class Cooperation:
     def peer_id(self) -> str:
         return self.network.peer_id
 
-    async def _db(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        return await self._work(lambda: fn(self.repo, *args, **kwargs))
+    async def db(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self.work(lambda: fn(self.repo, *args, **kwargs))
 
-    async def _work(self, fn: Any, *args: Any) -> Any:
+    async def work(self, fn: Any, *args: Any) -> Any:
         """Run `fn(*args)` in a worker thread; one at a time, since they share one SQLite connection."""
         if self._closed:
             raise P2PError("the cooperation layer has stopped")
@@ -223,15 +180,15 @@ class Cooperation:
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the protocols and cooperate in rounds until cancelled."""
         self.network.set_model_provider(self._serve_model)
-        self.protocols.serve(RESULTS, ResultSyncRequest, self._answer_results)
+        self.protocols.serve(RESULTS, ResultSyncRequest, self.results.answer)
         self.network.set_model_filter(self._wants_model)
         self.network.on_model(self._on_announced_model)
         self.protocols.serve_meta(self._on_meta)
-        self.protocols.serve_centroids(self._on_centroids)
+        self.protocols.serve_centroids(self.refinement.on_centroids)
         await self._load_metas()
         # a peer blocked while the node ran offline: its models leave the meta-classifiers at the first round
-        self._stale.update(await self._db(store.metas_weighing, self.ledger.is_blocked))
-        for m in await self._db(store.load_models, None, "linear", store.RECEIVED):
+        self._stale.update(await self.db(store.metas_weighing, self.ledger.is_blocked))
+        for m in await self.db(store.load_models, None, "linear", store.RECEIVED):
             self._held[(m.topic, m.origin)] = m.version
         await self.announce()
         task_status.started(self)
@@ -262,13 +219,13 @@ class Cooperation:
         await self.refresh_local_models()
         await self.announce()
         await self.fetch_models()
-        self._stale.update(await self._db(self._outgrown))
+        self._stale.update(await self.db(self._outgrown))
         for topic in sorted(self._stale):
             self._stale.discard(topic)  # before the rebuild: a model arriving meanwhile marks it again
             await self.rebuild_meta(topic)
         await self.gather_reports()
         await self.judge_new_documents()
-        await self.sync_results()
+        await self.results.sync()
         await self.install_focus()
         self.rounds += 1
 
@@ -284,7 +241,7 @@ class Cooperation:
 
     # -- local models -------------------------------------------------------------------------------------
     async def topics(self) -> list[str]:
-        return await self._db(topic_keys)
+        return await self.db(topic_keys)
 
     async def refresh_local_models(self, *, now: bool = False) -> list[str]:
         """Retrain the topics whose training documents changed; returns the topics with a new version.
@@ -295,24 +252,24 @@ class Cooperation:
         stays."""
         if not now and self._learning():
             return []
-        fingerprint = await self._db(learning.training_fingerprint)
+        fingerprint = await self.db(learning.training_fingerprint)
         changed = []
         for topic in await self.topics():
-            stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
+            stored = await self.db(store.load_models, topic, "linear", store.LOCAL)
             if stored and stored[0].fingerprint == fingerprint:
                 continue
             previous = linear_from_payload(stored[0].model.payload) if stored else None
-            model = await self._work(self._train, topic, previous)
+            model = await self.work(self._train, topic, previous)
             if model is None:
                 continue
             if model is previous:
-                await self._db(store.save_model, stored[0].model, store.LOCAL, fingerprint=fingerprint)
+                await self.db(store.save_model, stored[0].model, store.LOCAL, fingerprint=fingerprint)
                 continue
             version = stored[0].version + 1 if stored else 1
             signed = sign_model(self.key, linear_payload(model, topic, version, self.peer_id))
-            await self._db(store.save_model, signed, store.LOCAL, fingerprint=fingerprint)
+            await self.db(store.save_model, signed, store.LOCAL, fingerprint=fingerprint)
             changed.append(topic)
-            self._publish("model", {"topic": topic, "origin": "local", "version": version})
+            self.publish("model", {"topic": topic, "origin": "local", "version": version})
         for topic in changed:
             await self.rebuild_meta(topic)
         return changed
@@ -363,7 +320,7 @@ class Cooperation:
         return now - self._pages_moved_at < 3 * self.settings.sync_interval
 
     async def local_model(self, topic: str) -> store.StoredModel | None:
-        stored = await self._db(store.load_models, topic, "linear", store.LOCAL)
+        stored = await self.db(store.load_models, topic, "linear", store.LOCAL)
         return stored[0] if stored else None
 
     async def _offered(self, topic: str) -> SignedModel | None:
@@ -396,9 +353,7 @@ class Cooperation:
     async def announce(self) -> None:
         """Hold every topic key in the p2p layer's communities with the local model's version: gossip
         tells the topic's community (re-announced periodically for newcomers)."""
-        versions = {
-            m.topic: m.version for m in await self._db(store.load_models, None, "linear", store.LOCAL)
-        }
+        versions = {m.topic: m.version for m in await self.db(store.load_models, None, "linear", store.LOCAL)}
         for topic in (await self.topics())[:64]:
             version = versions.get(topic, 0)
             if len(topic) <= 128 and self._announced.get(topic) != version:
@@ -439,7 +394,7 @@ class Cooperation:
         if entry is not None:
             entry[1].set()
 
-    def _checked_model(
+    def checked_model(
         self, peer: str, signed: SignedModel | None, topic: str, kind: str, max_rows: int = 1
     ) -> SignedModel | None:
         """A peer's model after signature, origin, kind, feature space and size checks; None (and a
@@ -475,13 +430,13 @@ class Cooperation:
 
     async def _keep(self, peer: str, signed: SignedModel | None, topic: str) -> SignedModel | None:
         """Check, measure and store a peer's linear model of a topic."""
-        signed = self._checked_model(peer, signed, topic, "linear")
+        signed = self.checked_model(peer, signed, topic, "linear")
         if signed is None:
             return None
-        member = await self._work(self._measure_received, signed)
+        member = await self.work(self._measure_received, signed)
         if self.ledger.is_blocked(peer):  # blocked while it was measured: `forget_peer` has run or will
             return None
-        await self._db(
+        await self.db(
             store.save_model,
             signed,
             store.RECEIVED,
@@ -491,7 +446,7 @@ class Cooperation:
         )
         self._held[(topic, peer)] = max(signed.payload.version, self._held.get((topic, peer), 0))
         self._arrived(topic, peer)
-        self._publish(
+        self.publish(
             "model",
             {"topic": topic, "origin": peer, "version": signed.payload.version, "weight": member.weight},
         )
@@ -513,7 +468,7 @@ class Cooperation:
                 self._arrived(topic, peer)
 
     async def _held_model(self, topic: str, peer: str) -> SignedModel | None:
-        for stored in await self._db(store.load_models, topic, "linear", store.RECEIVED):
+        for stored in await self.db(store.load_models, topic, "linear", store.RECEIVED):
             if stored.origin == peer:
                 return stored.model
         return None
@@ -588,14 +543,14 @@ class Cooperation:
     async def _measured_here(self, topic: str) -> bool:
         """Whether this node measured every model of the topic on enough of its own documents: their
         weights then rest on its own data (`learning.community_weight`) and reports would change nothing."""
-        rows = await self._db(store.model_rows, topic)
+        rows = await self.db(store.model_rows, topic)
         linear = [r for r in rows if r["kind"] == "linear"]
         return bool(linear) and all(r["evaluated"] >= learning.ROBUST.min_evaluated for r in linear)
 
     async def _held_versions(self) -> dict[str, tuple[tuple[str, int], ...]]:
         """topic -> the (origin, version) of every linear model held, local one included, sorted."""
         held: dict[str, list[tuple[str, int]]] = {}
-        for m in await self._db(store.load_models, None, "linear"):
+        for m in await self.db(store.load_models, None, "linear"):
             held.setdefault(m.topic, []).append((m.origin, m.version))
         return {topic: tuple(sorted(pairs)) for topic, pairs in held.items()}
 
@@ -737,10 +692,10 @@ class Cooperation:
         returns the topics judged again."""
         judged = []
         for topic in list(self._metas):
-            if await self._db(store.unjudged, topic):
-                row = await self._db(store.load_meta, topic)
+            if await self.db(store.unjudged, topic):
+                row = await self.db(store.load_meta, topic)
                 loss = row["loss"] if row else self.settings.default_loss
-                await self._work(self._judge_new, topic, loss)
+                await self.work(self._judge_new, topic, loss)
                 judged.append(topic)
         return judged
 
@@ -753,8 +708,8 @@ class Cooperation:
 
     async def rebuild_meta(self, topic: str) -> None:
         """The node's meta-classifier over every model it holds for the topic (thesis 3.3.2: Meta_i)."""
-        await self._work(self._build, topic, None, None)
-        self._publish("meta", {"topic": topic})
+        await self.work(self._build, topic, None, None)
+        self.publish("meta", {"topic": topic})
 
     async def _load_metas(self) -> None:
         def load(repo: Repository) -> dict[str, MetaClassifier]:
@@ -765,10 +720,14 @@ class Cooperation:
                     metas[topic] = MetaClassifier.from_dict(row["model"])
             return metas
 
-        self._metas = await self._db(load)
+        self._metas = await self.db(load)
         if self._metas:  # a restarted node rebuilds them when its crawl has grown from here
-            own = await self._db(learning.own_document_count)
+            own = await self.db(learning.own_document_count)
             self._built_on = dict.fromkeys(self._metas, own)
+
+    def has_meta(self, topic: str) -> bool:
+        """Whether the topic has a meta-classifier (built, or loaded from the last run)."""
+        return topic in self._metas
 
     def meta_confidence(self, topic: str, texts: Sequence[str]) -> np.ndarray | None:
         """Signed meta confidence of texts for a topic (None without a meta-classifier): the classifier the
@@ -787,7 +746,7 @@ class Cooperation:
         if error_goal is None and self.settings.error_goal > 0:
             error_goal = self.settings.error_goal
         if loss is None:
-            previous = await self._db(store.load_meta, topic)
+            previous = await self.db(store.load_meta, topic)
             loss = float(previous["loss"]) if previous else self.settings.default_loss
         if not 0.0 <= loss < 1.0 or (error_goal is not None and not 0.0 < error_goal < 1.0):
             raise ValueError("loss must lie in [0, 1) and error_goal in (0, 1)")
@@ -810,7 +769,7 @@ class Cooperation:
             reports = await self._estimate(topic, session, loss, error_goal, community, participants)
             self._record_reports(topic, reports)
             self._estimates[topic] = (versions, frozenset(participants), reports)
-        accuracies = await self._work(self._accuracies, topic)
+        accuracies = await self.work(self._accuracies, topic)
         covariances = [e.covariance for r in reports for e in r[1].entries]
         honest = [a for a in accuracies.values() if a > 0.5]
         mean_accuracy = float(np.mean(honest)) if honest else 0.5
@@ -831,7 +790,7 @@ class Cooperation:
             needed = len(participants)
         chosen = learning.meta_candidates(community, accuracies)[: max(0, needed - 1)]
         used = await self._collect(topic, session, loss, error_goal, chosen)
-        built = await self._work(self._build, topic, used, loss)
+        built = await self.work(self._build, topic, used, loss)
         if built is None:
             raise ValueError(f"topic {topic!r} has no model yet: import training documents for it first")
         answer = {
@@ -842,8 +801,8 @@ class Cooperation:
             "measured": {"accuracy": built["measured"]},
             **{key: built[key] for key in VERDICT_KEYS},
         }
-        await self._db(store.save_meta, topic, build=answer)
-        self._publish("meta", answer)
+        await self.db(store.save_meta, topic, build=answer)
+        self.publish("meta", answer)
         return answer
 
     async def _estimate(
@@ -901,7 +860,7 @@ class Cooperation:
         """METAREQUEST "build" to the chosen peers; their classifiers are checked and stored. A request
         names the peer's model this node holds, so a peer whose classifier it is names its version instead."""
         held = {
-            m.origin: m.version for m in await self._db(store.load_models, topic, "linear", store.RECEIVED)
+            m.origin: m.version for m in await self.db(store.load_models, topic, "linear", store.RECEIVED)
         }
         used: list[str] = []
 
@@ -918,7 +877,7 @@ class Cooperation:
             if offer.model is None:  # type: ignore[attr-defined]
                 used.append(peer)  # the version held (checked by the protocol)
                 return
-            signed = self._checked_model(peer, offer.model, topic, "linear")  # type: ignore[attr-defined]
+            signed = self.checked_model(peer, offer.model, topic, "linear")  # type: ignore[attr-defined]
             if signed is None:
                 return
             await self._keep(peer, signed, topic)
@@ -943,7 +902,7 @@ class Cooperation:
         models: dict[str, LinearModel] = {}
         versions: dict[str, int] = {}
         held = {
-            m.origin: m for m in await self._db(store.load_models, request.topic, "linear", store.RECEIVED)
+            m.origin: m for m in await self.db(store.load_models, request.topic, "linear", store.RECEIVED)
         }
         # each participant once, and at most max_meta_peers of them fetched: a request naming one honest
         # peer 254 times had this node fetch its model 254 times, and that peer banned this node
@@ -962,7 +921,7 @@ class Cooperation:
             if signed is not None:
                 models[origin] = linear_from_payload(signed.payload)
                 versions[origin] = signed.payload.version
-        cv_entries, cov_entries = await self._work(self._cross_validate, request.topic, models, versions)
+        cv_entries, cov_entries = await self.work(self._cross_validate, request.topic, models, versions)
         return [
             CrossValidationReport(request.session, request.topic, self.peer_id, cv_entries),
             CovarianceReport(request.session, request.topic, self.peer_id, cov_entries),
@@ -991,14 +950,14 @@ class Cooperation:
         return tuple(entries[:1024]), tuple(covs[:1024])
 
     async def meta(self, topic: str) -> dict[str, Any]:
-        row = await self._db(store.load_meta, topic)
+        row = await self.db(store.load_meta, topic)
         if row is None:
             raise KeyError(f"no meta-classifier for {topic!r} yet: build one with POST /api/meta/build")
         return {
             "topic": topic,
             "loss": row["loss"],
             "curve": row["curve"],
-            **await self._db(learning.verdict_counts, topic),
+            **await self.db(learning.verdict_counts, topic),
             "models": row["members"],
             "combination": learning.combination(row["model"], row["members"] or []),
             "rival_topics": learning.rival_topics(topic, self._metas),
@@ -1011,22 +970,22 @@ class Cooperation:
         on it (`learning.accepts_beyond_the_loss`)."""
         if not 0.0 <= loss < 1.0:
             raise ValueError("loss must lie in [0, 1)")
-        row = await self._db(store.load_meta, topic)
+        row = await self.db(store.load_meta, topic)
         if topic not in self._metas or row is None or row["loss"] != loss:
-            built = await self._work(self._build, topic, self._built_from(row), loss)
+            built = await self.work(self._build, topic, self._built_from(row), loss)
             if built is None:
                 raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
             verdicts = {key: built[key] for key in VERDICT_KEYS}
-            row = await self._db(store.load_meta, topic)  # the one built for the loss
+            row = await self.db(store.load_meta, topic)  # the one built for the loss
         else:
-            verdicts = await self._work(self._apply, topic, loss)
+            verdicts = await self.work(self._apply, topic, loss)
         answer = {
             "topic": topic,
             "loss": loss,
             **verdicts,
             "combination": learning.combination(row["model"], row["members"] or []),
         }
-        self._publish("meta", answer)
+        self.publish("meta", answer)
         return answer
 
     @staticmethod
@@ -1037,7 +996,7 @@ class Cooperation:
         return [m["origin"] for m in row["members"] if m["origin"] != "local"]
 
     async def topic_quality(self, topic: str) -> dict[str, Any]:
-        row = await self._db(store.load_meta, topic)
+        row = await self.db(store.load_meta, topic)
         local = await self.local_model(topic)
         accuracy = None
         if row is not None:
@@ -1049,8 +1008,8 @@ class Cooperation:
         gave the model, 0 when that build left it out, None before any build: what its say actually is,
         since a build weighs models by their agreement on the node's own documents, not by the handful of
         labels behind `accuracy_local`; `weight_measured` keeps the weight those labels alone give."""
-        rows = await self._db(store.model_rows, topic)
-        built = await self._db(store.meta_weights, topic)
+        rows = await self.db(store.model_rows, topic)
+        built = await self.db(store.meta_weights, topic)
         for row in rows:
             if row["role"] == store.LOCAL:
                 row["origin"] = "local"
@@ -1059,289 +1018,18 @@ class Cooperation:
             row["weight"] = None if in_meta is None else in_meta.get(row["origin"], 0.0)
         return rows
 
-    # -- collaborative clustering -------------------------------------------------------------------------
-    def _topic_matrix(self, topic: str) -> tuple[learning.TopicDocuments, Any]:
-        docs = learning.topic_documents(self.repo, topic, include_pooled=False)
-        return docs, self.featurizer.transform(list(docs.texts))
-
-    def _local_centroids(self, topic: str, k: int) -> Any:
-        docs, X = self._topic_matrix(topic)
-        if docs.doc_ids.size < 2 * k:
-            return None
-        return learning.local_centroids(X, k, self.featurizer)
-
-    async def _on_centroids(self, peer: str, topic: str, k: int) -> SignedModel | None:
-        """A k-means model of the topic on this node's documents (k checked by the protocol)."""
-        model = await self._work(self._local_centroids, topic, k)
-        if model is None:
-            return None
-        return sign_model(self.key, centroids_payload(model, topic, k, self.peer_id))
-
-    async def refine(self, topic: str, k: int | None = None) -> list[dict[str, Any]]:
-        """Collaborative clustering (3.3.3): peers' centroids of the topic, meta clusters of own documents."""
-        k = k or self.settings.cluster_k
-        if not 2 <= k <= 32:
-            raise ValueError("k must lie in [2, 32]")
-        known = await self.topics()
-        if topic not in known:
-            raise KeyError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
-        models = []
-        for peer in self.community(topic):
-            try:
-                reply = await self.protocols.fetch_centroids(peer, topic, k)
-            except P2PError as exc:
-                log.info("centroids: %s", exc)
-                continue
-            signed = self._checked_model(peer, reply, topic, "centroids", max_rows=k)
-            if signed is not None:
-                await self._db(store.save_model, signed, store.RECEIVED)
-                models.append(centroids_from_payload(signed.payload))
-
-        def propose() -> list[dict[str, Any]]:
-            docs, X = self._topic_matrix(topic)
-            if docs.doc_ids.size < 2 * k:
-                raise ValueError(
-                    f"topic {topic!r} has {docs.doc_ids.size} documents: too few for {k} subtopics"
-                )
-            own = learning.local_centroids(X, k, self.featurizer)
-            proposals = learning.cluster_proposals(
-                docs, X, [own, *models], k, self.settings.cluster_loss, self.featurizer
-            )
-            return store.save_proposals(self.repo, topic, proposals)
-
-        saved = await self._work(propose)
-        self._publish("refine", {"topic": topic, "proposals": len(saved), "peers": len(models)})
-        return [_public_proposal(p) for p in saved]
-
-    async def proposals(self, topic: str | None = None) -> list[dict[str, Any]]:
-        return [_public_proposal(p) for p in await self._db(store.load_proposals, topic)]
-
-    async def accept_proposal(self, proposal_id: int | str, name: str | None = None) -> dict[str, Any]:
-        """The proposal becomes subtopic TOPIC/NAME and its documents move there."""
-        proposal = await self._proposal(proposal_id)
-        label = " ".join((name or proposal["label"]).replace("/", " ").split())
-        if not label:
-            raise ValueError("a subtopic needs a non-empty name")
-        if label.lower() == OTHERS:  # a taxonomy's folder of negative examples, in any case
-            raise ValueError(f"{label!r} names a topic's negative examples: give the subtopic another name")
-        if len(label) > MAX_SUBTOPIC_NAME:
-            raise ValueError(f"a subtopic's name is at most {MAX_SUBTOPIC_NAME} characters")
-        key = f"{proposal['topic']}/{label}"
-
-        def accept(repo: Repository) -> None:
-            with repo.transaction() as db:
-                db.conn.execute(
-                    "INSERT INTO topics (key, name, parent, source, imported_at) "
-                    "VALUES (?, ?, ?, 'refine', ?) "
-                    "ON CONFLICT(key) DO NOTHING",
-                    [key, label, proposal["topic"], time.time()],
-                )
-                db.conn.executemany(
-                    "UPDATE documents SET topic = ? WHERE id = ?",
-                    [(key, int(i)) for i in proposal["doc_ids"]],
-                )
-            store.set_proposal_status(repo, int(proposal["id"]), "accepted", label)
-
-        await self._db(accept)
-        self._publish("refine", {"topic": proposal["topic"], "accepted": key})
-        return _public_proposal((await self._db(store.load_proposals, None, int(proposal["id"])))[0])
-
-    async def reject_proposal(self, proposal_id: int | str, name: str | None = None) -> dict[str, Any]:
-        proposal = await self._proposal(proposal_id)
-        await self._db(store.set_proposal_status, int(proposal["id"]), "rejected")
-        return _public_proposal((await self._db(store.load_proposals, None, int(proposal["id"])))[0])
-
-    async def _proposal(self, proposal_id: int | str) -> dict[str, Any]:
-        try:
-            number = int(proposal_id)
-        except ValueError:
-            raise KeyError(
-                f"no proposal {shown(proposal_id)}: `topicswarm refine TOPIC` lists ones (GET /api/refine)"
-            ) from None
-        found = await self._db(store.load_proposals, None, number) if 0 <= number <= MAX_ROW_ID else []
-        if not found:
-            raise KeyError(
-                f"no proposal {shown(proposal_id)}: `topicswarm refine TOPIC` lists ones (GET /api/refine)"
-            )
-        if found[0]["status"] != "open":
-            raise ValueError(f"proposal {number} is already {found[0]['status']}")
-        return found[0]
-
-    # -- pooled results -----------------------------------------------------------------------------------
-    async def _answer_results(self, peer: str, request: ResultSyncRequest) -> list[ResultSyncResponse]:
-        """The result protocol's answer, served here rather than through the p2p layer's result provider
-        (which is not told who asks) so that the asking peer's own results are not sent back to it."""
-        page = await self._serve_results(request.topic, request.cursor, request.limit, peer, request.held)
-        return [ResultSyncResponse(request.topic, tuple(page.items), page.next_cursor, page.more)]
-
-    async def _serve_results(
-        self, topic: str, cursor: int, limit: int, peer: str | None = None, held: HeldFilter | None = None
-    ) -> ResultPage:
-        """This node's own results of a topic after the cursor, signed, previews cut to `preview_chars`;
-        without those the asking peer synced here as its own, and without the URLs its `held` filter says
-        it holds (up to `_HELD_SCAN` times `limit` documents are looked at to fill the page, so a filter
-        that claims everything costs a bounded amount of work)."""
-        limit = min(limit, self.settings.results_per_sync)
-        kept_only = self.settings.share_kept_only and topic in self._metas
-        scan = limit + 1 if held is None else _HELD_SCAN * limit + 1
-        best = self.settings.share_results
-        found = await self._db(store.own_results, topic, cursor, scan, peer, kept_only=kept_only, best=best)
-        rows, next_cursor, looked_at = [], cursor, 0
-        for doc_id, row in found:
-            if len(rows) == limit:
-                break
-            next_cursor, looked_at = doc_id, looked_at + 1
-            if held is None or row["url"] not in held:
-                rows.append((doc_id, row))
-        more = looked_at < len(found) or len(found) == scan
-        sent = [
-            row
-            for _, row in rows
-            if len(row["url"]) <= 2048 and row["url"].startswith(("http://", "https://"))
-        ]
-        previews = await self._db(learning.result_previews, sent, self.settings.preview_chars)
-        results = [
-            CrawlResult(
-                url=row["url"],
-                title=(row["title"] or "")[:MAX_TITLE_LEN],
-                preview=shown,
-                topic=row["topic"],  # the subtopic it is filed in: the asker files it there too when it can
-                confidence=_short_float(row["confidence"], CONFIDENCE_STEP),
-                fingerprint=row["fingerprint"],
-                origin=self.peer_id,
-                fetched_at=_short_float(row["fetched_at"], 1.0),
-            )
-            for row, shown in zip(sent, previews, strict=True)
-        ]
-        return ResultPage(sign_results(self.key, results), next_cursor, more)
-
-    async def sync_results(self) -> int:
-        """Pull new crawl results of shared topics from every community peer, in turns (`_my_turn`);
-        returns new pooled documents. A (peer, topic) that had nothing new is asked again after a growing
-        number of rounds."""
-        added = 0
-        for topic in await self.topics():
-            for peer in self.community(topic):
-                backoff = self._synced.setdefault((peer, topic), Backoff())
-                if self.rounds < backoff.skip_until:
-                    continue
-                last = self._pulled.get((peer, topic))
-                if not self._my_turn(peer) and last is not None and self.rounds - last < 2:
-                    continue
-                self._pulled[(peer, topic)] = self.rounds
-                got = await self._sync_peer(peer, topic, probe=not backoff.news)
-                backoff.pulled(got, self.rounds, self.settings.max_backoff_rounds)
-                added += got or 0
-        if added and self.service is not None:
-            await self._seed_from_hubs()
-        return added
-
-    def _my_turn(self, peer: str) -> bool:
-        """Two peers pulling each other's results at the same time both send what the other crawled too;
-        in turns (alternating wall-clock slots of `sync_interval`, the smaller peer id in the odd ones)
-        the later pull knows what the earlier one brought and leaves it out (`store.own_results`). A pull
-        that missed its turn in the last round goes ahead anyway, so rounds that drift across slots
-        cannot starve a peer."""
-        slot = int(time.time() // self.settings.sync_interval)
-        return (slot + (self.peer_id < peer)) % 2 == 0
-
-    async def _sync_peer(
-        self, peer: str, topic: str, *, with_filter: bool = True, probe: bool = False
-    ) -> int | None:
-        """Pooled documents added from one page of the peer's results; None when it had nothing new.
-        `with_filter` sends the Bloom filter of held URLs, so the peer leaves out what this node holds.
-        With `probe` (`sync_results` probes after a pull that brought no results), a request whose filter
-        claims every URL asks first whether the peer has any result after the cursor at all: its answer
-        carries no result but moves the cursor when there is one (that cursor is not kept), and only then
-        does the pull with the real filter follow. On devweb 50 of 86 pulls came back empty carrying 12 of
-        22 KB of filters, while a burst of results after a quiet spell, pulled without a filter, came
-        back with up to 83 duplicates (~200 B each); a probe costs about 170 B."""
-        cursor = await self._db(store.cursor_of, peer, topic)
-        probing = probe and with_filter and self.settings.held_filter_fp_rate > 0
-        if probing and not await self._has_news(peer, topic, cursor):
-            return None
-        held = await self._held_filter(peer, topic) if with_filter else None
-        try:
-            page = await self.protocols.fetch_results(
-                peer, topic, cursor, self.settings.results_per_sync, held
-            )
-        except P2PError as exc:
-            log.info("result sync: %s", exc)
-            return None
-        good = []
-        for item in page.items:
-            if item.result.origin != peer:
-                self.protocols.guard.reject(
-                    peer, WireError("wrong_origin", "a peer may only sync its own results")
-                )
-                continue
-            good.append(item.result)
-        if not page.items and page.next_cursor == cursor:
-            return None
-        if self.ledger.is_blocked(peer):  # blocked while its results were on the way
-            return None
-        added = await self._db(store.pool_results, peer, topic, good, page.next_cursor)
-        if added:
-            self._publish("peer", {"peer": peer, "topic": topic, "pooled": added})
-        return added
-
-    async def _has_news(self, peer: str, topic: str, cursor: int) -> bool:
-        """Whether the peer has a result of the topic after `cursor` for this node (see `_sync_peer`)."""
-        try:
-            page = await self.protocols.fetch_results(peer, topic, cursor, 1, HOLDS_EVERYTHING)
-        except P2PError as exc:
-            log.info("result sync probe: %s", exc)
-            return False
-        return bool(page.items) or page.next_cursor != cursor
-
-    async def _held_filter(self, peer: str, topic: str) -> HeldFilter | None:
-        """The Bloom filter of URLs `peer` could send for `topic` that this node holds already (none when
-        `held_filter_fp_rate` is 0 or nothing is held). When more are held than `held_filter_max_bytes`
-        holds at that rate, the newest go in: older ones may come back as duplicates, but no more new
-        results are lost to false positives than the rate says."""
-        fp_rate, max_bytes = self.settings.held_filter_fp_rate, self.settings.held_filter_max_bytes
-        if fp_rate <= 0:
-            return None
-
-        def build(repo: Repository) -> HeldFilter | None:
-            urls = store.held_urls(repo, topic, peer, HeldFilter.capacity(fp_rate, max_bytes))
-            return HeldFilter.build(urls, fp_rate, max_bytes) if urls else None
-
-        return await self._db(build)
-
-    async def _seed_from_hubs(self) -> None:
-        """Queue the URLs of the peers' most confident pooled pages of each topic in the local frontier."""
-
-        def best(repo: Repository) -> dict[str, list[str]]:
-            seeds: dict[str, list[str]] = {}
-            for topic in topic_keys(repo):
-                rows = repo.db.execute(
-                    "SELECT url FROM documents WHERE origin IS NOT NULL AND topic = ? "
-                    "AND url NOT IN (SELECT url FROM frontier) ORDER BY confidence DESC LIMIT ?",
-                    [topic, self.settings.hub_seeds],
-                ).fetchall()
-                if rows:
-                    seeds[topic] = [r[0] for r in rows]
-            return seeds
-
-        for topic, urls in (await self._db(best)).items():
-            try:
-                await self.service.add_seeds(urls, topic=topic)
-            except Exception as exc:  # seeding is a bonus; never fail a round for it
-                log.info("hub seeds: %s", exc)
-
     # -- blocked peers --------------------------------------------------------------------------------------
     async def forget_peer(self, peer: str) -> dict[str, Any]:
         """A peer the user blocked (the network refuses it already): what it sent leaves the node
         (`store.forget_peer`), its cross-validation reports no longer count, and every meta-classifier
         that gave its model a say is built again without it."""
-        forgotten = await self._db(store.forget_peer, peer)
+        forgotten = await self.db(store.forget_peer, peer)
         for memory in (self._held, self._inflight):
             for key in [key for key in memory if key[1] == peer]:
                 del memory[key]
-        for memory in (self._asked, self._synced, self._pulled):
-            for key in [key for key in memory if key[0] == peer]:
-                del memory[key]
+        for key in [key for key in self._asked if key[0] == peer]:
+            del self._asked[key]
+        self.results.forget(peer)
         for reports in self._reports.values():
             for model in list(reports):
                 if model[0] == peer:
@@ -1382,23 +1070,17 @@ class Cooperation:
 
     async def stats(self) -> dict[str, Any]:
         return {
-            "models_received": await self._db(store.count_received),
-            "results_pooled": await self._db(store.count_pooled),
+            "models_received": await self.db(store.count_received),
+            "results_pooled": await self.db(store.count_pooled),
             "bytes_exchanged": self.network.traffic(),
             "bytes_by_message": self.network.bytes_by_message(),
             "peers": len(self.known_peers()),
             "rounds": self.rounds,
         }
 
-    def _publish(self, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, kind: str, data: dict[str, Any]) -> None:
         if self.service is not None and hasattr(self.service, "publish"):
             self.service.publish(kind, data)
-
-
-def _short_float(value: float | None, step: float) -> float:
-    """`value` rounded to a multiple of `step` (a power of two), 0.0 when missing or not finite."""
-    value = float(value or 0.0)
-    return round(value / step) * step if math.isfinite(value) else 0.0
 
 
 def predicted_figures(honest: Sequence[float], accuracy: float, covariance: float, k: int) -> dict[str, Any]:
@@ -1412,13 +1094,6 @@ def predicted_figures(honest: Sequence[float], accuracy: float, covariance: floa
         return {"loss": None, "accuracy": None, "why": why}
     predicted = exchangeable_agreement(accuracy, max(covariance, 0.0), k)
     return {"loss": predicted.loss, "accuracy": learning.finite_or_none(predicted.accuracy)}
-
-
-def _public_proposal(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: row[k]
-        for k in ("id", "topic", "label", "top_terms", "sample_titles", "size", "abstained", "status")
-    }
 
 
 def _same_models(a: Mapping[str, MetaClassifier], b: Mapping[str, MetaClassifier]) -> bool:

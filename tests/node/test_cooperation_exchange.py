@@ -12,7 +12,8 @@ import trio
 from crawler.repository import Repository
 from metamodels.restrictive import dismissed_count
 from node.cooperation import store
-from node.cooperation.service import Backoff, Cooperation
+from node.cooperation.backoff import Backoff
+from node.cooperation.service import Cooperation
 from node.cooperation.testing import add_crawled, add_mixed, make_repository, running_nodes
 from node.cooperation.wiremodels import linear_from_payload
 from p2p.schemas import CvEntry
@@ -171,10 +172,10 @@ async def test_a_model_of_another_feature_space_is_refused_and_counted_not_measu
             own, config=FeatureConfig(n_features=1024), indices=kept, weights=own.weights[: kept.size]
         )
         signed = sign_model(b.key, linear_payload(other_space, "Databases", 7, b.peer_id))
-        assert a._checked_model(b.peer_id, signed, "Databases", "linear") is None
+        assert a.checked_model(b.peer_id, signed, "Databases", "linear") is None
         assert a.protocols.guard.ledger.record_of(b.peer_id).reasons == {"bad_model": 1}
         fine = sign_model(b.key, linear_payload(own, "Databases", 8, b.peer_id))
-        assert a._checked_model(b.peer_id, fine, "Databases", "linear") is fine
+        assert a.checked_model(b.peer_id, fine, "Databases", "linear") is fine
 
 
 @pytest.mark.trio
@@ -206,17 +207,17 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
             return a.community("Databases") == [b.peer_id]
 
         await wait_for(community)
-        proposals = await a.refine("Databases", 2)
+        proposals = await a.refinement.refine("Databases", 2)
         assert proposals and all(p["status"] == "open" for p in proposals)
         assert sum(p["size"] for p in proposals) > 0
         for reserved in ("OTHERS", "others", "x" * 81):  # a taxonomy's negatives folder; a name too long
             with pytest.raises(ValueError, match=r"negative examples|at most 80"):
-                await a.accept_proposal(proposals[0]["id"], name=reserved)
-        accepted = await a.accept_proposal(proposals[0]["id"], name="Indexes")
+                await a.refinement.accept_proposal(proposals[0]["id"], name=reserved)
+        accepted = await a.refinement.accept_proposal(proposals[0]["id"], name="Indexes")
         assert accepted["status"] == "accepted"
         for unknown in ("x", "-1", str(2**64)):  # 2**64 overflowed SQLite's integer: an internal error
             with pytest.raises(KeyError, match="no proposal"):
-                await a.reject_proposal(unknown)
+                await a.refinement.reject_proposal(unknown)
         with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
             assert repo.db.execute("SELECT parent FROM topics WHERE key = 'Databases/Indexes'").fetchone()[
                 0

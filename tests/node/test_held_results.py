@@ -12,7 +12,7 @@ import trio
 from crawler.repository import Repository
 from crawler.taxonomy import store_taxonomy
 from node.cooperation import store
-from node.cooperation.service import _HELD_SCAN, CONFIDENCE_STEP, HOLDS_EVERYTHING
+from node.cooperation.results import CONFIDENCE_STEP, HELD_SCAN, HOLDS_EVERYTHING
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.testing import make_repository, running_nodes, synthetic_taxonomy
 from p2p.codec import encode_frame
@@ -71,11 +71,11 @@ def test_settings_refuse_a_filter_outside_the_wire_limits():
 async def test_provider_leaves_out_held_urls_and_the_asker_pools_the_rest(tmp_path):
     with trio.fail_after(60):
         async with running_nodes(tmp_path, 2, start=False) as (a, b):
-            b.protocols.serve(RESULTS, ResultSyncRequest, b._answer_results)
+            b.protocols.serve(RESULTS, ResultSyncRequest, b.results.answer)
             offered = own_urls(b.repo, "Databases")
             held = offered[::3]
             hold_copies(a.repo, held, "Databases")
-            bloom = await a._held_filter(b.peer_id, "Databases")
+            bloom = await a.results.held_filter(b.peer_id, "Databases")
             assert bloom is not None and all(url in bloom for url in held)
 
             plain = await a.protocols.fetch_results(b.peer_id, "Databases", 0, 200)
@@ -85,7 +85,7 @@ async def test_provider_leaves_out_held_urls_and_the_asker_pools_the_rest(tmp_pa
             assert not set(sent) & set(held) and len(sent) >= len(offered) - len(held) - 1
             assert filtered.next_cursor == plain.next_cursor
 
-            added = await a._sync_peer(b.peer_id, "Databases")
+            added = await a.results.pull(b.peer_id, "Databases")
             assert added == len(sent)
             origins = [a.repo.document_by_url(url)["origins"] for url in held]
             assert all(b.peer_id not in o for o in origins)
@@ -97,7 +97,7 @@ async def test_filter_claiming_everything_costs_a_bounded_scan_and_moves_the_cur
         async with running_nodes(tmp_path, 2, start=False, crawled=40) as (a, b):
             everything = HeldFilter(b"\xff" * 16, 1)
             limit = 5
-            page = await b._serve_results("Databases", 0, limit, a.peer_id, everything)
+            page = await b.results.serve("Databases", 0, limit, a.peer_id, everything)
             ids = [
                 row[0]
                 for row in b.repo.db.execute(
@@ -105,12 +105,12 @@ async def test_filter_claiming_everything_costs_a_bounded_scan_and_moves_the_cur
                 )
             ]
             assert page.items == () and page.more
-            assert page.next_cursor == ids[_HELD_SCAN * limit]
-            rest = await b._serve_results(
+            assert page.next_cursor == ids[HELD_SCAN * limit]
+            rest = await b.results.serve(
                 "Databases", page.next_cursor, 100, a.peer_id, HeldFilter(b"\x00", 1)
             )
             assert [i.result.url for i in rest.items] == own_urls(b.repo, "Databases")[
-                _HELD_SCAN * limit + 1 :
+                HELD_SCAN * limit + 1 :
             ]
 
 
@@ -119,7 +119,7 @@ async def test_no_filter_is_sent_when_switched_off(tmp_path):
     async with running_nodes(tmp_path, 2, start=False) as (a, b):
         hold_copies(a.repo, own_urls(b.repo, "Databases"), "Databases")
         a.settings = dataclasses.replace(a.settings, held_filter_fp_rate=0.0)
-        assert await a._held_filter(b.peer_id, "Databases") is None
+        assert await a.results.held_filter(b.peer_id, "Databases") is None
 
 
 def test_held_urls_keep_the_newest_when_capped(tmp_path):
@@ -135,16 +135,16 @@ def test_held_urls_keep_the_newest_when_capped(tmp_path):
 async def test_filter_goes_with_a_pull_only_when_asked_for(tmp_path):
     with trio.fail_after(60):
         async with running_nodes(tmp_path, 2, start=False) as (a, b):
-            b.protocols.serve(RESULTS, ResultSyncRequest, b._answer_results)
+            b.protocols.serve(RESULTS, ResultSyncRequest, b.results.answer)
             hold_copies(a.repo, own_urls(b.repo, "Databases")[::2], "Databases")
             sent = a.protocols.bytes_by_message
 
             before = sent["out result_sync_request"]
-            await a._sync_peer(b.peer_id, "Mathematics", with_filter=False)
+            await a.results.pull(b.peer_id, "Mathematics", with_filter=False)
             plain = sent["out result_sync_request"] - before
-            await a._sync_peer(b.peer_id, "Databases")
+            await a.results.pull(b.peer_id, "Databases")
             filtered = sent["out result_sync_request"] - before - plain
-            bloom = await a._held_filter(b.peer_id, "Databases")
+            bloom = await a.results.held_filter(b.peer_id, "Databases")
             assert plain < 100 and filtered >= plain + len(bloom.bits)
 
 
@@ -155,7 +155,7 @@ async def test_shared_results_carry_coarse_confidence_and_whole_second_fetch_tim
             "UPDATE documents SET confidence = 0.123456789 + id * 1e-7, fetched_at = 1700000000.4321 + id"
         )
         b.repo.db.conn.commit()
-        page = await b._serve_results("Databases", 0, 100, a.peer_id)
+        page = await b.results.serve("Databases", 0, 100, a.peer_id)
         stored = {r["url"]: r for r in (b.repo.document_by_url(i.result.url) for i in page.items)}
         assert page.items
         for item in page.items:
@@ -171,7 +171,7 @@ async def test_a_probe_sends_no_filter_when_the_peer_has_nothing_new_and_the_fil
 ):
     with trio.fail_after(60):
         async with running_nodes(tmp_path, 2, start=False) as (a, b):
-            b.protocols.serve(RESULTS, ResultSyncRequest, b._answer_results)
+            b.protocols.serve(RESULTS, ResultSyncRequest, b.results.answer)
             offered = own_urls(b.repo, "Databases")
             held = offered[::3]
             hold_copies(a.repo, held, "Databases")
@@ -179,16 +179,16 @@ async def test_a_probe_sends_no_filter_when_the_peer_has_nothing_new_and_the_fil
             sent, received = a.protocols.bytes_by_message, a.protocols.bytes_by_message
 
             before = sent[asked]
-            added = await a._sync_peer(b.peer_id, "Databases", probe=True)
+            added = await a.results.pull(b.peer_id, "Databases", probe=True)
             # the news is pulled with the filter: nothing held comes back
             assert added >= len(offered) - len(held) - 1
             assert all(b.peer_id not in a.repo.document_by_url(url)["origins"] for url in held)
-            bloom = await a._held_filter(b.peer_id, "Databases")
+            bloom = await a.results.held_filter(b.peer_id, "Databases")
             assert sent[asked] - before > len(bloom.bits)
 
             before, before_in = sent[asked], received[answered]
             cursor = store.cursor_of(a.repo, b.peer_id, "Databases")
-            assert await a._sync_peer(b.peer_id, "Databases", probe=True) is None
+            assert await a.results.pull(b.peer_id, "Databases", probe=True) is None
             probe = ResultSyncRequest("Databases", cursor, 1, HOLDS_EVERYTHING)
             assert sent[asked] - before == len(encode_frame(probe, ResultSyncRequest.MAX_FRAME))
             assert received[answered] - before_in < 100  # an empty page: the full filter never went
@@ -214,11 +214,11 @@ def test_community_scenario_counts_results_a_peer_sent_that_the_node_held_alread
 @pytest.mark.trio
 async def test_a_node_offers_peers_only_as_many_results_as_share_results_allows(tmp_path):
     async with running_nodes(tmp_path, 2, start=False) as (a, b):
-        whole = await b._serve_results("Databases", 0, 100, a.peer_id)
+        whole = await b.results.serve("Databases", 0, 100, a.peer_id)
         b.settings = dataclasses.replace(b.settings, share_results=3)
-        capped = await b._serve_results("Databases", 0, 100, a.peer_id)
+        capped = await b.results.serve("Databases", 0, 100, a.peer_id)
         b.settings = dataclasses.replace(b.settings, share_results=0)
-        none = await b._serve_results("Databases", 0, 100, a.peer_id)
+        none = await b.results.serve("Databases", 0, 100, a.peer_id)
     assert len(whole.items) > 3 and len(capped.items) == 3 and none.items == ()
 
 
@@ -230,7 +230,7 @@ async def test_a_synced_result_is_filed_in_the_subtopic_its_crawler_filed_it_in_
         hold_copies(b.repo, ["http://127.0.0.9/postgres", "http://127.0.0.9/mysql"], "Databases/Postgres")
         b.repo.db.execute("UPDATE documents SET topic = 'Databases/MySQL' WHERE url LIKE '%mysql'")
         b.repo.db.conn.commit()
-        page = await b._serve_results("Databases", 0, 100, a.peer_id)
+        page = await b.results.serve("Databases", 0, 100, a.peer_id)
         sent = {item.result.url: item.result.topic for item in page.items}
         assert sent["http://127.0.0.9/postgres"] == "Databases/Postgres"
         assert sent["http://127.0.0.9/mysql"] == "Databases/MySQL"

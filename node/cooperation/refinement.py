@@ -1,0 +1,154 @@
+"""Collaborative clustering (thesis 3.3.3): peers exchange k-means centroids of a shared topic, each builds
+restrictive meta clusters on its own documents, and a proposal becomes a subtopic when the user accepts it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from crawler.repository import MAX_ROW_ID, Repository
+from crawler.taxonomy import OTHERS, TOPICS_LISTED_API, unknown_topic
+from node.cooperation import learning, store
+from node.cooperation.settings import MAX_CLUSTERS, CooperationSettings
+from node.cooperation.wiremodels import centroids_from_payload, centroids_payload
+from node.service import shown
+from p2p.errors import P2PError
+from p2p.schemas import SignedModel
+from p2p.signing import sign_model
+
+if TYPE_CHECKING:
+    from node.cooperation.service import Cooperation
+
+log = logging.getLogger(__name__)
+
+MAX_SUBTOPIC_NAME = 80
+"""The longest name an accepted proposal's subtopic may take (it is part of every key under it)."""
+
+
+class Refinement:
+    """The clustering half of one node's cooperation layer (`Cooperation.refinement`)."""
+
+    def __init__(self, layer: Cooperation) -> None:
+        self.layer = layer
+
+    @property
+    def settings(self) -> CooperationSettings:
+        return self.layer.settings
+
+    def _topic_matrix(self, topic: str) -> tuple[learning.TopicDocuments, Any]:
+        docs = learning.topic_documents(self.layer.repo, topic, include_pooled=False)
+        return docs, self.layer.featurizer.transform(list(docs.texts))
+
+    def _local_centroids(self, topic: str, k: int) -> Any:
+        docs, X = self._topic_matrix(topic)
+        if docs.doc_ids.size < 2 * k:
+            return None
+        return learning.local_centroids(X, k, self.layer.featurizer)
+
+    async def on_centroids(self, peer: str, topic: str, k: int) -> SignedModel | None:
+        """A k-means model of the topic on this node's documents (k checked by the protocol)."""
+        model = await self.layer.work(self._local_centroids, topic, k)
+        if model is None:
+            return None
+        return sign_model(self.layer.key, centroids_payload(model, topic, k, self.layer.peer_id))
+
+    async def refine(self, topic: str, k: int | None = None) -> list[dict[str, Any]]:
+        """Peers' centroids of the topic, meta clusters of own documents: the proposals, stored."""
+        layer = self.layer
+        k = k or self.settings.cluster_k
+        if not 2 <= k <= MAX_CLUSTERS:
+            raise ValueError(f"k must lie in [2, {MAX_CLUSTERS}]")
+        known = await layer.topics()
+        if topic not in known:
+            raise KeyError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
+        models = []
+        for peer in layer.community(topic):
+            try:
+                reply = await layer.protocols.fetch_centroids(peer, topic, k)
+            except P2PError as exc:
+                log.info("centroids: %s", exc)
+                continue
+            signed = layer.checked_model(peer, reply, topic, "centroids", max_rows=k)
+            if signed is not None:
+                await layer.db(store.save_model, signed, store.RECEIVED)
+                models.append(centroids_from_payload(signed.payload))
+
+        def propose() -> list[dict[str, Any]]:
+            docs, X = self._topic_matrix(topic)
+            if docs.doc_ids.size < 2 * k:
+                raise ValueError(
+                    f"topic {topic!r} has {docs.doc_ids.size} documents: too few for {k} subtopics"
+                )
+            own = learning.local_centroids(X, k, layer.featurizer)
+            proposals = learning.cluster_proposals(
+                docs, X, [own, *models], k, self.settings.cluster_loss, layer.featurizer
+            )
+            return store.save_proposals(layer.repo, topic, proposals)
+
+        saved = await layer.work(propose)
+        layer.publish("refine", {"topic": topic, "proposals": len(saved), "peers": len(models)})
+        return [public_proposal(p) for p in saved]
+
+    async def proposals(self, topic: str | None = None) -> list[dict[str, Any]]:
+        return [public_proposal(p) for p in await self.layer.db(store.load_proposals, topic)]
+
+    async def accept_proposal(self, proposal_id: int | str, name: str | None = None) -> dict[str, Any]:
+        """The proposal becomes subtopic TOPIC/NAME and its documents move there."""
+        proposal = await self._open_proposal(proposal_id)
+        label = " ".join((name or proposal["label"]).replace("/", " ").split())
+        if not label:
+            raise ValueError("a subtopic needs a non-empty name")
+        if label.lower() == OTHERS:  # a taxonomy's folder of negative examples, in any case
+            raise ValueError(f"{label!r} names a topic's negative examples: give the subtopic another name")
+        if len(label) > MAX_SUBTOPIC_NAME:
+            raise ValueError(f"a subtopic's name is at most {MAX_SUBTOPIC_NAME} characters")
+        key = f"{proposal['topic']}/{label}"
+
+        def accept(repo: Repository) -> None:
+            with repo.transaction() as db:
+                db.conn.execute(
+                    "INSERT INTO topics (key, name, parent, source, imported_at) "
+                    "VALUES (?, ?, ?, 'refine', ?) "
+                    "ON CONFLICT(key) DO NOTHING",
+                    [key, label, proposal["topic"], time.time()],
+                )
+                db.conn.executemany(
+                    "UPDATE documents SET topic = ? WHERE id = ?",
+                    [(key, int(i)) for i in proposal["doc_ids"]],
+                )
+            store.set_proposal_status(repo, int(proposal["id"]), "accepted", label)
+
+        await self.layer.db(accept)
+        self.layer.publish("refine", {"topic": proposal["topic"], "accepted": key})
+        return await self._stored(int(proposal["id"]))
+
+    async def reject_proposal(self, proposal_id: int | str, name: str | None = None) -> dict[str, Any]:
+        proposal = await self._open_proposal(proposal_id)
+        await self.layer.db(store.set_proposal_status, int(proposal["id"]), "rejected")
+        return await self._stored(int(proposal["id"]))
+
+    async def _stored(self, number: int) -> dict[str, Any]:
+        return public_proposal((await self.layer.db(store.load_proposals, None, number))[0])
+
+    async def _open_proposal(self, proposal_id: int | str) -> dict[str, Any]:
+        try:
+            number = int(proposal_id)
+        except ValueError:
+            number = -1
+        found = await self.layer.db(store.load_proposals, None, number) if 0 <= number <= MAX_ROW_ID else []
+        if not found:
+            raise KeyError(
+                f"no proposal {shown(proposal_id)}: `topicswarm refine TOPIC` lists ones (GET /api/refine)"
+            )
+        if found[0]["status"] != "open":
+            raise ValueError(f"proposal {number} is already {found[0]['status']}")
+        return found[0]
+
+
+def public_proposal(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored proposal as the API shows it (its document ids stay in the repository)."""
+    return {
+        k: row[k]
+        for k in ("id", "topic", "label", "top_terms", "sample_titles", "size", "abstained", "status")
+    }
