@@ -736,13 +736,13 @@ def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
 
 def damaged(repository: Path, why: str, node_stopped: bool = False) -> str:
     """A repository SQLite finds damaged (`why`: what SQLite said), and the user's way back."""
-    name = repository.name
-    way_back = (
-        f"move {name} aside and put the {name} of your last `topicswarm backup` in its place; without a "
-        "backup, the node starts a new, empty repository when it runs again (`topicswarm topics import` "
-        "your bookmarks again first)"
+    repair = (
+        f"run `topicswarm repair --data {repository.parent}`: it keeps every row SQLite can still read, "
+        f"and the damaged file beside it (or put the {repository.name} of your last `topicswarm backup` "
+        "in its place)"
     )
-    return f"{repository} is damaged ({why}): " + (way_back if node_stopped else f"stop the node, {way_back}")
+    then = repair if node_stopped else f"stop the node, then {repair}"
+    return f"{repository} is damaged ({why}): {then}"
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "documents",
     "export",
     "backup",
+    "repair",
     "demo",
     "tui",
 ]
@@ -45,6 +46,7 @@ COMMANDS = {
     "feedback": "documents",
     "export": "export",
     "backup": "backup",
+    "repair": "repair",
     "demo": "demo",
     "tui": "tui",
 }

@@ -219,7 +219,7 @@ def test_a_damaged_repository_is_named_as_damaged_with_the_way_back(tmp_path):
         Repository(path)
     message = str(failure.value)
     assert "is damaged" in message and "not a topicswarm repository" not in message
-    assert "topicswarm backup" in message and "topics import" in message
+    assert "topicswarm repair --data" in message and "topicswarm backup" in message
 
 
 def test_crawl_statistics_keep_only_the_newest_rows(tmp_path, monkeypatch):

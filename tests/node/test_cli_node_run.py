@@ -107,4 +107,5 @@ def test_a_repository_damaged_past_its_header_stops_the_node_with_the_way_back(t
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 2 and last.startswith(f"topicswarm: the node stopped: {repository} is damaged")
-    assert "move repository.db aside" in last and "topicswarm backup" in last and "stop the node" not in last
+    assert f"topicswarm repair --data {repository.parent}" in last and "topicswarm backup" in last
+    assert "stop the node" not in last
