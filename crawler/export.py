@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -23,6 +25,7 @@ from crawler.ranking import topic_clause
 from crawler.repository import Repository
 
 FORMATS = ("jsonl", "csv", "warc")
+_TEXT = {"encoding": "utf-8", "newline": ""}
 _SOFTWARE = "topicswarm"
 
 
@@ -166,10 +169,29 @@ def export(
     path = Path(path)
     try:
         if fmt == "warc":
-            with path.open("wb") as out:
+            with _written_whole(path, binary=True) as out:
                 return write_warc(_documents(repo, topic, ids), out, gzip=path.suffix == ".gz")
         selected = rows if rows is not None else document_rows(repo, topic, ids)
-        with path.open("w", encoding="utf-8", newline="") as out:
+        with _written_whole(path, binary=False) as out:
             return write_jsonl(selected, out) if fmt == "jsonl" else write_csv(selected, out)
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+@contextmanager
+def _written_whole(path: Path, *, binary: bool) -> Iterator[Any]:
+    """A file that takes `path`'s name only once written whole: an export stopped by a full disk, a damaged
+    repository page or Ctrl-C leaves the previous file of that name as it was, and no truncated one. A
+    path that is no regular file (`/dev/stdout`, a pipe) is written directly."""
+    mode, text = ("wb", {}) if binary else ("w", _TEXT)
+    if path.exists() and not path.is_file():
+        with path.open(mode, **text) as out:
+            yield out
+        return
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open(mode, **text) as out:
+            yield out
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sqlite3
 import sys
 
-from node.cli.common import CliError
+from node.cli.common import CliError, data_dir
 
 # Modules of this package that add commands, in the order `--help` lists them.
 COMMAND_MODULES = [
@@ -125,6 +126,24 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"topicswarm: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
+    except sqlite3.DatabaseError as exc:
+        damage = damaged_repository(args, exc)
+        if damage is None:
+            raise
+        print(f"topicswarm: {damage}", file=sys.stderr)
+        return 2
+
+
+def damaged_repository(args: argparse.Namespace, exc: sqlite3.DatabaseError) -> str | None:
+    """What to say when a command met a damaged page of the repository it read (no traceback: the way back
+    is `topicswarm repair`); None for any other database error."""
+    from crawler.repository import damaged, is_damaged
+    from node.client import node_running
+
+    if not is_damaged(exc) or not hasattr(args, "data"):
+        return None
+    data = data_dir(args)
+    return damaged(data.repository, f"SQLite said: {exc}", node_stopped=not node_running(data))
 
 
 if __name__ == "__main__":

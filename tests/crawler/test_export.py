@@ -8,6 +8,7 @@ import json
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+import crawler.export as crawler_export
 from crawler.export import ExportError, export
 from crawler.repository import Repository, StoredPage
 from crawler.search import ranked_search, text_document
@@ -76,3 +77,27 @@ def test_warc_round_trips_through_warcio(repo, tmp_path, name):
 def test_unknown_format_is_refused(repo, tmp_path):
     with pytest.raises(ExportError, match="jsonl, csv, warc"):
         export(repo, tmp_path / "x", "xml")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "warc"])
+def test_an_export_that_fails_midway_leaves_the_previous_file_whole(repo, tmp_path, fmt):
+    out = tmp_path / f"docs.{fmt}"
+    out.write_bytes(b"the export of yesterday")
+
+    stored = list(crawler_export._documents(repo, None, None))
+
+    def failing_rows(*args, **kwargs):
+        yield from stored[:1]  # a document, then the disk fills
+        raise OSError(28, "No space left on device")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(crawler_export, "_documents", failing_rows)
+        with pytest.raises(ExportError, match="No space left"):
+            export(repo, out, fmt)
+    assert out.read_bytes() == b"the export of yesterday"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("docs")] == [out.name]
+    assert export(repo, out, fmt) == 2 and out.read_bytes() != b"the export of yesterday"
+
+
+def test_an_export_to_a_device_is_written_there_directly(repo, tmp_path):
+    assert export(repo, "/dev/null", "jsonl") == 2

@@ -94,3 +94,17 @@ def test_a_repair_stopped_between_moving_the_damaged_file_and_its_copy_is_finish
     assert main(["repair", "--data", str(data.root)]) == 0
     assert "finished a repair" in capsys.readouterr().err
     assert integrity(data.repository) == [("ok",)] and not salvaged.exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["search", "vacuum"], ["show", "5"], ["export", "--format", "jsonl", "--out", "OUT"]]
+)
+def test_a_command_meeting_a_damaged_page_names_the_repair_without_a_traceback(data, capsys, command):
+    damage(data.repository, pages_of(data.repository, "documents", "internal")[0][0])
+    out = data.root.parent / "export.jsonl"
+    argv = [str(out) if arg == "OUT" else arg for arg in command]
+    assert main([*argv, "--data", str(data.root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"topicswarm: {data.repository} is damaged (SQLite said: ")
+    assert f"run `topicswarm repair --data {data.root}`" in err and "stop the node" not in err
+    assert not out.exists()
