@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from crawler.repository import MAX_ROW_ID, RepositoryFull, is_disk_full
+from crawler.repository import MAX_ROW_ID, RepositoryFull, damaged, is_damaged, is_disk_full
 from crawler.search import MAX_QUERY_CHARS
 from crawler.taxonomy import MAX_FILE_BYTES
 from node.cooperation.settings import MAX_CLUSTERS
@@ -412,6 +412,13 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             "disk_full", f"{exc}: nothing of this request was stored; free some space and retry", 507
         )
 
+    async def database_error(request: Request, exc: Exception) -> Response:
+        """A damaged repository page the request read: what it is and the way back, no traceback."""
+        if not is_damaged(exc):
+            return await server_error(request, exc)
+        log.error("control API: %s %s: the repository is damaged: %s", request.method, request.url.path, exc)
+        return error("repository_damaged", damaged(service.data.repository, f"SQLite said: {exc}"), 500)
+
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("control API: %s %s failed", request.method, request.url.path)
         return error(
@@ -424,6 +431,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             HTTPException: http_error,
             RepositoryFull: storage_error,
             sqlite3.OperationalError: storage_error,
+            sqlite3.DatabaseError: database_error,
             Exception: server_error,
         },
     )

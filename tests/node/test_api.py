@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import closing
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from node.client import AsyncNodeClient, NodeError, NodeUnreachable, Unauthorise
 from node.config import Config
 from node.datadir import DataDir
 from node.service import NodeService, replace_settings
+from tests.crawler.test_salvage import damage, filled_repository, pages_of
 
 BOOKMARKS = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
 <TITLE>Bookmarks</TITLE>
@@ -318,6 +320,28 @@ async def declared_too_large(url: str, authorization: str) -> bytes:
         await stream.send_all(request.encode())
         with trio.fail_after(10):
             return (await stream.receive_some(4096)).split(b"\r\n", 1)[0]
+
+
+@pytest.mark.trio
+async def test_a_damaged_repository_page_is_named_with_the_repair_and_the_node_serves_on(
+    node, monkeypatch, tmp_path
+):
+    service, client = node
+    other = filled_repository(tmp_path / "other.db", count=60)
+    damage(other, pages_of(other, "documents", "leaf")[0][0])
+    with closing(sqlite3.connect(other)) as db, pytest.raises(sqlite3.DatabaseError) as real:
+        db.execute("SELECT text FROM documents").fetchall()  # SQLite's own error, with its error code
+
+    async def search(*args, **kwargs):
+        raise real.value
+
+    monkeypatch.setattr(service, "search", search)
+    with pytest.raises(NodeError) as caught:
+        await client.search("sqlite")
+    assert caught.value.status == 500 and caught.value.kind == "repository_damaged"
+    assert caught.value.detail.startswith(f"{service.data.repository} is damaged (SQLite said: ")
+    assert "topicswarm repair --data" in caught.value.detail
+    assert (await client.status())["crawl"]["state"] == "running"
 
 
 @pytest.mark.trio
