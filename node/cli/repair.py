@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sqlite3
 import sys
 import time
@@ -49,6 +50,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{repository} is sound (SQLite's integrity check found nothing): nothing to repair")
         return 0
+    needed, free = repository.stat().st_size, shutil.disk_usage(repository.parent).free
+    if free < needed:  # the salvaged copy is about as large as the damaged file, without its free pages
+        raise CliError(
+            f"no repair made, {repository} is as it was: its copy needs about {needed / 2**20:.0f} MB "
+            f"beside it and {free / 2**20:.0f} MB are free; free some space and run the repair again"
+        )
     try:
         report = salvage(repository, repairing)
     except SalvageError as exc:

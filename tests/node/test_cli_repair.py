@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 from contextlib import closing
 
@@ -108,3 +109,14 @@ def test_a_command_meeting_a_damaged_page_names_the_repair_without_a_traceback(d
     assert err.startswith(f"topicswarm: {data.repository} is damaged (SQLite said: ")
     assert f"run `topicswarm repair --data {data.root}`" in err and "stop the node" not in err
     assert not out.exists()
+
+
+def test_a_disk_without_room_for_the_copy_is_said_before_anything_is_written(data, capsys, monkeypatch):
+    damage(data.repository, pages_of(data.repository, "links", "leaf")[0][0])
+    before = digest(data.repository)
+    usage = shutil.disk_usage(data.root)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1024))
+    assert main(["repair", "--data", str(data.root)]) == 2
+    assert "MB are free; free some space" in capsys.readouterr().err
+    assert digest(data.repository) == before
+    assert [p.name for p in data.root.glob("repository.db.*")] == []  # no copy, nothing moved aside
