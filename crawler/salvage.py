@@ -40,7 +40,8 @@ class TableSalvage:
     name: str
     kept: int = 0
     unreadable_rows: int = 0  # rows whose rowid was read but not their columns
-    unreadable_stretches: list[tuple[int, int]] = field(default_factory=list)  # rowids (after, up to]
+    # rowids (after, up to] that could not be read; None: from the first row, to the last
+    unreadable_stretches: list[tuple[int | None, int | None]] = field(default_factory=list)
     invalid: int = 0  # rows read but refused by the table's constraints (damage that still parsed)
     unread_tail: bool = False  # a table without rowids stops at its first unreadable row
 
@@ -109,9 +110,13 @@ def salvage(source: Path, target: Path) -> SalvageReport:
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
+    """The damaged file, read-only; `writable_schema` lets SQLite read a schema it would otherwise refuse
+    whole (a truncated file whose schema names pages past its end), so the tables it can reach are read."""
     if not path.is_file():
         raise SalvageError(f"{path} does not exist")
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn.execute("PRAGMA writable_schema=ON")
+    return conn
 
 
 def _remove(target: Path) -> None:
@@ -216,7 +221,8 @@ def _rows_by_rowid(
             following = _next_rowid(old, table, after)
         except sqlite3.DatabaseError:
             resumed = _step_over(old, table, after)
-            result.unreadable_stretches.append((after, _LAST_ROWID if resumed is None else resumed))
+            start = None if after == _FIRST_ROWID else after
+            result.unreadable_stretches.append((start, resumed))
             if resumed is None:
                 return
             after = resumed

@@ -105,8 +105,8 @@ def _remove_with_side_files(path: Path) -> None:
 def describe(report: SalvageReport, problem: str, kept_aside: Path) -> str:
     lines = [f"repaired {report.source} (SQLite found: {problem})"]
     for table in report.tables:
-        losses = [f"{table.unreadable_rows} rows unreadable"] if table.unreadable_rows else []
-        losses += [f"rows {after + 1}-{upto} unreadable" for after, upto in table.unreadable_stretches]
+        losses = [f"{table.unreadable_rows} rows that could not be read"] if table.unreadable_rows else []
+        losses += [_stretch(after, upto) for after, upto in table.unreadable_stretches]
         if table.invalid:
             losses.append(f"{table.invalid} rows refused as invalid")
         if table.unread_tail:
@@ -118,3 +118,10 @@ def describe(report: SalvageReport, problem: str, kept_aside: Path) -> str:
     lines.append(f"the damaged file is kept as {kept_aside.name}: delete it once the node runs well")
     lines.append(f"run the node again: topicswarm node run --data {report.source.parent}")
     return "\n".join(lines)
+
+
+def _stretch(after: int | None, upto: int | None) -> str:
+    """A stretch of unreadable rowids (after, upto] in words; None is an open end."""
+    if after is None:
+        return "every row" if upto is None else f"the rows up to id {upto}"
+    return f"the rows after id {after}" if upto is None else f"rows {after + 1}-{upto}"

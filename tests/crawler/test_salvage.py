@@ -4,6 +4,7 @@ is counted as lost, the search index is rebuilt, and the damaged file is never c
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -149,3 +150,19 @@ def test_an_unreadable_schema_or_a_taken_target_is_refused_and_leaves_no_copy(tm
     assert not (tmp_path / "salvaged.db").exists()
     with pytest.raises(SalvageError, match="does not exist"):
         salvage(tmp_path / "absent.db", tmp_path / "other.db")
+
+
+def test_a_truncated_file_keeps_the_rows_before_its_end(tmp_path):
+    source = filled_repository(tmp_path / "repository.db", count=600)
+    with closing(sqlite3.connect(source)) as db:
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+    pages = source.stat().st_size // size
+    os.truncate(source, size * (pages * 4 // 5))  # a copy that stopped at four fifths
+
+    report = salvage(source, tmp_path / "salvaged.db")
+
+    target = tmp_path / "salvaged.db"
+    assert rows(target, "PRAGMA integrity_check") == [("ok",)]
+    kept = rows(target, "SELECT count(*) FROM documents")[0][0]
+    assert 0 < kept < 600
+    assert any(upto is None for t in report.tables for _, upto in t.unreadable_stretches)
