@@ -9,7 +9,7 @@ then learn.
 
 The text never holds control characters: a page titled "\x1b]0;...\x07" or with "\x1b[2J" in its text
 would otherwise retitle or clear the terminal of whoever runs `topicswarm search` or `show` on it. They
-become spaces (tabs and line breaks stay), as a peer's text does in `p2p.schemas.shown_text`."""
+become spaces (tabs and line breaks stay), as a peer's text does in `p2p.value_checks.shown_text`."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def read_blocked_peers(path: Path) -> dict[str, float]:
     read is an error that names it: starting anyway would let in peers the user shut out."""
     from node.service import NodeServiceError
     from p2p.errors import WireError
-    from p2p.schemas import check_peer_id
+    from p2p.value_checks import check_peer_id
 
     try:
         text = path.read_text(encoding="utf-8")

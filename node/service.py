@@ -1121,7 +1121,7 @@ class NodeService:
         """The peer `text` names: a full peer id, or the start of exactly one id the node knows (a
         neighbour, or the origin of a model or result it holds)."""
         from p2p.errors import WireError
-        from p2p.schemas import check_peer_id
+        from p2p.value_checks import check_peer_id
 
         text = text.strip()
         if not text:

@@ -14,7 +14,8 @@ import socket
 from collections.abc import Callable, Sequence
 
 from p2p.errors import WireError
-from p2p.schemas import MAX_ADDRS_PER_PEER, check_peer_id
+from p2p.message_limits import MAX_ADDRS_PER_PEER
+from p2p.value_checks import check_peer_id
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -4,28 +4,24 @@ Every message is a frozen dataclass with `to_wire()` (a plain msgpack-able dict:
 ...fields}``) and `from_wire()` (the only way a peer's dict becomes a message). `from_wire` checks
 required fields and their types, rejects unknown fields and unknown schema versions, caps every string
 and every list, accepts finite floats only (also inside float32 byte arrays) and checks that model
-weights match the declared feature space. Each violation raises `WireError` with a stable reason.
+weights match the declared feature space. Each violation raises `WireError` with a stable reason. Single
+values are checked by `p2p.value_checks`; this module reads whole messages from them.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, TypeVar
 
-import base58
 import numpy as np
 
 from p2p.codec import MAX_FRAME
-from p2p.errors import WireError
 from p2p.message_limits import (
     KIB,
     MAX_ABS_FLOAT,
-    MAX_ADDR_LEN,
     MAX_ADDRS_PER_PEER,
     MAX_ANNOUNCED_TOPICS,
     MAX_CONFIG_KEYS,
@@ -47,165 +43,35 @@ from p2p.message_limits import (
     MAX_REPORT_ENTRIES,
     MAX_RESULTS,
     MAX_ROWS,
-    MAX_SESSION_LEN,
     MAX_TITLE_LEN,
-    MAX_TOPIC_LEN,
     MAX_TRAINING_DOCS,
-    MAX_URL_LEN,
     MAX_VERSION,
     META_PHASES,
     MIB,
     MODEL_KINDS,
     SIGNATURE_LEN,
 )
+from p2p.value_checks import (
+    FINGERPRINT_RE,
+    SLUG_RE,
+    check_addr,
+    check_bool,
+    check_bytes,
+    check_float,
+    check_float32_array,
+    check_int,
+    check_pattern,
+    check_peer_id,
+    check_seq,
+    check_session,
+    check_str,
+    check_topic,
+    check_url,
+    fail,
+    type_name,
+)
 
 T = TypeVar("T")
-
-# ---------------------------------------------------------------------------------------------- limits
-_PEER_ID_MAX_LEN = 128
-_BASE58_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]+")
-_SESSION_RE = re.compile(r"[A-Za-z0-9_-]+")
-_SLUG_RE = re.compile(r"[a-z0-9_]+")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-_ADDR_RE = re.compile(r"(/[\x21-\x2e\x30-\x7e]+)+")
-_URL_RE = re.compile(r"https?://[^\s/?#@]+(?:[/?#][^\s]*)?", re.ASCII)
-_FINGERPRINT_RE = re.compile(r"[A-Za-z0-9:_+/=-]+")
-
-
-# ------------------------------------------------------------------------------------ value checks
-def _fail(reason: str, where: str, detail: str) -> WireError:
-    return WireError(reason, f"{where}: {detail}")
-
-
-def _type_name(value: object) -> str:
-    return type(value).__name__
-
-
-def check_str(value: Any, where: str, max_len: int, min_len: int = 1) -> str:
-    if not isinstance(value, str):
-        raise _fail("wrong_type", where, f"expected str, got {_type_name(value)}")
-    if len(value) > max_len:
-        raise _fail("too_long", where, f"{len(value)} characters > {max_len}")
-    if len(value) < min_len:
-        raise _fail("too_short", where, f"{len(value)} characters < {min_len}")
-    return value
-
-
-def check_int(value: Any, where: str, lo: int, hi: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _fail("wrong_type", where, f"expected int, got {_type_name(value)}")
-    if not lo <= value <= hi:
-        raise _fail("out_of_range", where, f"{value} not in [{lo}, {hi}]")
-    return value
-
-
-def check_float(value: Any, where: str, lo: float = -MAX_ABS_FLOAT, hi: float = MAX_ABS_FLOAT) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise _fail("wrong_type", where, f"expected float, got {_type_name(value)}")
-    try:
-        result = float(value)
-    except OverflowError:
-        result = math.inf
-    if not math.isfinite(result):
-        raise _fail("non_finite_float", where, f"{value!r} is not a finite number")
-    if not lo <= result <= hi:
-        raise _fail("out_of_range", where, f"{result} not in [{lo}, {hi}]")
-    return result
-
-
-def check_bool(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise _fail("wrong_type", where, f"expected bool, got {_type_name(value)}")
-    return value
-
-
-def check_bytes(value: Any, where: str, max_len: int, exact: int | None = None) -> bytes:
-    if not isinstance(value, bytes | bytearray):
-        raise _fail("wrong_type", where, f"expected bytes, got {_type_name(value)}")
-    if len(value) > max_len:
-        raise _fail("too_long", where, f"{len(value)} bytes > {max_len}")
-    if exact is not None and len(value) != exact:
-        raise _fail("bad_value", where, f"{len(value)} bytes, expected {exact}")
-    return bytes(value)
-
-
-def check_seq(value: Any, where: str, max_items: int, item: Callable[[Any, str], T]) -> tuple[T, ...]:
-    if not isinstance(value, tuple | list):
-        raise _fail("wrong_type", where, f"expected array, got {_type_name(value)}")
-    if len(value) > max_items:
-        raise _fail("too_many_items", where, f"{len(value)} items > {max_items}")
-    return tuple(item(element, f"{where}[{i}]") for i, element in enumerate(value))
-
-
-def check_pattern(value: Any, where: str, max_len: int, pattern: re.Pattern[str], what: str) -> str:
-    text = check_str(value, where, max_len)
-    if not pattern.fullmatch(text):
-        raise _fail("bad_value", where, f"not a valid {what}")
-    return text
-
-
-_UNSHOWN_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def shown_text(text: str) -> str:
-    """A peer's text as it may be shown: control characters (terminal escapes such as clear-screen or a
-    window title) and bidirectional overrides become spaces; line breaks and tabs stay. Applied where a
-    result is stored, not where it is parsed: its signature covers the text as the peer sent it."""
-    return _UNSHOWN_RE.sub(" ", text)
-
-
-def check_topic(value: Any, where: str) -> str:
-    topic = check_str(value, where, MAX_TOPIC_LEN)
-    if _CONTROL_RE.search(topic) or topic != topic.strip():
-        raise _fail("bad_topic", where, "control characters or surrounding whitespace in a topic key")
-    return topic
-
-
-def check_session(value: Any, where: str) -> str:
-    return check_pattern(value, where, MAX_SESSION_LEN, _SESSION_RE, "session id ([A-Za-z0-9_-])")
-
-
-def check_url(value: Any, where: str) -> str:
-    url = check_str(value, where, MAX_URL_LEN)
-    if not _URL_RE.fullmatch(url):
-        raise _fail("bad_url", where, "expected an absolute http(s) URL without whitespace")
-    return url
-
-
-def check_addr(value: Any, where: str) -> str:
-    return check_pattern(value, where, MAX_ADDR_LEN, _ADDR_RE, "multiaddr (/proto/value/...)")
-
-
-@functools.lru_cache(maxsize=4096)
-def _peer_id_error(text: str) -> str | None:
-    if not 1 <= len(text) <= _PEER_ID_MAX_LEN or not _BASE58_RE.fullmatch(text):
-        return "not base58 of a sensible length"
-    raw = base58.b58decode(text)
-    if len(raw) >= 2 and raw[0] == 0x00 and raw[1] == len(raw) - 2 and 0 < raw[1] <= 42:
-        return None  # identity multihash of a serialized public key (Ed25519 ids are like this)
-    if len(raw) == 34 and raw[0] == 0x12 and raw[1] == 0x20:
-        return None  # sha2-256 multihash of a larger public key
-    return "not a multihash peer id"
-
-
-def check_peer_id(value: Any, where: str) -> str:
-    text = check_str(value, where, _PEER_ID_MAX_LEN)
-    problem = _peer_id_error(text)
-    if problem is not None:
-        raise _fail("bad_peer_id", where, problem)
-    return text
-
-
-def check_float32_array(value: Any, where: str, max_len: int) -> np.ndarray:
-    """Little-endian float32 bytes -> read-only array, every element finite."""
-    data = check_bytes(value, where, max_len)
-    if len(data) % 4:
-        raise _fail("bad_value", where, f"{len(data)} bytes is not a whole number of float32 values")
-    array = np.frombuffer(data, dtype="<f4")
-    if not np.isfinite(array).all():
-        bad = int(np.flatnonzero(~np.isfinite(array))[0])
-        raise _fail("non_finite_float", where, f"element {bad} is {array[bad]}")
-    return array
 
 
 class _Fields:
@@ -213,7 +79,7 @@ class _Fields:
 
     def __init__(self, value: Any, where: str) -> None:
         if not isinstance(value, dict):
-            raise _fail("wrong_type", where, f"expected map, got {_type_name(value)}")
+            raise fail("wrong_type", where, f"expected map, got {type_name(value)}")
         self._data = value
         self._where = where
         self._seen: set[str] = set()
@@ -224,7 +90,7 @@ class _Fields:
     def get(self, key: str, check: Callable[..., T], *args: Any) -> T:
         self._seen.add(key)
         if key not in self._data:
-            raise _fail("missing_field", self._where, f"required field {key!r} is missing")
+            raise fail("missing_field", self._where, f"required field {key!r} is missing")
         return check(self._data[key], f"{self._where}.{key}", *args)
 
     def optional(self, key: str, check: Callable[..., T], *args: Any) -> T | None:
@@ -238,7 +104,7 @@ class _Fields:
     def done(self) -> None:
         unknown = set(self._data) - self._seen
         if unknown:
-            raise _fail("unknown_field", self._where, f"unknown fields {sorted(map(str, unknown))[:5]}")
+            raise fail("unknown_field", self._where, f"unknown fields {sorted(map(str, unknown))[:5]}")
 
 
 def _record(cls: Callable[..., T]) -> Callable[[Any, str], T]:
@@ -286,10 +152,10 @@ class Message:
         fields = _Fields(wire, cls.TYPE)
         kind = fields.get("type", check_str, 64)
         if kind != cls.TYPE:
-            raise _fail("unexpected_type", cls.TYPE, f"got message type {kind!r}")
+            raise fail("unexpected_type", cls.TYPE, f"got message type {kind!r}")
         version = fields.get("version", check_int, 0, MAX_VERSION)
         if version not in cls.KNOWN_VERSIONS:
-            raise _fail(
+            raise fail(
                 "unknown_version", cls.TYPE, f"schema version {version} (known: {sorted(cls.KNOWN_VERSIONS)})"
             )
         message = cls.parse(fields)
@@ -300,15 +166,15 @@ class Message:
 def message_from_wire(wire: Any, expected: type[Message] | None = None) -> Message:
     """Dispatch on the envelope's type; `expected` rejects any other message type."""
     if not isinstance(wire, dict):
-        raise _fail("wrong_type", "message", f"expected map, got {_type_name(wire)}")
+        raise fail("wrong_type", "message", f"expected map, got {type_name(wire)}")
     kind = wire.get("type")
     if not isinstance(kind, str):
-        raise _fail("missing_field" if kind is None else "wrong_type", "message", "no string 'type' field")
+        raise fail("missing_field" if kind is None else "wrong_type", "message", "no string 'type' field")
     cls = MESSAGE_TYPES.get(kind)
     if cls is None:
-        raise _fail("unknown_type", "message", f"unknown message type {kind[:64]!r}")
+        raise fail("unknown_type", "message", f"unknown message type {kind[:64]!r}")
     if expected is not None and cls is not expected:
-        raise _fail("unexpected_type", "message", f"got {kind!r}, expected {expected.TYPE!r}")
+        raise fail("unexpected_type", "message", f"got {kind!r}, expected {expected.TYPE!r}")
     return cls.from_wire(wire)
 
 
@@ -390,15 +256,15 @@ class TopicAnnouncement(Message):
 def check_feature_config(value: Any, where: str) -> dict[str, Any]:
     """A FeatureConfig as plain scalars (or short lists of scalars); `n_features` is required."""
     if not isinstance(value, dict):
-        raise _fail("wrong_type", where, f"expected map, got {_type_name(value)}")
+        raise fail("wrong_type", where, f"expected map, got {type_name(value)}")
     if len(value) > MAX_CONFIG_KEYS:
-        raise _fail("too_many_items", where, f"{len(value)} keys > {MAX_CONFIG_KEYS}")
+        raise fail("too_many_items", where, f"{len(value)} keys > {MAX_CONFIG_KEYS}")
     config: dict[str, Any] = {}
     for key, item in value.items():
         name = check_str(key, f"{where} key", 64)
         config[name] = _check_config_value(item, f"{where}.{name}", allow_list=True)
     if "n_features" not in config:
-        raise _fail("missing_field", where, "required field 'n_features' is missing")
+        raise fail("missing_field", where, "required field 'n_features' is missing")
     check_int(config["n_features"], f"{where}.n_features", 1, MAX_FEATURES)
     return config
 
@@ -414,7 +280,7 @@ def _check_config_value(value: Any, where: str, allow_list: bool) -> Any:
         return check_str(value, where, MAX_CONFIG_STR, min_len=0)
     if allow_list and isinstance(value, tuple | list):
         return check_seq(value, where, MAX_CONFIG_LIST, lambda v, w: _check_config_value(v, w, False))
-    raise _fail("wrong_type", where, f"{_type_name(value)} is not allowed in a feature config")
+    raise fail("wrong_type", where, f"{type_name(value)} is not allowed in a feature config")
 
 
 def check_extra(value: Any, where: str) -> dict[str, Any]:
@@ -422,7 +288,7 @@ def check_extra(value: Any, where: str) -> dict[str, Any]:
     and projection) that the model's own `from_dict` validates further: scalars, finite floats, capped
     strings, bytes, short lists of scalars, and maps of those one level deep."""
     if not isinstance(value, dict):
-        raise _fail("wrong_type", where, f"expected map, got {_type_name(value)}")
+        raise fail("wrong_type", where, f"expected map, got {type_name(value)}")
     return _check_extra(value, where, depth=0)
 
 
@@ -431,9 +297,9 @@ def _check_extra(value: Any, where: str, depth: int) -> Any:
         return bytes(value)
     if isinstance(value, dict):
         if depth >= 2:
-            raise _fail("wrong_type", where, "maps nest at most one level in model extras")
+            raise fail("wrong_type", where, "maps nest at most one level in model extras")
         if len(value) > MAX_EXTRA_KEYS:
-            raise _fail("too_many_items", where, f"{len(value)} keys > {MAX_EXTRA_KEYS}")
+            raise fail("too_many_items", where, f"{len(value)} keys > {MAX_EXTRA_KEYS}")
         return {
             check_str(k, f"{where} key", 64): _check_extra(v, f"{where}.{k}", depth + 1)
             for k, v in value.items()
@@ -471,9 +337,9 @@ class MetaParams:
             t2=f.get("t2", check_float),
         )
         if len(params.member_origins) != len(params.member_weights):
-            raise _fail("dimension_mismatch", "meta", "member_origins and member_weights differ in length")
+            raise fail("dimension_mismatch", "meta", "member_origins and member_weights differ in length")
         if params.t2 > params.t1:
-            raise _fail("bad_value", "meta", f"t2 {params.t2} > t1 {params.t1}")
+            raise fail("bad_value", "meta", f"t2 {params.t2} > t1 {params.t1}")
         return params
 
 
@@ -541,10 +407,10 @@ class ModelPayload:
         n_features = config["n_features"]
         kind = f.get("kind", check_str, 16)
         if kind not in MODEL_KINDS:
-            raise _fail("bad_value", "model.kind", f"{kind!r} not one of {MODEL_KINDS}")
+            raise fail("bad_value", "model.kind", f"{kind!r} not one of {MODEL_KINDS}")
         rows = f.get("rows", check_int, 1, MAX_ROWS)
         if kind == "linear" and rows != 1:
-            raise _fail("dimension_mismatch", "model.rows", f"a linear model has 1 row, got {rows}")
+            raise fail("dimension_mismatch", "model.rows", f"a linear model has 1 row, got {rows}")
         cells = rows * n_features
         weights = f.get("weights", check_bytes, 4 * cells)
         indices = f.get("indices", check_bytes, 4 * cells)
@@ -552,14 +418,14 @@ class ModelPayload:
         _check_weights(weights, indices, values, rows, n_features)
         biases = f.get("biases", check_seq, MAX_ROWS, check_float)
         if len(biases) != rows and not (kind == "centroids" and not biases):
-            raise _fail("dimension_mismatch", "model.biases", f"{len(biases)} biases for {rows} rows")
+            raise fail("dimension_mismatch", "model.biases", f"{len(biases)} biases for {rows} rows")
         meta = f.optional("meta", _record(MetaParams))
         if (meta is None) != (kind != "meta"):
-            raise _fail(
+            raise fail(
                 "bad_value", "model.meta", "meta parameters are required for, and only for, kind 'meta'"
             )
         if meta is not None and len(meta.member_origins) != rows:
-            raise _fail(
+            raise fail(
                 "dimension_mismatch", "model.meta", f"{len(meta.member_origins)} members for {rows} rows"
             )
         return cls(
@@ -586,9 +452,9 @@ def _check_weights(weights: bytes, indices: bytes, values: bytes, rows: int, n_f
     cells = rows * n_features
     if weights:
         if indices or values:
-            raise _fail("bad_value", "model.weights", "dense weights and sparse indices/values are exclusive")
+            raise fail("bad_value", "model.weights", "dense weights and sparse indices/values are exclusive")
         if len(weights) != 4 * cells:
-            raise _fail(
+            raise fail(
                 "dimension_mismatch",
                 "model.weights",
                 f"{len(weights) // 4} float32 values for {rows} x {n_features} features",
@@ -596,7 +462,7 @@ def _check_weights(weights: bytes, indices: bytes, values: bytes, rows: int, n_f
         check_float32_array(weights, "model.weights", 4 * cells)
         return
     if len(indices) != len(values) or len(indices) % 4:
-        raise _fail(
+        raise fail(
             "dimension_mismatch", "model.indices", f"{len(indices)} index bytes vs {len(values)} value bytes"
         )
     check_float32_array(values, "model.values", 4 * cells)
@@ -605,7 +471,7 @@ def _check_weights(weights: bytes, indices: bytes, values: bytes, rows: int, n_f
         int(positions[-1]) >= cells
         or (positions.size > 1 and np.any(np.diff(positions.astype(np.int64)) <= 0))
     ):
-        raise _fail(
+        raise fail(
             "dimension_mismatch", "model.indices", f"indices must increase strictly and stay below {cells}"
         )
 
@@ -671,7 +537,7 @@ class ModelRequest(Message):
     def from_wire(cls, wire: Any) -> Self:
         message = super().from_wire(wire)
         if message.origin is not None and wire["version"] < 2:
-            raise _fail("unknown_field", cls.TYPE, "field 'origin' needs schema version 2")
+            raise fail("unknown_field", cls.TYPE, "field 'origin' needs schema version 2")
         return message
 
     @classmethod
@@ -700,7 +566,7 @@ class ModelResponse(Message):
         topic = f.get("topic", check_topic)
         model = f.optional("model", _record(SignedModel))
         if model is not None and model.payload.topic != topic:
-            raise _fail("bad_value", "model_response", "the model belongs to another topic")
+            raise fail("bad_value", "model_response", "the model belongs to another topic")
         return cls(topic=topic, model=model)
 
 
@@ -739,7 +605,7 @@ class CrawlResult:
             topic=f.get("topic", check_topic),
             confidence=f.get("confidence", check_float),
             fingerprint=f.get(
-                "fingerprint", check_pattern, MAX_FINGERPRINT_LEN, _FINGERPRINT_RE, "fingerprint"
+                "fingerprint", check_pattern, MAX_FINGERPRINT_LEN, FINGERPRINT_RE, "fingerprint"
             ),
             origin=f.get("origin", check_peer_id),
             fetched_at=f.get("fetched_at", check_float, 0.0, MAX_ABS_FLOAT),
@@ -779,7 +645,7 @@ def held_filter_probes(key: str, bits: int, hashes: int) -> list[int]:
 def _check_filter_bits(value: Any, where: str) -> bytes:
     bits = check_bytes(value, where, MAX_HELD_FILTER_BYTES)
     if not bits:
-        raise _fail("too_short", where, "an empty filter (send none instead)")
+        raise fail("too_short", where, "an empty filter (send none instead)")
     return bits
 
 
@@ -889,7 +755,7 @@ class ResultSyncResponse(Message):
         items = f.get("items", check_seq, MAX_RESULTS, _record(SignedResult))
         # an item carries the topic or the subtopic of it its crawler filed it in
         if any(i.result.topic != topic and not i.result.topic.startswith(topic + "/") for i in items):
-            raise _fail(
+            raise fail(
                 "bad_value",
                 "result_sync_response.items",
                 "an item belongs to a topic outside the one asked for",
@@ -957,7 +823,7 @@ class MetaRequest(Message):
     def parse(cls, f: _Fields) -> Self:
         phase = f.get("phase", check_str, 16)
         if phase not in META_PHASES:
-            raise _fail("bad_value", "meta_request.phase", f"{phase!r} not one of {META_PHASES}")
+            raise fail("bad_value", "meta_request.phase", f"{phase!r} not one of {META_PHASES}")
         return cls(
             session=f.get("session", check_session),
             topic=f.get("topic", check_topic),
@@ -997,9 +863,9 @@ class MetaClassifierOffer(Message):
         model = f.optional("model", _record(SignedModel))
         version = f.optional("model_version", check_int, 1, MAX_VERSION)
         if model is None and version is None:
-            raise _fail("missing_field", "meta_offer", "an offer needs a model or the version it references")
+            raise fail("missing_field", "meta_offer", "an offer needs a model or the version it references")
         if model is not None and version is not None and version != model.payload.version:
-            raise _fail("bad_value", "meta_offer.model_version", "differs from the model's version")
+            raise fail("bad_value", "meta_offer.model_version", "differs from the model's version")
         return cls(
             session=f.get("session", check_session),
             model=model,
@@ -1037,7 +903,7 @@ class CvEntry:
             errors=f.get("errors", check_int, 0, MAX_CURSOR),
         )
         if entry.errors > entry.tested:
-            raise _fail("bad_value", "cv entry", f"{entry.errors} errors out of {entry.tested} tested")
+            raise fail("bad_value", "cv entry", f"{entry.errors} errors out of {entry.tested} tested")
         return entry
 
 
@@ -1184,7 +1050,7 @@ class MetaModelDescription(Message):
             model_version=f.get("model_version", check_int, 1, MAX_VERSION),
         )
         if description.t2 > description.t1:
-            raise _fail("bad_value", "meta_model", f"t2 {description.t2} > t1 {description.t1}")
+            raise fail("bad_value", "meta_model", f"t2 {description.t2} > t1 {description.t1}")
         return description
 
 
@@ -1204,7 +1070,7 @@ class Reject(Message):
     @classmethod
     def parse(cls, f: _Fields) -> Self:
         return cls(
-            reason=f.get("reason", check_pattern, 64, _SLUG_RE, "reason slug"),
+            reason=f.get("reason", check_pattern, 64, SLUG_RE, "reason slug"),
             detail=f.get("detail", check_str, MAX_REASON_LEN, 0),
         )
 

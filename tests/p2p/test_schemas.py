@@ -364,7 +364,7 @@ def test_meta_offer_by_reference_is_a_small_frame():
 
 
 def test_a_peers_text_is_shown_without_terminal_escapes_or_direction_overrides():
-    from p2p.schemas import shown_text
+    from p2p.value_checks import shown_text
 
     assert shown_text("txt\x1b[2J\x1b]0;owned\x07\u202eexe.txt") == "txt [2J ]0;owned  exe.txt"
     assert shown_text("line\nnext\tcell") == "line\nnext\tcell"
