@@ -124,4 +124,4 @@ def _stretch(after: int | None, upto: int | None) -> str:
     """A stretch of unreadable rowids (after, upto] in words; None is an open end."""
     if after is None:
         return "every row" if upto is None else f"the rows up to id {upto}"
-    return f"the rows after id {after}" if upto is None else f"rows {after + 1}-{upto}"
+    return f"the rows after id {after}" if upto is None else f"the rows with ids {after + 1}-{upto}"

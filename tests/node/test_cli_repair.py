@@ -43,7 +43,7 @@ def test_a_damaged_repository_is_repaired_and_the_damaged_file_kept_aside(data, 
     out = capsys.readouterr().out
     assert out.startswith(f"repaired {data.repository} (SQLite found: ")
     assert (
-        re.search(r"^  links: \d+ rows kept; lost rows \d+-\d+$", out, re.MULTILINE)
+        re.search(r"^  links: \d+ rows kept; lost the rows with ids \d+-\d+$", out, re.MULTILINE)
         and "documents:" not in out
     )
     aside = [p for p in data.root.glob("repository.db.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
