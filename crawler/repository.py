@@ -734,6 +734,17 @@ def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
     return f"{path} is not a topicswarm repository (SQLite said: {exc})"
 
 
+def requeue_lost_pages(conn: sqlite3.Connection) -> int:
+    """Queue again the frontier URLs marked done whose page is not stored: their document rows were lost
+    (to `topicswarm repair`), so the crawl fetches them anew rather than count them as crawled. A page its
+    server said is gone turned failed, not done, and stays so. Returns how many were queued."""
+    cursor = conn.execute(
+        f"UPDATE frontier SET state = {QUEUED}, error = NULL WHERE state = {DONE} "
+        "AND url NOT IN (SELECT url FROM documents) AND url NOT IN (SELECT final_url FROM documents)"
+    )
+    return cursor.rowcount
+
+
 def damaged(repository: Path, why: str, node_stopped: bool = False) -> str:
     """A repository SQLite finds damaged (`why`: what SQLite said), and the user's way back."""
     repair = (

@@ -10,6 +10,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from crawler.repository import requeue_lost_pages
 from crawler.salvage import SalvageError, SalvageReport, salvage
 from node.cli.common import CliError, add_data_arg, existing_data_dir
 from node.cli.node import print_json
@@ -60,14 +61,19 @@ def run(args: argparse.Namespace) -> int:
         report = salvage(repository, repairing)
     except SalvageError as exc:
         raise CliError(f"no repair made, {repository} is as it was: {exc}") from exc
+    try:
+        with closing(sqlite3.connect(repairing, isolation_level=None)) as conn:
+            requeued = requeue_lost_pages(conn)
+    except sqlite3.Error as exc:
+        _remove_with_side_files(repairing)
+        raise CliError(f"no repair made, {repository} is as it was: {exc}") from exc
     kept_aside = _move_aside(repository)
     repairing.replace(repository)
     if args.json:
-        print_json(
-            {"repaired": True, "problem": problem, "damaged_copy": str(kept_aside), **report.to_json()}
-        )
+        answer = {"repaired": True, "problem": problem, "damaged_copy": str(kept_aside), "requeued": requeued}
+        print_json({**answer, **report.to_json()})
     else:
-        print(describe(report, problem, kept_aside))
+        print(describe(report, problem, kept_aside, requeued))
     return 0
 
 
@@ -102,7 +108,7 @@ def _remove_with_side_files(path: Path) -> None:
         path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
-def describe(report: SalvageReport, problem: str, kept_aside: Path) -> str:
+def describe(report: SalvageReport, problem: str, kept_aside: Path, requeued: int = 0) -> str:
     lines = [f"repaired {report.source} (SQLite found: {problem})"]
     for table in report.tables:
         losses = [f"{table.unreadable_rows} rows that could not be read"] if table.unreadable_rows else []
@@ -115,6 +121,8 @@ def describe(report: SalvageReport, problem: str, kept_aside: Path) -> str:
             lines.append(f"  {table.name}: {table.kept} rows kept; lost {', '.join(losses)}")
     kept = "every row was read" if report.intact else f"{sum(t.kept for t in report.tables)} rows kept in all"
     lines.append(f"  {kept}; indexes and the search index were built afresh")
+    if requeued:
+        lines.append(f"  {requeued} crawled pages whose rows were lost are queued to be fetched again")
     lines.append(f"the damaged file is kept as {kept_aside.name}: delete it once the node runs well")
     lines.append(f"run the node again: topicswarm node run --data {report.source.parent}")
     return "\n".join(lines)

@@ -124,3 +124,24 @@ def test_a_disk_without_room_for_the_copy_is_said_before_anything_is_written(dat
     assert "MB are free; free some space" in capsys.readouterr().err
     assert digest(data.repository) == before
     assert [p.name for p in data.root.glob("repository.db.*")] == []  # no copy, nothing moved aside
+
+
+def test_crawled_pages_whose_rows_were_lost_are_queued_to_be_fetched_again(data, capsys):
+    with closing(sqlite3.connect(data.repository)) as db, db:
+        urls = [row[0] for row in db.execute("SELECT url FROM documents")]
+        db.executemany(
+            "INSERT INTO frontier (url, host, priority, depth, state) VALUES (?, 'db.test:80', 1.0, 1, 1)",
+            [(url,) for url in urls],
+        )
+        db.execute("UPDATE frontier SET state = 2, error = 'gone' WHERE url = ?", [urls[0]])
+    damage(data.repository, pages_of(data.repository, "documents", "leaf")[0][0])
+
+    assert main(["repair", "--data", str(data.root), "--json"]) == 0
+
+    answer = json.loads(capsys.readouterr().out)
+    with closing(sqlite3.connect(data.repository)) as db:
+        kept = {row[0] for row in db.execute("SELECT url FROM documents")}
+        queued = {row[0] for row in db.execute("SELECT url FROM frontier WHERE state = 0")}
+        failed = {row[0] for row in db.execute("SELECT url FROM frontier WHERE state = 2")}
+    assert queued == set(urls) - kept - {urls[0]} and answer["requeued"] == len(queued) > 0
+    assert failed == {urls[0]}  # a page its server said is gone stays failed
