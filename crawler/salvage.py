@@ -20,6 +20,9 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+SIDE_FILES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database: its write-ahead log, the log's index, a rollback journal."""
+
 BATCH = 200
 """Rows read per statement while nothing is damaged."""
 
@@ -102,11 +105,26 @@ def salvage(source: Path, target: Path) -> SalvageReport:
                 raise SalvageError(f"the salvaged copy fails SQLite's check: {'; '.join(problems[:3])}")
         return report
     except sqlite3.Error as exc:
-        _remove(target)
+        remove_database(target)
         raise SalvageError(f"could not salvage {source} into {target}: {exc}") from exc
     except BaseException:
-        _remove(target)
+        remove_database(target)
         raise
+
+
+def read_only(path: Path) -> sqlite3.Connection:
+    """A connection that can only read the database at `path` (it never changes the file)."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
+def integrity_problem(path: Path) -> str | None:
+    """What SQLite's integrity check finds first in the database at `path`, or None for a sound file."""
+    try:
+        with closing(read_only(path)) as conn:
+            found = [row[0] for row in conn.execute("PRAGMA integrity_check(1)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return None if found == ["ok"] else " ".join(found[0].replace("*** in database main ***", "").split())
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
@@ -114,14 +132,15 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     whole (a truncated file whose schema names pages past its end), so the tables it can reach are read."""
     if not path.is_file():
         raise SalvageError(f"{path} does not exist")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn = read_only(path)
     conn.execute("PRAGMA writable_schema=ON")
     return conn
 
 
-def _remove(target: Path) -> None:
-    for path in (target, target.with_name(target.name + "-journal"), target.with_name(target.name + "-wal")):
-        path.unlink(missing_ok=True)
+def remove_database(path: Path) -> None:
+    """The database file at `path` and the files SQLite keeps beside it (`SIDE_FILES`), if there."""
+    for suffix in ("", *SIDE_FILES):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def _copy(old: sqlite3.Connection, new: sqlite3.Connection, source: Path, target: Path) -> SalvageReport:
@@ -172,8 +191,9 @@ def _copy_table(old: sqlite3.Connection, new: sqlite3.Connection, entry: _Schema
     names = (["rowid"] if keep_rowid else []) + columns
     quoted = ", ".join(f'"{c}"' for c in names)
     insert = f'INSERT OR IGNORE INTO "{entry.name}" ({quoted}) VALUES ({", ".join("?" * len(names))})'
-    rows = _rows_without_rowid(old, entry.name, columns, result) if without_rowid else None
-    if rows is None:
+    if without_rowid:
+        rows = _rows_without_rowid(old, entry.name, columns, result)
+    else:
         rows = _rows_by_rowid(old, entry.name, columns, keep_rowid, result)
     new.execute("BEGIN")
     for batch in rows:

@@ -11,13 +11,17 @@ from contextlib import closing
 from pathlib import Path
 
 from crawler.repository import requeue_lost_pages
-from crawler.salvage import SalvageError, SalvageReport, salvage
+from crawler.salvage import (
+    SIDE_FILES,
+    SalvageError,
+    SalvageReport,
+    integrity_problem,
+    remove_database,
+    salvage,
+)
 from node.cli.common import CliError, add_data_arg, existing_data_dir
 from node.cli.node import print_json
 from node.client import node_running
-
-SIDE_FILES = ("-wal", "-shm")
-"""SQLite's write-ahead log and its index: they belong to the damaged file and move aside with it."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"finished a repair stopped after moving the damaged file aside: {repository}", file=sys.stderr)
     if not repository.exists():
         raise CliError(f"{data.root} has no repository.db yet: nothing to repair")
-    _remove_with_side_files(repairing)  # what a repair stopped while it salvaged left
-    problem = _first_problem(repository)
+    remove_database(repairing)  # what a repair stopped while it salvaged left
+    problem = integrity_problem(repository)
     if problem is None:
         if args.json:
             print_json({"repaired": False, "problem": None, "repository": str(repository)})
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         with closing(sqlite3.connect(repairing, isolation_level=None)) as conn:
             requeued = requeue_lost_pages(conn)
     except sqlite3.Error as exc:
-        _remove_with_side_files(repairing)
+        remove_database(repairing)
         raise CliError(f"no repair made, {repository} is as it was: {exc}") from exc
     kept_aside = _move_aside(repository)
     repairing.replace(repository)
@@ -75,16 +79,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(describe(report, problem, kept_aside, requeued))
     return 0
-
-
-def _first_problem(repository: Path) -> str | None:
-    """What SQLite's integrity check finds first, or None for a sound file."""
-    try:
-        with closing(sqlite3.connect(f"{repository.resolve().as_uri()}?mode=ro", uri=True)) as conn:
-            found = [row[0] for row in conn.execute("PRAGMA integrity_check(1)").fetchall()]
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
-    return None if found == ["ok"] else " ".join(found[0].replace("*** in database main ***", "").split())
 
 
 def _move_aside(repository: Path) -> Path:
@@ -101,11 +95,6 @@ def _move_aside(repository: Path) -> Path:
         if source.exists():
             source.replace(aside.with_name(aside.name + suffix))
     return aside
-
-
-def _remove_with_side_files(path: Path) -> None:
-    for suffix in ("", *SIDE_FILES, "-journal"):
-        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def describe(report: SalvageReport, problem: str, kept_aside: Path, requeued: int = 0) -> str:

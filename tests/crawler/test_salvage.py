@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawler.repository import LinkRecord, Repository, StoredPage
-from crawler.salvage import SalvageError, salvage
+from crawler.salvage import SalvageError, read_only, salvage
 from tests.crawler.test_repository import doc
 
 WORDS = ["vacuum", "index", "query", "planner", "tuple", "btree", "checkpoint", "replica"]
@@ -59,7 +59,7 @@ def damage(path: Path, page: int) -> None:
 
 
 def rows(path: Path, sql: str) -> list[tuple]:
-    with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+    with closing(read_only(path)) as db:
         return db.execute(sql).fetchall()
 
 
