@@ -312,7 +312,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         if loss is not None:
             _check_fraction("loss", loss)
         await cooperation_topic(topic, "build meta")
-        return await service.cooperate("build_meta", topic, loss=loss, error_goal=goal)
+        return await service.cooperate("meta_protocol.build", topic, loss=loss, error_goal=goal)
 
     async def meta(request: Request) -> Any:
         topic = request.query_params.get("topic")

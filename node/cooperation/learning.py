@@ -901,6 +901,10 @@ def result_previews(repo: Repository, rows: Sequence[Mapping[str, Any]], chars: 
     return shown
 
 
+VERDICT_KEYS = ("kept", "rejected", "abstained")
+"""The counts of a filtering (`write_verdicts`), as a meta build and a new loss answer them."""
+
+
 def write_verdicts(repo: Repository, doc_ids: np.ndarray, decisions: np.ndarray) -> dict[str, int]:
     """Store each document's restrictive verdict; how many it kept, rejected and abstained on."""
     with repo.transaction() as db:

@@ -69,7 +69,7 @@ class Refinement:
             except P2PError as exc:
                 log.info("centroids: %s", exc)
                 continue
-            signed = layer.checked_model(peer, reply, topic, "centroids", max_rows=k)
+            signed = layer.exchange.checked_model(peer, reply, topic, "centroids", max_rows=k)
             if signed is not None:
                 await layer.db(store.save_model, signed, store.RECEIVED)
                 models.append(centroids_from_payload(signed.payload))

@@ -262,7 +262,7 @@ def test_every_topic_of_a_node_without_topics_says_how_to_get_some():
 
 
 def test_the_prediction_is_none_with_the_reason_when_no_accuracy_was_measured():
-    from node.cooperation.service import predicted_figures
+    from node.cooperation.meta_protocol import predicted_figures
 
     unmeasured = predicted_figures([], 0.5, 0.0, 2)
     assert unmeasured["accuracy"] is None and unmeasured["loss"] is None and "measured" in unmeasured["why"]

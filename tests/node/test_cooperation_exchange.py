@@ -13,6 +13,7 @@ from crawler.repository import Repository
 from metamodels.restrictive import dismissed_count
 from node.cooperation import store
 from node.cooperation.backoff import Backoff
+from node.cooperation.meta_protocol import MetaProtocol
 from node.cooperation.service import Cooperation
 from node.cooperation.testing import add_crawled, add_mixed, make_repository, running_nodes
 from node.cooperation.wiremodels import linear_from_payload
@@ -58,7 +59,7 @@ async def test_hostile_peer_sending_label_flipped_models_gets_weight_zero(tmp_pa
             return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
 
         await wait_for(received)
-        result = await a.build_meta("Databases", loss=0.2)
+        result = await a.meta_protocol.build("Databases", loss=0.2)
         received = {r["origin"]: r for r in await a.models("Databases")}
         assert received[bad.peer_id]["accuracy_local"] < 0.5
         assert received[bad.peer_id]["weight"] == 0.0
@@ -76,7 +77,7 @@ async def test_models_listing_weight_is_the_weight_the_last_meta_build_gave(tmp_
             return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
 
         await wait_for(received)
-        await a.build_meta("Databases", loss=0.2)
+        await a.meta_protocol.build("Databases", loss=0.2)
         rows = {r["origin"]: r for r in await a.models("Databases")}
         members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
         assert {origin: rows[origin]["weight"] for origin in members} == members
@@ -94,7 +95,7 @@ async def test_meta_build_filters_the_repository_at_the_chosen_loss(tmp_path):
             return len([r for r in await a.models("Mathematics") if r["role"] == "received"]) == 2
 
         await wait_for(received)
-        built = await a.build_meta("Mathematics", loss=0.3)
+        built = await a.meta_protocol.build("Mathematics", loss=0.3)
         assert built["peers_used"] >= 1 and built["peers_needed"] >= 1
         answer = await a.set_loss("Mathematics", 0.5)
         judged = answer["kept"] + answer["rejected"] + answer["abstained"]
@@ -124,7 +125,7 @@ async def test_a_new_loss_builds_the_meta_classifier_again_for_it(tmp_path, monk
             return len([r for r in await a.models("Mathematics") if r["role"] == "received"]) == 2
 
         await wait_for(received)
-        await a.build_meta("Mathematics", loss=0.3)
+        await a.meta_protocol.build("Mathematics", loss=0.3)
         voters = lambda meta: [len(v["models"]) for v in meta["combination"]["voters"]]  # noqa: E731
         assert voters(await a.meta("Mathematics")) == [1, 3]
         answer = await a.set_loss("Mathematics", 0.2)
@@ -165,17 +166,17 @@ async def test_a_model_of_another_feature_space_is_refused_and_counted_not_measu
     from p2p.signing import sign_model
 
     async with running_nodes(tmp_path, 2, start=False) as (a, b):
-        await b.refresh_local_models(now=True)
-        own = linear_from_payload((await b.local_model("Databases")).model.payload)
+        await b.exchange.refresh_local_models(now=True)
+        own = linear_from_payload((await b.exchange.local_model("Databases")).model.payload)
         kept = own.indices[own.indices < 1024]
         other_space = replace(
             own, config=FeatureConfig(n_features=1024), indices=kept, weights=own.weights[: kept.size]
         )
         signed = sign_model(b.key, linear_payload(other_space, "Databases", 7, b.peer_id))
-        assert a.checked_model(b.peer_id, signed, "Databases", "linear") is None
+        assert a.exchange.checked_model(b.peer_id, signed, "Databases", "linear") is None
         assert a.protocols.guard.ledger.record_of(b.peer_id).reasons == {"bad_model": 1}
         fine = sign_model(b.key, linear_payload(own, "Databases", 8, b.peer_id))
-        assert a.checked_model(b.peer_id, fine, "Databases", "linear") is fine
+        assert a.exchange.checked_model(b.peer_id, fine, "Databases", "linear") is fine
 
 
 @pytest.mark.trio
@@ -190,12 +191,12 @@ async def test_a_meta_request_naming_a_peer_many_times_fetches_its_model_once(tm
         async def fetch_model(peer, topic):
             fetched.append(peer)
 
-        a.fetch_model = fetch_model
+        a.exchange.fetch_model = fetch_model
         a.known_peers = lambda: {b.peer_id, c.peer_id}
         request = MetaRequest(
             "s" * 16, "Databases", b.peer_id, "estimate", 0.2, None, (b.peer_id,) + (c.peer_id,) * 254
         )
-        await a._on_meta(b.peer_id, request)
+        await a.meta_protocol.answer(b.peer_id, request)
         assert fetched == [b.peer_id, c.peer_id]
 
 
@@ -239,14 +240,14 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
             )
             return entries, ()
 
-        liar._cross_validate = lie
+        liar.meta_protocol._cross_validate = lie
 
         async def received() -> bool:
             return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 3
 
         await wait_for(received)
         # an error goal makes the initiator ask the community (the estimate phase) whatever it measured
-        result = await a.build_meta("Databases", loss=0.2, error_goal=0.3)
+        result = await a.meta_protocol.build("Databases", loss=0.2, error_goal=0.3)
         rows = {r["origin"]: r for r in await a.models("Databases")}
         assert rows[bad.peer_id]["weight"] == 0.0 and rows[bad.peer_id]["weight_measured"] == 0.0
         assert rows[bad.peer_id]["reporters"] >= 2
@@ -259,7 +260,7 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
 
 @pytest.mark.trio
 async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(tmp_path, monkeypatch):
-    import node.cooperation.service as coop_service
+    import node.cooperation.meta_protocol as meta_protocol
 
     goals = []
 
@@ -267,8 +268,8 @@ async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(
         goals.append(kwargs["max_error"])
         return peers_needed(*args, **kwargs)
 
-    peers_needed = coop_service.peers_needed
-    monkeypatch.setattr(coop_service, "peers_needed", recorded)
+    peers_needed = meta_protocol.peers_needed
+    monkeypatch.setattr(meta_protocol, "peers_needed", recorded)
     async with running_nodes(tmp_path, 2) as (a, _b):
 
         async def received() -> bool:
@@ -276,7 +277,7 @@ async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(
 
         async def goals_of(**goal: float) -> list[float | None]:  # rounds may rebuild in the background
             before = len(goals)
-            await a.build_meta("Databases", loss=0.2, **goal)
+            await a.meta_protocol.build("Databases", loss=0.2, **goal)
             return goals[before:]
 
         await wait_for(received)
@@ -291,12 +292,12 @@ async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(
 async def test_a_build_without_a_loss_keeps_the_topics_loss_else_takes_the_configured_default(tmp_path):
     async with running_nodes(tmp_path, 1, start=False) as (a,):  # no round builds one meanwhile
         a.settings = dataclasses.replace(a.settings, default_loss=0.25)
-        await a.build_meta("Databases")
+        await a.meta_protocol.build("Databases")
         first = (await a.meta("Databases"))["loss"]
         await a.set_loss("Databases", 0.35)
-        await a.build_meta("Databases")
+        await a.meta_protocol.build("Databases")
         kept = (await a.meta("Databases"))["loss"]
-        await a.build_meta("Databases", loss=0.1)
+        await a.meta_protocol.build("Databases", loss=0.1)
         asked = (await a.meta("Databases"))["loss"]
     assert (first, kept, asked) == (0.25, 0.35, 0.1)
 
@@ -318,7 +319,7 @@ async def test_meta_build_peers_offer_models_the_initiator_holds_by_reference(tm
             return await ask(peer, request)
 
         a.protocols.meta_request = recorded
-        built = await a.build_meta("Databases", loss=0.2)
+        built = await a.meta_protocol.build("Databases", loss=0.2)
         offers = a.protocols.bytes_by_message["in meta_offer"] - before.get("in meta_offer", 0)
         assert built["peers_used"] == 2
         assert 0 < offers < 2 * 100  # two offers naming a version, no model re-sent
@@ -407,25 +408,26 @@ async def test_a_round_after_a_meta_build_does_not_ask_the_community_about_the_s
         async def unmeasured(topic: str) -> bool:
             return False  # as on a node with few labels: the weights need the community's reports
 
-        a.gather_reports = no_reports  # the background rounds of `a` leave the estimates to this test
+        # the background rounds of `a` leave the estimates to this test
+        a.meta_protocol.gather_reports = no_reports
 
         async def received() -> bool:
             return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
 
         await wait_for(received)
-        a._measured_here = unmeasured
+        a.meta_protocol._measured_here = unmeasured
         sessions = []
-        estimate = a._estimate
+        estimate = a.meta_protocol._estimate
 
         async def recorded(topic, *args):
             sessions.append(topic)
             return await estimate(topic, *args)
 
-        a._estimate = recorded
-        await a.build_meta("Databases", loss=0.2)
+        a.meta_protocol._estimate = recorded
+        await a.meta_protocol.build("Databases", loss=0.2)
         assert sessions == ["Databases"]
         for _ in range(2):  # the first round notes the models held, the second finds them settled
-            await Cooperation.gather_reports(a)
+            await MetaProtocol.gather_reports(a.meta_protocol)
         assert sessions.count("Databases") == 1
 
 
@@ -450,7 +452,7 @@ async def filtered_node_with_mixed_pages(tmp_path):
     async with running_nodes(tmp_path, 1, start=False) as (node,):
         with Repository(path) as repo:
             add_mixed(repo, "Databases")
-        await node.build_meta("Databases", loss=0.2)
+        await node.meta_protocol.build("Databases", loss=0.2)
         yield node, path
 
 
@@ -528,7 +530,7 @@ async def test_a_blocked_peer_loses_its_say_and_its_results_and_stays_out_until_
             return {b.peer_id, c.peer_id} <= origins and (await a.stats())["results_pooled"] > 0
 
         await wait_for(holds_both)
-        await a.build_meta("Databases", loss=0.2)
+        await a.meta_protocol.build("Databases", loss=0.2)
         assert b.peer_id in {m["origin"] for m in (await a.meta("Databases"))["models"]}
 
         await a.network.block(b.peer_id)
