@@ -81,9 +81,9 @@ from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from crawler.engine import CrawledPage, PageVerdict
 from crawler.errors import CrawlerError
 from crawler.parse import CONTEXT_RADIUS, Link, offset_context
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import Repository
 from crawler.settings import doc as setting
 from crawler.urls import host_of

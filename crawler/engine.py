@@ -5,60 +5,51 @@ The BINGO! pipeline (thesis 2.3.3) as three stages:
 1. a dispatcher pops the frontier whenever a fetch slot is free and the entry's host may be contacted
    (`Politeness.ready_at`), and starts at most `concurrent_requests` fetches;
 2. fetched results queue up; one processor takes whatever has arrived (up to `write_batch_size`) and parses
-   it, fingerprints it and runs the focus policy's classifier in a worker thread (`parse_in_thread`);
-3. back on the loop it deduplicates, turns links into frontier entries with the policy's priorities, and
-   commits documents, links, host states and frontier changes in one transaction, so a URL is marked done
-   exactly when its document is stored: after kill -9 the crawl resumes with nothing lost and nothing
-   completed fetched again. When the disk has no room for a batch, its transaction rolls back and the run
-   stops (reason "disk_full"); the crawler reloads its frontier and duplicate index from the repository, so
-   the batch's pages, still queued there, are fetched again when the crawl resumes.
+   it, fingerprints it and runs the focus policy's classifier in a worker thread (`parse_in_thread`,
+   `crawler.analysis`);
+3. back on the loop it deduplicates, turns links into frontier entries with the policy's priorities
+   (`crawler.link_following`), and commits documents, links, host states and frontier changes in one
+   transaction, so a URL is marked done exactly when its document is stored: after kill -9 the crawl
+   resumes with nothing lost and nothing completed fetched again. When the disk has no room for a batch,
+   its transaction rolls back and the run stops (reason "disk_full"); the crawler reloads its frontier and
+   duplicate index from the repository, so the batch's pages, still queued there, are fetched again when
+   the crawl resumes.
 
-Stored pages that fall due (`crawler.revisits`) are fetched again before new links: keeping the repository
-true comes before growing it, and a node at its `max_pages` still revisits. A revisit that changed a page
-replaces its row in the batch's transaction. Sitemaps (`crawler.sitemaps`) are read when a host's first
-page is accepted, feeds (`crawler.feeds`) when a page names them, and both again when due with the
-revisits.
+Stored pages that fall due (`crawler.revisits`, queued by `crawler.revisit_queue`) are fetched again before
+new links: keeping the repository true comes before growing it, and a node at its `max_pages` still
+revisits. A revisit that changed a page replaces its row in the batch's transaction. Sitemaps
+(`crawler.sitemaps`) are read when a host's first page is accepted, feeds (`crawler.feeds`) when a page
+names them, and both again when due with the revisits (`crawler.sitemap_following`).
 
-The focus loop plugs in through a `FocusPolicy` (or the `score_page` / `link_priority` callables): the
-default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7 strategy 1).
+The focus loop plugs in through a `FocusPolicy` (`crawler.policy`), or the `score_page` / `link_priority`
+callables: the default accepts every page and gives links breadth-first priorities (1 / depth, thesis 2.7
+strategy 1). What a run reports is `crawler.crawl_stats`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
-import json
 import logging
 import math
 import time
-from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, Protocol
-from urllib.parse import urlsplit
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
+from typing import Any
 
 import trio
 
-from crawler.dedup import DedupIndex, DedupVerdict, fingerprint, simhash
-from crawler.feeds import is_feed, parse_feed
+from crawler.analysis import analyse
+from crawler.crawl_stats import CrawlCounters, CrawlStats, RunMeter
+from crawler.dedup import DedupIndex, DedupVerdict
 from crawler.frontier import Frontier, FrontierEntry, ReadyAt, retried
-from crawler.parse import Link, ParsedPage, parse_page
+from crawler.link_following import LinkFollower
+from crawler.policy import CrawledPage, FocusPolicy, LinkPriority, PageVerdict, ScorePage, hooks_policy
 from crawler.politeness import HOST_FAILURE_KINDS, HostRecord, HostState
-from crawler.repository import DocumentRecord, LinkRecord, Repository, RepositoryFull, StoredPage
-from crawler.revisits import (
-    GONE_STATUSES,
-    Revisit,
-    due_revisits,
-    due_sitemaps,
-    mark_changed,
-    next_interval,
-    next_revisit_at,
-    relisted_failures,
-    retry_interval,
-)
+from crawler.repository import DocumentRecord, Repository, RepositoryFull, StoredPage
+from crawler.revisit_queue import RevisitOutcome, RevisitQueue
+from crawler.revisits import GONE_STATUSES, Revisit, next_interval, relisted_failures, retry_interval
 from crawler.settings import CrawlSettings
-from crawler.sitemaps import Sitemap, SitemapEntry, listed_hosts, may_be_sitemap, parse_sitemap
-from crawler.urls import host_of, looks_like_trap, normalize_url, strip_params
+from crawler.sitemap_following import SitemapFollower, SitemapRead
+from crawler.urls import host_of, normalize_url
 
 log = logging.getLogger(__name__)
 ROBOTS_DEFER_TRIES = 2  # deferrals (robots.txt answering 5xx/429) before a URL is given up
@@ -66,226 +57,10 @@ HOST_FAILURE_TRIES = 3  # tries of a URL whose failure turned its host bad, befo
 UNASKED_KINDS = frozenset({"host_bad", "robots_deferred"})  # failures with no request for the page itself
 LOCAL_RESOURCES_WAIT = 5.0  # seconds before a URL the node had no socket for is tried again
 LOCAL_RESOURCES_TRIES = 60  # and how often (5 minutes) before it is given up, its host left unharmed
-META_REFRESH_MAX_DELAY = 10.0  # a slower refresh is a page in its own right, not a redirect
-RATE_WINDOW = 5.0  # seconds over which the current pages/s is measured
-REVISIT_BATCH = 64  # due pages taken from the repository at a time
-# One encoder for every link's context: json.dumps with options builds a new encoder per call.
-_encode_context = json.JSONEncoder(ensure_ascii=False).encode
-
-
-def host_filter(patterns: Iterable[str]) -> Callable[[str], bool]:
-    """A URL predicate for `allowed_hosts`: exact names, '.suffix' for subdomains, or IP networks."""
-    names: set[str] = set()
-    suffixes: list[str] = []
-    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-    for pattern in patterns:
-        pattern = pattern.strip().lower()
-        if "/" in pattern:
-            networks.append(ipaddress.ip_network(pattern, strict=False))
-        elif pattern.startswith("."):
-            suffixes.append(pattern)
-        elif pattern:
-            names.add(pattern)
-
-    decided: dict[str, bool] = {}  # per host name: parsing addresses for every link was a cost
-
-    def allowed(url: str) -> bool:
-        host = (urlsplit(url).hostname or "").lower()
-        verdict = decided.get(host)
-        if verdict is None:
-            if len(decided) >= 100_000:
-                decided.clear()
-            verdict = decided[host] = allowed_host(host)
-        return verdict
-
-    def allowed_host(host: str) -> bool:
-        if host in names or any(host.endswith(s) or host == s[1:] for s in suffixes):
-            return True
-        if networks:
-            try:
-                address = ipaddress.ip_address(host)
-            except ValueError:
-                return False
-            return any(address in network for network in networks)
-        return False
-
-    return allowed
 
 
 def _always_ready(host: str) -> float:
     return -math.inf
-
-
-class PageVerdict(NamedTuple):
-    """The classifier's say on a page: its topic (None: no topic), confidence, and whether it is accepted."""
-
-    topic: str | None
-    confidence: float
-    accepted: bool
-
-
-@dataclass(frozen=True)
-class CrawledPage:
-    """A fetched and parsed page as the focus policy sees it."""
-
-    entry: FrontierEntry
-    url: str  # the final URL after redirects
-    status: int
-    content_type: str
-    headers: dict[str, str]
-    parsed: ParsedPage
-    fingerprint: str
-    simhash: int
-    size: int
-    elapsed: float
-    redirects: tuple[str, ...] = ()
-    sitemap: Sitemap | None = None  # a sitemap, not a page (`crawler.sitemaps`): `parsed` is empty
-    entry_verdicts: tuple[PageVerdict, ...] = ()  # a feed's entries judged by their words, in entry order
-
-    @property
-    def depth(self) -> int:
-        return self.entry.depth
-
-
-class FocusPolicy(Protocol):
-    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]: ...
-
-    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None: ...
-
-    # Optional: `link_topic(page, verdict) -> str | None`, the topic queue of the page's links (default:
-    # verdict.topic); a focused crawl tunnels the links of a rejected page in its entry's topic.
-    # Optional: `score_entries(feed, texts) -> list[PageVerdict]`, a feed's entries judged by their words
-    # (title and summary), in the worker thread: an entry it accepts is queued as a link of an accepted page
-    # of that confidence and topic (one already queued is raised to that priority); the others (and every
-    # entry without it) are tunnelled through the feed.
-    # Optional: `frontier_dry() -> bool`, on the event loop when nothing is in flight and no queued entry can
-    # be served (none left, or only paused topics' ones): True when it queued entries it held back, and the
-    # crawl goes on; else the run ends ("exhausted", "paused" or "blocked").
-
-
-NOT_JUDGED = PageVerdict(None, 0.0, False)  # a sitemap's: not classified
-
-
-class BreadthFirst:
-    """Accept every page; a link found at depth L gets priority 1/(L+1) (seeds at depth 0 come first)."""
-
-    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
-        return [PageVerdict(None, 1.0, True) for _ in pages]
-
-    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
-        return 1.0 / (page.depth + 2)
-
-
-class _CallablePolicy:
-    """Adapts the contract's per-page hooks to a batch policy."""
-
-    def __init__(
-        self,
-        score_page: Callable[[CrawledPage], tuple[str | None, float, bool]] | None,
-        link_priority: Callable[[CrawledPage, Link, PageVerdict], float | None] | None,
-    ) -> None:
-        default = BreadthFirst()
-        self._score = score_page
-        self._priority = link_priority or default.link_priority
-
-    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
-        if self._score is None:
-            return [PageVerdict(None, 1.0, True) for _ in pages]
-        return [PageVerdict(*self._score(page)) for page in pages]
-
-    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
-        return self._priority(page, link, verdict)
-
-
-@dataclass(frozen=True)
-class CrawlStats:
-    """A snapshot of a running crawl, emitted every `stats_interval` seconds and at the end. `pages`,
-    `fetches`, `elapsed` and the rates are of this `run`; errors, duplicates and bytes count since the
-    crawler was built (a node runs one crawler many times: each frontier edit ends a run)."""
-
-    pages: int = 0  # documents stored in this run
-    total_pages: int = 0  # documents this node crawled itself in the repository (peers' pooled ones not)
-    fetches: int = 0  # fetch attempts completed in this run
-    errors: int = 0
-    errors_by_kind: dict[str, int] = field(default_factory=dict)
-    duplicates: int = 0
-    near_duplicates: int = 0
-    bytes: int = 0
-    frontier_size: int = 0
-    in_flight: int = 0
-    elapsed: float = 0.0
-    pages_per_s: float = 0.0  # over the whole run
-    recent_pages_per_s: float = 0.0  # over the last few seconds
-    finished: bool = False
-    reason: str = ""  # why the crawl ended: "max_pages", "exhausted", "stopped", "blocked", "paused"
-    revisits: int = 0  # stored pages fetched again (crawler.revisits)
-    changed: int = 0  # of which had changed and were replaced
-    gone: int = 0  # of which their server said were gone, and were removed
-    sitemaps: int = 0  # sitemaps read (crawler.sitemaps)
-    sitemap_urls: int = 0  # URLs they listed that were queued
-    sitemaps_unchanged: int = 0  # sitemaps read again and found unchanged (304 or the same bytes)
-    feeds: int = 0  # feeds read (crawler.feeds)
-    feed_urls: int = 0  # pages their entries link to that were queued
-    feeds_unchanged: int = 0  # feeds read again and found unchanged
-    relisted: int = 0  # failed URLs queued again: a sitemap or feed dated them after the failure
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-
-@dataclass
-class _Counters:
-    pages: int = 0
-    fetches: int = 0
-    errors: Counter = field(default_factory=Counter)
-    duplicates: int = 0
-    near_duplicates: int = 0
-    bytes: int = 0
-    revisits: int = 0
-    changed: int = 0
-    gone: int = 0
-    sitemaps: int = 0
-    sitemap_urls: int = 0
-    sitemaps_unchanged: int = 0
-    feeds: int = 0
-    feed_urls: int = 0
-    feeds_unchanged: int = 0
-    relisted: int = 0
-
-
-class _Revisited(NamedTuple):
-    """A revisit's outcome, written with its batch: "checked" (`due_at`, `interval` and validators;
-    `checked_at` when the page was found as stored), or "changed" (the new version's `page`), or "gone"."""
-
-    kind: str
-    doc_id: int
-    page: StoredPage | None = None
-    due_at: float = 0.0
-    interval: float | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    checked_at: float | None = None
-
-
-class _SitemapRead(NamedTuple):
-    """A sitemap or feed (`kind`) read, found unchanged, or not read, written with its batch: `urls`, how
-    many it listed (None: unchanged or unreadable, the count kept); `wait` until it is read again and the
-    `interval` to adapt next time (None: revisit_after); `lastmods`: (URL, lastmod) of the pages it listed
-    with one; `validators`: ETag, Last-Modified and fingerprint of the reading (None: the stored ones
-    kept)."""
-
-    entry: FrontierEntry
-    urls: int | None
-    wait: float
-    interval: float | None = None
-    lastmods: tuple[tuple[str, float], ...] = ()
-    validators: tuple[str | None, str | None, str | None] = (None, None, None)
-    kind: str = "sitemap"
-
-
-def _listed_link(item: SitemapEntry, kind: str) -> Link:
-    """A sitemap's or feed's entry as a link; a feed entry's words are its anchor text and context."""
-    return Link(item.url, item.text, kind, 0, 0, ((0, item.text),) if item.text else ())
 
 
 class Crawler:
@@ -309,8 +84,8 @@ class Crawler:
         politeness: Any = None,
         *,
         policy: FocusPolicy | None = None,
-        score_page: Callable[[CrawledPage], tuple[str | None, float, bool]] | None = None,
-        link_priority: Callable[[CrawledPage, Link, PageVerdict], float | None] | None = None,
+        score_page: ScorePage | None = None,
+        link_priority: LinkPriority | None = None,
         clock: Callable[[], float] = trio.current_time,
         wall_clock: Callable[[], float] = time.time,
         lockstep: bool = False,
@@ -330,27 +105,23 @@ class Crawler:
             self._owns_fetcher = False
         self.fetcher = fetcher
         self.politeness = politeness if politeness is not None else fetcher.politeness
-        if policy is None:
-            policy = (
-                _CallablePolicy(score_page, link_priority)
-                if (score_page or link_priority)
-                else BreadthFirst()
-            )
-        self.policy = policy
+        self.policy = policy if policy is not None else hooks_policy(score_page, link_priority)
         self._clock = clock
         s = self.settings
-        self._allowed = host_filter(s.allowed_hosts) if s.allowed_hosts else None
         self.frontier = Frontier(
             max_size=s.frontier_max_size,
             depth_limit=s.depth_limit,
             host_page_budget=s.host_page_budget,
             max_per_host_in_flight=s.concurrent_requests_per_domain,
         )
+        self._links = LinkFollower(s, self.frontier)
         self.frontier.load(repo)
         self._restore_bad_hosts()
         self._total_at_start = self._load_documents_state()
-        self._counters = _Counters()  # since the crawler was built: a node runs it many times
-        self._before_run = (0, 0)  # the counters' (pages, fetches) when this run began
+        self._counters = CrawlCounters()  # since the crawler was built: a node runs it many times
+        self._run_meter = RunMeter(self._counters)
+        self._sitemaps = SitemapFollower(s, self.frontier, self._links, self._counters, self.fetcher)
+        self._revisits = RevisitQueue(repo, self.frontier, wall_clock, self.listings, s.revisit_enabled)
         self._listeners: list[Callable[[CrawlStats], None]] = []
         self._wake = trio.Event()
         self._stopping = False
@@ -358,21 +129,10 @@ class Crawler:
         self._in_flight = 0  # fetching now
         self._active_bytes = 0  # bodies fetched and not yet processed (scraper_slot_max_active_size)
         self._deferred: list[tuple[float, FrontierEntry]] = []  # (retry at, entry) after robots_deferred
-        self._revisit_queue: list[Revisit] = []  # due, not yet dispatched
-        self._revisiting: dict[str, Revisit] = {}  # dispatched, by URL
         self._fetching: dict[int, tuple[FrontierEntry, trio.CancelScope]] = {}  # in flight, by id(entry)
-        self._next_revisit_check = -math.inf  # wall time before which no stored page is due
-        self._sitemap_hosts: set[str] = set()  # hosts whose sitemaps were queued (or that name none)
-        self._started = 0.0
         self._last_stats_row = -math.inf
-        self._rate_marks: list[tuple[float, int]] = []
         self._reason = ""
         self._disk_full = False  # this run had a batch the repository had no room for (RepositoryFull)
-        defaults = CrawlSettings()
-        self._default_url_settings = all(  # links as the parser normalised them are final (`_as_configured`)
-            getattr(s, name) == getattr(defaults, name)
-            for name in ("url_sort_query", "url_max_length", "host_max_length")
-        )
         self.stats = CrawlStats(total_pages=self._total_at_start, frontier_size=len(self.frontier))
 
     def _restore_bad_hosts(self) -> None:
@@ -404,8 +164,7 @@ class Crawler:
         self.frontier.reload(self.repo)
         self._load_documents_state()
         self._deferred.clear()
-        self._revisit_queue.clear()
-        self._next_revisit_check = -math.inf
+        self._revisits.clear()
 
     # -- public -------------------------------------------------------------------------------------------
     def add_listener(self, callback: Callable[[CrawlStats], None]) -> None:
@@ -442,25 +201,17 @@ class Crawler:
 
     def revisit_due_in(self) -> float:
         """Seconds until a stored page falls due for a revisit (0: one is due; inf: none will be)."""
-        if not self.settings.revisit_enabled:
-            return math.inf
-        if self._revisit_queue:
-            return 0.0
-        due = next_revisit_at(self.repo, self.frontier.paused_topics, self.listings)
-        if due is None:
-            return math.inf
-        self._next_revisit_check = min(self._next_revisit_check, due)  # rows changed by other writers
-        return max(0.0, due - self._wall())
+        return self._revisits.due_in()
 
     def revisit_soon(self) -> None:
         """Pages were made due by another writer (`revisits.mark_due`): look for them before the next
         expected due time."""
-        self._next_revisit_check = -math.inf
+        self._revisits.look_again()
         self._wake.set()
 
     def allows(self, url: str) -> bool:
         """Whether the `allowed_hosts` setting lets the crawl follow `url` (every URL when it is empty)."""
-        return self._allowed is None or self._allowed(url)
+        return self._links.allows(url)
 
     def stop(self) -> None:
         """Finish in-flight fetches, store them, persist the frontier and return from `run`."""
@@ -493,8 +244,7 @@ class Crawler:
         """Crawl until the repository holds `max_pages` documents of this node's own crawl (None: no
         limit; peers' pooled results do not count), the frontier is exhausted, or `stop()` is called;
         returns the final statistics."""
-        self._started = self._clock()
-        self._before_run = (self._counters.pages, self._counters.fetches)
+        self._run_meter.begin(self._clock())
         self._stopping = False
         self._reason = ""
         self._disk_full = False
@@ -536,16 +286,16 @@ class Crawler:
                 if self._stopping:
                     break
                 self._release_deferred()
-                self._queue_due_revisits()
+                self._revisits.take_due()
                 full = max_pages is not None and self._stored_total() >= max_pages
-                if full and not self._revisit_queue and not self._revisiting:
+                if full and not self._revisits.waiting and not self._revisits.in_flight:
                     self._reason = "max_pages"
                     break
                 if self._active_bytes > self.settings.scraper_slot_max_active_size:
                     await self._sleep_until_woken(math.inf)  # processing frees them, then wakes this
                     continue
                 growing = max_pages is None or self._stored_total() + self._new_pending() < max_pages
-                if not growing and not self._revisit_queue:
+                if not growing and not self._revisits.waiting:
                     await self._sleep_until_woken(math.inf)
                     continue
                 if self.lockstep and self._pending:
@@ -553,12 +303,12 @@ class Crawler:
                     continue
                 await limiter.acquire()
                 now = self._clock()
-                entry = self._pop_revisit(ready_at, now)
+                entry = self._revisits.pop(ready_at, now, self._is_bad)
                 if entry is None and growing:
                     entry = self.frontier.pop(ready_at, now)
                 if entry is None:
                     limiter.release()
-                    if self._pending == 0 and not self._deferred and not self._revisit_queue:
+                    if self._pending == 0 and not self._deferred and not self._revisits.waiting:
                         dry = self._dry_reason(ready_at)
                         if dry and self._policy_refills():
                             continue
@@ -615,39 +365,11 @@ class Crawler:
 
     def _new_pending(self) -> int:
         """Dispatched fetches that may store a new page (revisits replace theirs)."""
-        return self._pending - len(self._revisiting)
-
-    def _queue_due_revisits(self) -> None:
-        """Take the stored pages now due, once the last ones taken are done (`crawler.revisits`)."""
-        if not self.settings.revisit_enabled or self._revisit_queue or self._revisiting:
-            return
-        now = self._wall()
-        if now < self._next_revisit_check:
-            return
-        paused = self.frontier.paused_topics
-        self._revisit_queue = due_revisits(self.repo, now, REVISIT_BATCH, paused)
-        self._revisit_queue.extend(due_sitemaps(self.repo, now, REVISIT_BATCH, paused, self.listings))
-        if not self._revisit_queue:
-            due = next_revisit_at(self.repo, paused, self.listings)
-            self._next_revisit_check = math.inf if due is None else due
-
-    def _pop_revisit(self, ready_at: Callable[[str], float], now: float) -> FrontierEntry | None:
-        """The longest overdue page whose host may be contacted now, its revisit marked in flight. Pages of
-        topics paused since they were taken leave the queue: they are due still when the topic resumes."""
-        paused = self.frontier.paused_topics
-        self._revisit_queue = [r for r in self._revisit_queue if r.entry.topic not in paused]
-        for index, revisit in enumerate(self._revisit_queue):
-            host = revisit.entry.host
-            # a bad host's fetch fails at once (host_bad), and the page is tried again later
-            if ready_at(host) <= now or self._is_bad(host):
-                del self._revisit_queue[index]
-                self._revisiting[revisit.entry.url] = revisit
-                return revisit.entry
-        return None
+        return self._pending - len(self._revisits.in_flight)
 
     def _next_wake(self, ready_at: Callable[[str], float]) -> float:
         wake = self.frontier.next_ready_at(ready_at)
-        revisits = (ready_at(revisit.entry.host) for revisit in self._revisit_queue)
+        revisits = (ready_at(revisit.entry.host) for revisit in self._revisits.waiting)
         return min([wake, *(at for at, _ in self._deferred), *revisits])
 
     async def _sleep_until_woken(self, until: float) -> None:
@@ -670,7 +392,7 @@ class Crawler:
     ) -> None:
         # The request slot is held until processing accepts the result: when parsing and storing fall
         # behind (a busy CPU), fetching waits instead of piling fetched bodies up in memory.
-        revisit = self._revisiting.get(entry.url)
+        revisit = self._revisits.in_flight.get(entry.url)
         scope = trio.CancelScope()
         self._fetching[id(entry)] = (entry, scope)
         try:
@@ -696,10 +418,8 @@ class Crawler:
 
     def _abandoned(self, entry: FrontierEntry) -> None:
         """A fetch `abandon_in_flight` cancelled: its link is queued again (a revisit is due still)."""
-        if self._revisiting.pop(entry.url, None) is None:
+        if not self._revisits.abandoned(entry.url):
             self.frontier.push_back(entry)
-        else:
-            self._next_revisit_check = -math.inf  # it is taken again with the pages due
         self._pending -= 1
 
     # -- processing ---------------------------------------------------------------------------------------
@@ -724,7 +444,7 @@ class Crawler:
     async def _process_batch(self, batch: list[tuple[FrontierEntry, Any]]) -> None:
         if self._disk_full:  # fetched before the run could stop: queued (or due) in the repository still
             for entry, _ in batch:
-                self._revisiting.pop(entry.url, None)
+                self._revisits.in_flight.pop(entry.url, None)
             self._pending -= len(batch)
             self._wake.set()
             return
@@ -732,22 +452,22 @@ class Crawler:
             (entry, result) for entry, result in batch if result.error is None and result.status != 304
         ]
         if self.settings.parse_in_thread and fetched:
-            analysed = await trio.to_thread.run_sync(self._analyse, fetched)
+            analysed = await trio.to_thread.run_sync(analyse, fetched, self.settings, self.policy)
         else:
-            analysed = self._analyse(fetched)
+            analysed = analyse(fetched, self.settings, self.policy)
         pages: list[StoredPage] = []
-        revisited: list[_Revisited] = []
-        sitemaps: list[_SitemapRead] = []
+        revisited: list[RevisitOutcome] = []
+        sitemaps: list[SitemapRead] = []
         hosts: dict[str, str | None] = {}
         by_url = {id(entry): item for item, (entry, _) in zip(analysed, fetched, strict=True)}
         for entry, result in batch:
             self._counters.fetches += 1
             host = entry.host
-            revisit = self._revisiting.get(entry.url)  # in flight until written: else it is due still
+            revisit = self._revisits.in_flight.get(entry.url)  # in flight until written: else it is due still
             if revisit is not None:
                 analysed_page = by_url.get(id(entry))
                 if revisit.listing:
-                    sitemaps.append(self._reread_sitemap(revisit, result, analysed_page))
+                    sitemaps.append(self._sitemaps.reread(revisit, result, analysed_page, self.policy))
                 else:
                     revisited.append(self._revisited(revisit, result, analysed_page))
                 if result.error is not None:
@@ -761,7 +481,7 @@ class Crawler:
                 continue
             crawled, verdict = by_url[id(entry)]
             if crawled.sitemap is not None:
-                sitemaps.append(self._read_sitemap(crawled))
+                sitemaps.append(self._sitemaps.read(crawled, self.policy))
                 hosts.setdefault(host, None)
                 continue
             if crawled.parsed.error is not None and crawled.parsed.error != "empty":
@@ -782,14 +502,13 @@ class Crawler:
         else:
             self._counters.pages += len(pages)
             self._counters.relisted += self.frontier.retry_failed(relisted)
-            self._count_revisits(revisited)
+            self._counters.count_revisits(outcome.kind for outcome in revisited)
             if sitemaps:  # they fall due again, and pages their lastmod names may be due now
-                self._next_revisit_check = -math.inf
+                self._revisits.look_again()
         for entry, _ in batch:
-            self._revisiting.pop(entry.url, None)
+            self._revisits.in_flight.pop(entry.url, None)
         self._pending -= len(batch)
-        now = self._clock()
-        self._rate_marks.append((now, self._counters.pages))
+        self._run_meter.mark(self._clock())
         self._wake.set()
 
     def _note_full_disk(self, exc: RepositoryFull) -> None:
@@ -799,64 +518,6 @@ class Crawler:
         self._reason = "disk_full"
         self._stopping = True
         self._wake.set()
-
-    def _analyse(self, fetched: list[tuple[FrontierEntry, Any]]) -> list[tuple[CrawledPage, PageVerdict]]:
-        """CPU work of a batch (parsing, hashing, classifying): safe to run in a worker thread. Sitemaps are
-        not classified: nothing in them speaks for a topic."""
-        crawled = []
-        for entry, result in fetched:
-            sitemap = self._as_sitemap(result)
-            if sitemap is not None:  # its fingerprint is of its bytes: unchanged bytes need no reading
-                parsed = ParsedPage(url=result.final_url, base_url=result.final_url)
-                prints = (hashlib.blake2b(result.body, digest_size=16).hexdigest(), 0)
-            else:
-                parsed = parse_page(result.body, result.final_url, result.content_type, result.headers)
-                prints = (fingerprint(parsed.title + "\n" + parsed.text), simhash(parsed.text))
-            crawled.append(
-                CrawledPage(
-                    entry=entry,
-                    url=result.final_url,
-                    status=result.status,
-                    content_type=result.content_type,
-                    headers=result.headers,
-                    parsed=parsed,
-                    fingerprint=prints[0],
-                    simhash=prints[1],
-                    size=len(result.body),
-                    elapsed=result.elapsed,
-                    redirects=tuple(result.redirects),
-                    sitemap=sitemap,
-                )
-            )
-        pages = [page for page in crawled if page.sitemap is None]
-        verdicts = iter(self.policy.score_pages(pages) if pages else [])
-        crawled = [self._with_entry_verdicts(page) for page in crawled]
-        return [(page, NOT_JUDGED if page.sitemap else next(verdicts)) for page in crawled]
-
-    def _with_entry_verdicts(self, page: CrawledPage) -> CrawledPage:
-        """A feed with its entries judged by their words, when the policy judges them (`FocusPolicy`)."""
-        score_entries = getattr(self.policy, "score_entries", None)
-        feed = page.sitemap
-        if score_entries is None or feed is None or feed.kind != "feed" or feed.error is not None:
-            return page
-        texts = [item.text for item in feed.entries]
-        if not any(texts):
-            return page
-        return replace(page, entry_verdicts=tuple(score_entries(page, texts)))
-
-    def _as_sitemap(self, result: Any) -> Sitemap | None:
-        """The response read as a feed or a sitemap, if it may be one; None for a page. XML that is
-        neither is a page only where `allowed_mime_types` admits it (else it fails as unparsable)."""
-        s = self.settings
-        if s.feeds_enabled and is_feed(result.content_type, result.body):
-            listed = parse_feed(result.body, result.final_url)
-        elif s.sitemaps_enabled and may_be_sitemap(result.content_type, urlsplit(result.final_url).path):
-            listed = parse_sitemap(result.body, result.final_url)
-        else:
-            return None
-        if listed.error is not None and result.content_type in s.allowed_mime_types:
-            return None
-        return listed
 
     def _fail(self, entry: FrontierEntry, result: Any) -> None:
         kind = result.error
@@ -906,10 +567,10 @@ class Crawler:
         elif dedup.near_duplicate_of is not None:
             self._counters.near_duplicates += 1
         if verdict.accepted and not dedup.is_duplicate:
-            self._queue_sitemaps(page, verdict)
+            self._sitemaps.queue_declared(page, verdict, self.policy)
         return StoredPage(
             self._record(page, verdict, dedup, self.settings.revisit_after, None),
-            self._link_rows(page, verdict, dedup),
+            self._links.link_rows(page, verdict, dedup, self.policy),
             doc_id=doc_id,
         )
 
@@ -919,17 +580,6 @@ class Crawler:
             self.dedup.add(doc_id, page.fingerprint, page.simhash)
         self._counters.bytes += page.size
         return dedup
-
-    def _link_rows(
-        self, page: CrawledPage, verdict: PageVerdict, dedup: DedupVerdict
-    ) -> tuple[LinkRecord, ...]:
-        """The page's link rows; its redirect hops count as seen, and an original's links are followed."""
-        for hop in page.redirects:
-            self.frontier.mark_seen(hop, host_of(hop))
-        links: list[LinkRecord] = [LinkRecord(hop, host_of(hop), kind="redirect") for hop in page.redirects]
-        if not dedup.is_duplicate:
-            links.extend(self._follow(page, verdict))
-        return tuple(links)
 
     def _record(
         self,
@@ -943,7 +593,7 @@ class Crawler:
         entry, parsed = page.entry, page.parsed
         indexable = not dedup.is_duplicate and not parsed.noindex
         fetched_at = self._wall()
-        self._next_revisit_check = min(self._next_revisit_check, fetched_at + wait)
+        self._revisits.expect_due(fetched_at + wait)
         return DocumentRecord(
             url=entry.url,
             final_url=page.url,
@@ -974,252 +624,36 @@ class Crawler:
 
     def _revisited(
         self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
-    ) -> _Revisited:
+    ) -> RevisitOutcome:
         """What a revisit found: the page gone, changed (its new rows), or as stored (or unknown: a failed
         fetch keeps the stored version and tries again sooner)."""
         after = self.settings.revisit_after
+        retry = retry_interval(revisit.interval, after)
         if result.error is not None:
             self._counters.errors[result.error] += 1
             if result.status in GONE_STATUSES:
                 self.dedup.discard(revisit.fingerprint)
-                return _Revisited("gone", revisit.doc_id)
-            return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
+                return RevisitOutcome("gone", revisit.doc_id)
+            return RevisitOutcome.checked(revisit, self._wall(), retry, revisit.interval)
         if analysed is not None and analysed[0].parsed.error not in (None, "empty"):
             self._counters.errors["unparsable"] += 1
-            return self._checked(revisit, retry_interval(revisit.interval, after), revisit.interval)
+            return RevisitOutcome.checked(revisit, self._wall(), retry, revisit.interval)
         if analysed is None or analysed[0].fingerprint == revisit.fingerprint:  # None: a 304
             interval = next_interval(revisit.interval, False, after)
-            return self._checked(revisit, interval, interval, result.headers)
+            return RevisitOutcome.checked(revisit, self._wall(), interval, interval, result.headers)
         page, verdict = analysed
         self.dedup.discard(revisit.fingerprint)
         dedup = self._deduplicate(revisit.doc_id, page)
         interval = next_interval(revisit.interval, True, after)
         record = self._record(page, verdict, dedup, interval, interval)
-        return _Revisited(
-            "changed", revisit.doc_id, StoredPage(record, self._link_rows(page, verdict, dedup))
-        )
-
-    def _checked(
-        self, revisit: Revisit, wait: float, interval: float | None, headers: dict[str, str] | None = None
-    ) -> _Revisited:
-        """`headers`: of a response that found the page as stored (None: the revisit could not tell)."""
-        now = self._wall()
-        return _Revisited(
-            "checked",
-            revisit.doc_id,
-            due_at=now + wait,
-            interval=interval,
-            etag=(headers or {}).get("etag"),
-            last_modified=(headers or {}).get("last-modified"),
-            checked_at=None if headers is None else now,
-        )
-
-    def _count_revisits(self, revisited: list[_Revisited]) -> None:
-        for outcome in revisited:
-            self._counters.revisits += 1
-            self._counters.changed += outcome.kind == "changed"
-            self._counters.gone += outcome.kind == "gone"
-
-    def _as_configured(self, link: Link) -> Link | None:
-        """`link` normalised under this crawl's URL settings: the parser normalises with the defaults, so
-        `url_sort_query` (and other URL lengths) would otherwise reach only the fetch, after the frontier
-        had queued `?b=1&a=2` beside `?a=2&b=1`; it keeps every parameter, and `url_strip_params` drops
-        them here. None for a URL these settings refuse."""
-        if self._default_url_settings:
-            url = strip_params(link.url, self.settings.url_strip_params)
-        else:
-            url = normalize_url(link.url, settings=self.settings)
-        if url is None:
-            return None
-        return link if url == link.url else replace(link, url=url)
-
-    def _follow(self, page: CrawledPage, verdict: PageVerdict) -> list[LinkRecord]:
-        """Link rows for the repository, and frontier entries for the links worth following."""
-        entry, parsed = page.entry, page.parsed
-        records: list[LinkRecord] = []
-        candidates: list[tuple[Link, str, int]] = []  # (link, its host, depth)
-        for found in parsed.links:
-            link = self._as_configured(found)
-            if link is None:
-                continue
-            host = host_of(link.url)
-            records.append(
-                LinkRecord(
-                    link.url,
-                    host,
-                    link.anchor_text,
-                    link.dom_path,
-                    _encode_context(link.context),
-                    link.nofollow,
-                )
-            )
-            candidates.append((link, host, entry.depth + 1))
-        if parsed.meta_refresh and (parsed.refresh_delay or 0.0) <= META_REFRESH_MAX_DELAY:
-            refresh = self._as_configured(Link(parsed.meta_refresh, "", "meta", 0, 0))
-            if refresh is not None:
-                records.append(LinkRecord(refresh.url, host_of(refresh.url), kind="refresh"))
-                candidates.append((refresh, records[-1].target_host, entry.depth))
-        if parsed.canonical and parsed.canonical not in (entry.url, page.url):
-            canonical = self._as_configured(Link(parsed.canonical, "", "canonical", 0, 0))
-            if canonical is not None:
-                records.append(LinkRecord(canonical.url, host_of(canonical.url), kind="canonical"))
-                candidates.append((canonical, records[-1].target_host, entry.depth))
-        if self.settings.feeds_enabled:
-            for url in parsed.feeds:
-                feed = self._as_configured(Link(url, "", "feed", 0, 0))
-                if feed is not None:
-                    records.append(LinkRecord(feed.url, host_of(feed.url), kind="feed"))
-                    candidates.append((feed, records[-1].target_host, entry.depth + 1))
-        if parsed.nofollow:  # <meta name=robots content=nofollow>: links are kept for analysis, not followed
-            return records
-        self._enqueue(page, verdict, candidates)
-        return records
-
-    def _enqueue(
-        self, page: CrawledPage, verdict: PageVerdict, candidates: Iterable[tuple[Link, str, int]]
-    ) -> int:
-        """Queue the (link, its host, depth) candidates worth following from `page`; returns how many were."""
-        entry = page.entry
-        tunnel = 0 if verdict.accepted else entry.tunnel + 1
-        origin = entry.origin or entry.url
-        link_topic = getattr(self.policy, "link_topic", None)  # optional: the queue a page's links join
-        topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
-        queued = 0
-        for link, host, depth in candidates:
-            if self.frontier.seen(link.url) or looks_like_trap(link.url, self.settings):
-                continue
-            if not self.allows(link.url):
-                continue
-            priority = self.policy.link_priority(page, link, verdict)
-            if priority is None:
-                continue
-            queued += self.frontier.add(
-                FrontierEntry(
-                    url=link.url,
-                    host=host,
-                    priority=float(priority),
-                    depth=depth,
-                    topic=topic,
-                    tunnel=tunnel,
-                    source=page.url,
-                    origin=origin,
-                )
-            )
-        return queued
-
-    # -- sitemaps (crawler.sitemaps) ---------------------------------------------------------------------
-    def _queue_sitemaps(self, page: CrawledPage, verdict: PageVerdict) -> None:
-        """An accepted page's host has shown it holds a topic: queue the sitemaps its robots.txt names, as
-        links of the page (once per host)."""
-        host = page.entry.host
-        if not self.settings.sitemaps_enabled or host in self._sitemap_hosts:
-            return
-        robots = getattr(self.fetcher, "robots", None)
-        declared = robots.sitemaps(host) if robots is not None else ()
-        if declared is None:  # robots.txt not known (expired): the host's next accepted page asks again
-            return
-        self._sitemap_hosts.add(host)
-        links = (Link(url, "", "sitemap", 0, 0) for url in declared)
-        self._enqueue(page, verdict, ((link, host_of(link.url), page.depth + 1) for link in links))
-
-    def _read_sitemap(self, page: CrawledPage, revisit: Revisit | None = None) -> _SitemapRead:
-        """Queue what a fetched sitemap or feed lists that the crawl has not seen: an index's sitemaps in
-        the index's place (same priority and path), a urlset's pages or a feed's entries as links tunnelled
-        through it (a feed entry's words as its anchor text). Nothing is stored for the list itself but
-        when to read it again. `revisit`: the due reading that fetched it (None: popped from the
-        frontier)."""
-        sitemap, entry = page.sitemap, page.entry
-        assert sitemap is not None
-        first, after = revisit is None, self.settings.revisit_after
-        feed = sitemap.kind == "feed"
-        listing = "feed" if feed else "sitemap"  # a urlset and an index are both sitemaps
-        self._counters.bytes += page.size
-        if sitemap.error is not None:
-            self._counters.errors["unparsable"] += 1
-            if first:
-                self.frontier.fail(entry, "unparsable", release=False)
-            interval = None if first else revisit.interval
-            return _SitemapRead(entry, None, retry_interval(interval, after), interval, kind=listing)
-        if first:
-            self.frontier.complete(entry, release=False)
-        interval = None if first else next_interval(revisit.interval, True, after)
-        wait = after if interval is None else interval
-        validators = (page.headers.get("etag"), page.headers.get("last-modified"), page.fingerprint)
-        listed = [(item, host_of(item.url)) for item in sitemap.entries]
-        if not feed:  # a feed may link to any host's pages, as a page may
-            hosts = listed_hosts(page.url, entry.source)
-            listed = [(item, host) for item, host in listed if host in hosts]
-        if sitemap.kind == "index":
-            self._counters.sitemaps += 1
-            for item, host in listed:
-                if not self.frontier.seen(item.url) and self.allows(item.url):
-                    self.frontier.add(replace(entry, url=item.url, host=host, retries=0))
-            return _SitemapRead(entry, len(listed), wait, interval, validators=validators)
-        unjudged = PageVerdict(entry.topic, 0.0, False)  # rejected: tunnelled, in the queue it came from
-        judged = dict(zip((item.url for item in sitemap.entries), page.entry_verdicts, strict=False))
-        queued, tunnelled, raised = 0, [], {}
-        for item, host in listed:  # an entry whose words the focus accepts: as a link of an accepted page
-            verdict, link = judged.get(item.url), _listed_link(item, listing)
-            if verdict is None or not verdict.accepted:
-                tunnelled.append((link, host, entry.depth + 1))
-            elif self.frontier.seen(item.url):
-                raised[item.url] = self.policy.link_priority(page, link, verdict)
-            else:
-                queued += self._enqueue(page, verdict, [(link, host, entry.depth + 1)])
-        queued += self._enqueue(page, unjudged, tunnelled)
-        self._raise_queued(raised)
-        if feed:
-            self._counters.feeds += 1
-            self._counters.feed_urls += queued
-        else:
-            self._counters.sitemaps += 1
-            self._counters.sitemap_urls += queued
-        lastmods = tuple((item.url, item.lastmod) for item, _ in listed if item.lastmod is not None)
-        return _SitemapRead(entry, len(listed), wait, interval, lastmods, validators, listing)
-
-    def _raise_queued(self, priorities: dict[str, float | None]) -> int:
-        """Raise queued entries to the priorities a feed's words gave them (never lower one): a page linked
-        from a rejected page waits tunnelled, and its feed entry may say it is on topic."""
-        wanted = {url: p for url, p in priorities.items() if p is not None}
-        if not wanted:
-            return 0
-        return self.frontier.rescore(
-            lambda entries: {
-                e.url: wanted[e.url] for e in entries if wanted.get(e.url, -math.inf) > e.priority
-            }
-        )
-
-    def _reread_sitemap(
-        self, revisit: Revisit, result: Any, analysed: tuple[CrawledPage, PageVerdict] | None
-    ) -> _SitemapRead:
-        """A due sitemap or feed read again: unchanged (304, or the same bytes) it waits longer, as an
-        unchanged page does; one that failed, or is no list of links now, is tried again sooner."""
-        entry, after, kind = revisit.entry, self.settings.revisit_after, revisit.listing or "sitemap"
-        interval = revisit.interval
-        retry = _SitemapRead(entry, None, retry_interval(interval, after), interval, kind=kind)
-        if result.error is not None:
-            self._counters.errors[result.error] += 1
-            return retry
-        page = analysed[0] if analysed is not None else None
-        if result.status == 304 or (page is not None and page.fingerprint == revisit.fingerprint):
-            if kind == "feed":
-                self._counters.feeds_unchanged += 1
-            else:
-                self._counters.sitemaps_unchanged += 1
-            interval = next_interval(interval, False, after)
-            headers = result.headers
-            validators = (headers.get("etag"), headers.get("last-modified"), None)
-            return _SitemapRead(entry, None, interval, interval, validators=validators, kind=kind)
-        if page is None or page.sitemap is None:
-            self._counters.errors["unparsable"] += 1
-            return retry
-        return self._read_sitemap(page, revisit)
+        links = self._links.link_rows(page, verdict, dedup, self.policy)
+        return RevisitOutcome("changed", revisit.doc_id, StoredPage(record, links))
 
     def _write(
         self,
         pages: list[StoredPage],
-        revisited: list[_Revisited],
-        sitemaps: list[_SitemapRead],
+        revisited: list[RevisitOutcome],
+        sitemaps: list[SitemapRead],
         changes: dict,
         hosts: list[tuple[str, HostRecord, str | None]],
         stats_row: dict[str, Any] | None,
@@ -1229,26 +663,11 @@ class Crawler:
         now = self._wall()
         with self.repo.transaction():
             for read in sitemaps:
-                self.repo.record_sitemap(
-                    read.entry, now, now + read.wait, read.urls, read.interval, read.validators, read.kind
-                )
-                mark_changed(self.repo, now, read.lastmods)
+                read.write(self.repo, now)
             for page in pages:
                 self.repo.insert_page(page)
             for outcome in revisited:
-                if outcome.kind == "gone":
-                    self.repo.remove_document(outcome.doc_id, now)
-                elif outcome.page is not None:
-                    self.repo.replace_page(outcome.doc_id, outcome.page)
-                else:
-                    self.repo.record_revisit(
-                        outcome.doc_id,
-                        outcome.due_at,
-                        outcome.interval,
-                        outcome.etag,
-                        outcome.last_modified,
-                        outcome.checked_at,
-                    )
+                outcome.write(self.repo, now)
             for host, record, error in hosts:
                 retry_in = record.retry_in
                 self.repo.record_host(
@@ -1268,43 +687,13 @@ class Crawler:
 
     # -- statistics ---------------------------------------------------------------------------------------
     def _snapshot(self, finished: bool = False) -> CrawlStats:
-        now = self._clock()
-        elapsed = max(now - self._started, 1e-9)
-        c = self._counters
-        pages, fetches = c.pages - self._before_run[0], c.fetches - self._before_run[1]
-        recent = 0.0
-        marks = [m for m in self._rate_marks if now - m[0] <= RATE_WINDOW]
-        self._rate_marks = marks
-        if len(marks) >= 2 and marks[-1][0] > marks[0][0]:
-            recent = (marks[-1][1] - marks[0][1]) / (now - marks[0][0])
-        elif pages:
-            recent = pages / elapsed
-        return CrawlStats(
-            pages=pages,
+        return self._run_meter.snapshot(
+            self._clock(),
             total_pages=self._stored_total(),
-            fetches=fetches,
-            errors=sum(c.errors.values()),
-            errors_by_kind=dict(sorted(c.errors.items())),
-            duplicates=c.duplicates,
-            near_duplicates=c.near_duplicates,
-            revisits=c.revisits,
-            changed=c.changed,
-            gone=c.gone,
-            sitemaps=c.sitemaps,
-            sitemap_urls=c.sitemap_urls,
-            sitemaps_unchanged=c.sitemaps_unchanged,
-            feeds=c.feeds,
-            feed_urls=c.feed_urls,
-            feeds_unchanged=c.feeds_unchanged,
-            relisted=c.relisted,
-            bytes=c.bytes,
             frontier_size=self.queued,
             in_flight=self._in_flight,
-            elapsed=elapsed,
-            pages_per_s=pages / elapsed,
-            recent_pages_per_s=recent,
             finished=finished,
-            reason=self._reason if finished else "",
+            reason=self._reason,
         )
 
     def _stats_row_if_due(self) -> dict[str, Any] | None:
@@ -1312,18 +701,7 @@ class Crawler:
         if now - self._last_stats_row < max(self.settings.stats_interval, 5.0):
             return None
         self._last_stats_row = now
-        s = self._snapshot()
-        return {
-            "at": time.time(),
-            "pages": s.total_pages,
-            "pages_per_s": s.recent_pages_per_s,
-            "bytes": s.bytes,
-            "frontier_size": s.frontier_size,
-            "in_flight": s.in_flight,
-            "duplicates": s.duplicates,
-            "errors": s.errors,
-            "errors_by_kind": s.errors_by_kind,
-        }
+        return self._snapshot().history_row()
 
     async def _stats_loop(self, scope: trio.CancelScope) -> None:
         with scope:

@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from crawler.engine import CrawledPage, PageVerdict
 from crawler.focus_settings import STRATEGIES as STRATEGIES  # re-exported: callers import it from here
 from crawler.focus_settings import FocusSettings as FocusSettings
 from crawler.frontier import Frontier, FrontierEntry, url_key
 from crawler.language import LanguageCheck
 from crawler.linkanalysis import LinkGraph, hits, select_archetypes, top_by
 from crawler.parse import Link
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import Repository
 from crawler.taxonomy import (
     ARCHETYPE,

@@ -1,4 +1,4 @@
-"""URL normalisation, host keys and trap heuristics.
+"""URL normalisation, host keys, trap heuristics and the `allowed_hosts` filter.
 
 Every URL enters the crawler through `normalize_url`, so one page has one spelling: the frontier's
 duplicate check, the robots cache and the politeness key all depend on it. Normalisation is idempotent
@@ -7,9 +7,10 @@ duplicate check, the robots cache and the politeness key all depend on it. Norma
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -189,10 +190,50 @@ def _remove_dot_segments(path: str) -> str:
     return result
 
 
+def host_filter(patterns: Iterable[str]) -> Callable[[str], bool]:
+    """A URL predicate for `allowed_hosts`: exact names, '.suffix' for subdomains, or IP networks."""
+    names: set[str] = set()
+    suffixes: list[str] = []
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for pattern in patterns:
+        pattern = pattern.strip().lower()
+        if "/" in pattern:
+            networks.append(ipaddress.ip_network(pattern, strict=False))
+        elif pattern.startswith("."):
+            suffixes.append(pattern)
+        elif pattern:
+            names.add(pattern)
+
+    decided: dict[str, bool] = {}  # per host name: parsing addresses for every link was a cost
+
+    def allowed(url: str) -> bool:
+        host = (urlsplit(url).hostname or "").lower()
+        verdict = decided.get(host)
+        if verdict is None:
+            if len(decided) >= 100_000:
+                decided.clear()
+            verdict = decided[host] = allowed_host(host)
+        return verdict
+
+    def allowed_host(host: str) -> bool:
+        if host in names or any(host.endswith(s) or host == s[1:] for s in suffixes):
+            return True
+        if networks:
+            try:
+                address = ipaddress.ip_address(host)
+            except ValueError:
+                return False
+            return any(address in network for network in networks)
+        return False
+
+    return allowed
+
+
 __all__ = [
     "DEFAULT_PORTS",
     "has_overlong_query",
     "has_repeated_segments",
+    "host_filter",
     "host_of",
     "looks_like_trap",
     "normalize_url",

@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from crawler.engine import Crawler, CrawlStats
+from crawler.crawl_stats import CrawlStats
+from crawler.engine import Crawler
 from crawler.errors import TaxonomyError
 from crawler.focus import SEED_PRIORITY
 from crawler.repository import Repository, RepositoryError, RepositoryFull

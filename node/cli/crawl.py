@@ -33,7 +33,8 @@ from node.wording import counted, readable
 if TYPE_CHECKING:  # the crawler loads when a crawl runs: `crawl start|pause|stop` only ask the running node
     import trio
 
-    from crawler.engine import Crawler, CrawlStats
+    from crawler.crawl_stats import CrawlStats
+    from crawler.engine import Crawler
     from crawler.repository import Repository
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal

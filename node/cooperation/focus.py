@@ -3,7 +3,7 @@
 Pages the focus policy files in a topic that has a meta-classifier are judged again by it: the meta
 confidence replaces the local confidence (so link priorities follow the meta-model) and a page the
 meta-classifier rejects is not accepted (its links then tunnel, as for any rejected page). A feed's entries,
-judged by their words (`crawler.engine.FocusPolicy`), are judged again the same way.
+judged by their words (`crawler.policy.FocusPolicy`), are judged again the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.engine import PageVerdict
+from crawler.policy import PageVerdict
 
 MetaScorer = Callable[[str, Sequence[str]], "np.ndarray | None"]
 

@@ -74,9 +74,10 @@ from typing import Any
 import trio
 
 from crawler.apprentice import Apprentice, ApprenticeFocus, ApprenticeSettings, learn_from_crawl
-from crawler.engine import CrawledPage, Crawler, PageVerdict
+from crawler.engine import Crawler
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.parse import Link, parse_html
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import Repository
 from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT, Taxonomy, TrainingDocument, read_taxonomy
 from simnet.experiments.webrun import add_web_arguments, prepare_training, sequential_settings

@@ -2,7 +2,7 @@
 
 import pytest
 
-from crawler.engine import PageVerdict
+from crawler.policy import PageVerdict
 
 
 class HockeyCritic:

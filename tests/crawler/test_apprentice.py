@@ -17,9 +17,9 @@ from crawler.apprentice import (
     link_features,
     rescore_entries,
 )
-from crawler.engine import CrawledPage, PageVerdict
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import parse_html
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
 from node.cli import main as cli
 from simnet.web import serve_web_in_subprocess

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.engine import PageVerdict
 from crawler.focus import in_subtree
+from crawler.policy import PageVerdict
 from crawler.taxonomy import LOCAL, NEGATIVE, POSITIVE, ROOT
 from simnet.experiments import apprentice as experiment
 from simnet.web import load_web

@@ -18,9 +18,9 @@ from crawler.apprentice import (
     rescore_entries,
     stored_in_links,
 )
-from crawler.engine import CrawledPage, PageVerdict
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import parse_html
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
 
 

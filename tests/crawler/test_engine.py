@@ -10,8 +10,10 @@ import pytest
 import trio
 
 from crawler import engine as engine_module
-from crawler.engine import Crawler, CrawlStats, PageVerdict
+from crawler.crawl_stats import CrawlStats
+from crawler.engine import Crawler
 from crawler.frontier import FrontierEntry
+from crawler.policy import PageVerdict
 from crawler.politeness import HostRecord, HostState
 from crawler.repository import DONE, FAILED, QUEUED, Repository, StoredPage
 from crawler.search import search, text_document

@@ -9,9 +9,9 @@ from email.utils import formatdate
 import pytest
 import trio
 
-from crawler.engine import CrawledPage, PageVerdict
 from crawler.feeds import MAX_BYTES, MAX_DECLARED, MAX_TEXT, feed_urls, is_feed, parse_feed
 from crawler.parse import Link, parse_html
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.revisits import LISTED_RETRIES
 from crawler.settings import CrawlSettings
 from tests.mock_web import QUIET, Calendar, Web, crawl, crawler_for, html, page, stored

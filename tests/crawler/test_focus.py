@@ -2,7 +2,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from crawler.engine import CrawledPage, PageVerdict
 from crawler.focus import (
     HARVESTING,
     HUB_PRIORITY,
@@ -17,6 +16,7 @@ from crawler.focus import (
 )
 from crawler.frontier import Frontier, FrontierEntry
 from crawler.parse import Link, ParsedPage
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
 from crawler.taxonomy import FETCHED, NEGATIVE, POSITIVE, Taxonomy, TrainingDocument
 

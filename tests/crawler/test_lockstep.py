@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from crawler.apprentice import ApprenticeSettings
-from crawler.engine import Crawler, PageVerdict
+from crawler.engine import Crawler
 from crawler.focus import FocusSettings, TopicFocus
+from crawler.policy import PageVerdict
 from crawler.repository import Repository
 from crawler.taxonomy import read_taxonomy
 from simnet.experiments import apprentice as experiment

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import trio
 
-from crawler import engine
+from crawler import revisit_queue
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import Frontier, FrontierEntry
@@ -148,7 +148,8 @@ async def test_a_revisit_replaces_a_changed_page_removes_a_gone_one_and_asks_wit
 async def test_a_node_at_its_page_limit_still_revisits_and_a_failed_revisit_keeps_the_page(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(engine, "REVISIT_BATCH", 1)  # due pages are taken one at a time: all in one run
+    # due pages are taken one at a time: all in one run
+    monkeypatch.setattr(revisit_queue, "REVISIT_BATCH", 1)
     web = Web(
         {
             "/": (page("Home", "index", ("a.html", "b.html")), None),

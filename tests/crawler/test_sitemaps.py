@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 import pytest
 import trio
 
-from crawler.engine import CrawledPage, Crawler, PageVerdict
+from crawler.engine import Crawler
 from crawler.parse import Link
+from crawler.policy import CrawledPage, PageVerdict
 from crawler.settings import CrawlSettings
 from crawler.sitemaps import MAX_BYTES, parse_lastmod, parse_sitemap
 from tests.mock_web import (

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from crawler.engine import CrawlStats
+from crawler.crawl_stats import CrawlStats
 from crawler.repository import QUEUED, Repository
 from node.cli import main
 from node.cli.crawl import ProgressPrinter, summary

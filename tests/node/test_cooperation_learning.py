@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from crawler.engine import PageVerdict
+from crawler.policy import PageVerdict
 from crawler.repository import Repository, StoredPage
 from crawler.search import text_document
 from metamodels.features import FeatureConfig, Featurizer
