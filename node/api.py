@@ -30,7 +30,7 @@ from crawler.repository import MAX_ROW_ID, RepositoryFull, damaged, is_damaged, 
 from crawler.search import MAX_QUERY_CHARS
 from crawler.taxonomy import MAX_FILE_BYTES
 from node.cooperation.settings import MAX_CLUSTERS
-from node.service import NodeServiceError, not_found
+from node.errors import NodeServiceError, not_found
 
 if TYPE_CHECKING:
     from node.service import NodeService
@@ -192,30 +192,30 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         """Cooperation requests about a topic: first whether the node cooperates at all, then whether it
         knows the topic (each answer says what to do)."""
         service.require_cooperation(what)
-        await service.require_topic(topic)
+        await service.topics.require(topic)
 
     async def status(request: Request) -> Any:
-        return await service.status()
+        return await service.report.status()
 
     async def metrics(request: Request) -> Any:
-        return await service.metrics(_float_param(request, "since", 0.0))
+        return await service.report.metrics(_float_param(request, "since", 0.0))
 
     async def topics(request: Request) -> Any:
-        return await service.topics()
+        return await service.topics.listing()
 
     async def import_topics(request: Request) -> Any:
         body = await _json_body(request, MAX_FILE_BYTES)
         fetch = _require(body, "fetch", bool) if "fetch" in body else True
         if "bookmarks_html" in body:
             html = _require(body, "bookmarks_html", str)
-            return await service.import_topics(bookmarks_html=html, fetch=fetch)
+            return await service.topics.import_taxonomy(bookmarks_html=html, fetch=fetch)
         if "path" in body:
-            return await service.import_topics(path=_require(body, "path", str), fetch=fetch)
+            return await service.topics.import_taxonomy(path=_require(body, "path", str), fetch=fetch)
         raise NodeServiceError("bad_request", 'send {"bookmarks_html": TEXT} or {"path": PATH}')
 
     async def keywords(request: Request) -> Any:
         body = await _json_body(request)
-        return await service.set_keywords(request.path_params["key"], _require(body, "keywords", list))
+        return await service.topics.set_keywords(request.path_params["key"], _require(body, "keywords", list))
 
     async def crawl(request: Request) -> Any:
         action = request.path_params["action"]
@@ -250,7 +250,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
     async def search(request: Request) -> Any:
         if "q" not in request.query_params:  # a blank one is the search's to refuse, as the CLI's is
             raise NodeServiceError("bad_request", "give the query as ?q=words")
-        return await service.search(
+        return await service.search.ranked(
             request.query_params["q"],
             topic=request.query_params.get("topic") or None,
             include_descendants=request.query_params.get("include_descendants", "1") not in ("0", "false"),
@@ -267,7 +267,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         raw = request.path_params["doc_id"]
         if not WHOLE_NUMBER.fullmatch(raw):
             raise NodeServiceError("bad_request", "the document id is a whole number from a search hit")
-        return await service.document(_document_id(int(raw)))
+        return await service.search.document(_document_id(int(raw)))
 
     async def feedback(request: Request) -> Any:
         body = await _json_body(request)
@@ -286,17 +286,18 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             raise NodeServiceError(
                 "bad_request", 'send {"doc_id", "relevant": true|false} or {"doc_id", "opened": true}'
             )
-        return await service.feedback(doc_id, kind, query, user)
+        return await service.search.feedback(doc_id, kind, query, user)
 
     async def peers(request: Request) -> Any:
-        return await service.peers()
+        return await service.peer_blocks.peers()
 
     async def peer_block(request: Request) -> Any:
         action = request.path_params["action"]
         if action not in ("block", "unblock"):
             raise not_found(f"no peer action {action!r}: use /api/peers/block or /api/peers/unblock")
         peer = _require(await _json_body(request), "peer", str)
-        return await (service.block_peer(peer) if action == "block" else service.unblock_peer(peer))
+        blocks = service.peer_blocks
+        return await (blocks.block(peer) if action == "block" else blocks.unblock(peer))
 
     async def models(request: Request) -> Any:
         topic = request.query_params.get("topic") or None
@@ -319,7 +320,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         if not topic:
             raise NodeServiceError("bad_request", "give the topic as ?topic=KEY")
         await cooperation_topic(topic, "meta")
-        return await service.meta(topic)
+        return await service.topics.meta(topic)
 
     async def meta_loss(request: Request) -> Any:
         body = await _json_body(request)
@@ -467,7 +468,7 @@ def _check_fraction(name: str, value: float) -> None:
 
 async def _event_stream(service: NodeService) -> AsyncIterator[str]:
     yield ": connected\n\n"
-    yield f"event: stats\ndata: {json.dumps(service._crawl_figures())}\n\n"
+    yield f"event: stats\ndata: {json.dumps(service.report.crawl_figures())}\n\n"
     async for event in service.events.subscribe(SSE_HEARTBEAT):
         yield ": keep-alive\n\n" if event is None else event.to_sse()
 

@@ -134,6 +134,14 @@ def load_config(path: Path) -> Config:
     return parse_config(text, source=str(path))
 
 
+def replace_settings(config: Config, **sections: dict[str, Any]) -> Config:
+    """`config` with some settings of some sections replaced (the demo and tests tune nodes this way)."""
+    changed = {
+        name: dataclasses.replace(getattr(config, name), **values) for name, values in sections.items()
+    }
+    return dataclasses.replace(config, **changed)
+
+
 def default_config_toml() -> str:
     """Every setting with its default, each preceded by its documentation as a comment."""
     lines: list[str] = ["# topicswarm node configuration; every setting shown with its default.", ""]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,3 +99,8 @@ def default_data_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "topicswarm"
+
+
+def free_bytes(path: Path) -> int:
+    """Free space for this user on the file system holding `path`."""
+    return shutil.disk_usage(path).free

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 class HeldOutCurves:
-    """Curves by topic, each kept with the key of the meta-classifier version it measured (the service's
+    """Curves by topic, each kept with the key of the meta-classifier version it measured (the topics'
     `_curve_key`: its members, build and training curve, and which rival topics have one)."""
 
     def __init__(self, repository: Path, featurizer: Callable[[], Any]) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from node.datadir import write_atomically
+from node.errors import NodeServiceError
 
 if TYPE_CHECKING:
     from node.service import NodeService
@@ -61,7 +62,7 @@ async def start_network(service: NodeService, *, task_status: Any = trio.TASK_ST
     settings = p2p_settings(service)
     key_pair = load_or_create_identity(service.data.identity)
     path = service.data.known_peers
-    recalled, blocked = read_known_peers(path), list(service.blocked_peers)
+    recalled, blocked = read_known_peers(path), list(service.peer_blocks.blocked)
     async with start_service(settings, key_pair, recalled=recalled, blocked=blocked) as p2p:
         task_status.started(p2p)
         saved: PeersView = frozenset()
@@ -115,7 +116,6 @@ def save_known_peers(path: Path, neighbours: Sequence[Neighbour], saved: PeersVi
 def read_blocked_peers(path: Path) -> dict[str, float]:
     """The peers the user blocked (peer id -> when), none when the file is missing. A file that cannot be
     read is an error that names it: starting anyway would let in peers the user shut out."""
-    from node.service import NodeServiceError
     from p2p.errors import WireError
     from p2p.value_checks import check_peer_id
 
@@ -151,7 +151,6 @@ def refuse_taken_port(addr: str) -> None:
     """A listen address whose TCP port another process holds is an error that says what to do. libp2p
     listens with SO_REUSEPORT, so a second node on the default port 4001 used to start "fine" and share
     the port with the first, each getting a random half of the incoming connections."""
-    from node.service import NodeServiceError
 
     parts = addr.strip("/").split("/")
     if len(parts) < 4 or parts[0] not in ("ip4", "ip6") or parts[2] != "tcp" or parts[3] in ("", "0"):

@@ -13,6 +13,7 @@ from typing import Any
 
 from crawler.repository import QUEUED, Repository
 from node.datadir import DataDir
+from node.errors import NodeServiceError
 from node.metrics import ALL_TOPICS, RUNNING, load_crawl_states, samples_since
 
 
@@ -142,7 +143,6 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
     """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
     of its last metrics sample, and the peers it rejoins when it starts again."""
     from node.network import read_blocked_peers, read_known_peers
-    from node.service import NodeServiceError
 
     queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", [QUEUED]).fetchone()[0]
     crawl: dict[str, Any] = {

@@ -363,7 +363,7 @@ def check_run_args(args: argparse.Namespace) -> None:
 
 def service_error_in(exc: BaseException) -> Any:
     """The NodeServiceError inside `exc` or its exception groups (trio wraps a failing start in them)."""
-    from node.service import NodeServiceError
+    from node.errors import NodeServiceError
 
     if isinstance(exc, NodeServiceError):
         return exc
@@ -378,7 +378,7 @@ def service_error_in(exc: BaseException) -> Any:
 def ready_line(service: Any) -> str:
     """The API, the peer id and the addresses other nodes join through (`--bootstrap`: a node listening on
     every interface gives the machine's addresses, `p2p.addresses`)."""
-    shown = " ".join(service._addrs()) or "(offline)"
+    shown = " ".join(service.addrs()) or "(offline)"
     return f"node ready: api {service.api_url} peer {service.peer_id or '-'} addrs {shown}"
 
 

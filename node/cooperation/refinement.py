@@ -12,7 +12,7 @@ from crawler.taxonomy import OTHERS, TOPICS_LISTED_API, unknown_topic
 from node.cooperation import learning, store
 from node.cooperation.settings import MAX_CLUSTERS, CooperationSettings
 from node.cooperation.wiremodels import centroids_from_payload, centroids_payload
-from node.service import shown
+from node.errors import shown
 from p2p.errors import P2PError
 from p2p.schemas import SignedModel
 from p2p.signing import sign_model

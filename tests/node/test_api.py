@@ -14,9 +14,9 @@ import trio
 from crawler.repository import RepositoryFull
 from node import api as node_api
 from node.client import AsyncNodeClient, NodeError, NodeUnreachable, Unauthorised
-from node.config import Config
+from node.config import Config, replace_settings
 from node.datadir import DataDir
-from node.service import NodeService, replace_settings
+from node.service import NodeService
 from tests.crawler.test_salvage import damage, filled_repository, pages_of
 
 BOOKMARKS = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
@@ -335,7 +335,7 @@ async def test_a_damaged_repository_page_is_named_with_the_repair_and_the_node_s
     async def search(*args, **kwargs):
         raise real.value
 
-    monkeypatch.setattr(service, "search", search)
+    monkeypatch.setattr(service.search, "ranked", search)
     with pytest.raises(NodeError) as caught:
         await client.search("sqlite")
     assert caught.value.status == 500 and caught.value.kind == "repository_damaged"
@@ -356,7 +356,7 @@ async def test_a_full_disk_is_a_507_saying_to_free_space_and_the_node_serves_on(
         async def search(*args, failure=failure, **kwargs):
             raise failure
 
-        monkeypatch.setattr(service, "search", search)
+        monkeypatch.setattr(service.search, "ranked", search)
         with pytest.raises(NodeError) as caught:
             await client.search("sqlite")
         assert caught.value.status == 507 and caught.value.kind == "disk_full"
@@ -366,7 +366,7 @@ async def test_a_full_disk_is_a_507_saying_to_free_space_and_the_node_serves_on(
     async def broken(*args, **kwargs):
         raise sqlite3.OperationalError("no such table: documents")
 
-    monkeypatch.setattr(service, "search", broken)
+    monkeypatch.setattr(service.search, "ranked", broken)
     with pytest.raises(NodeError) as caught:
         await client.search("sqlite")
     assert caught.value.status == 500 and caught.value.kind == "internal"

@@ -46,9 +46,9 @@ def test_a_listen_or_bootstrap_address_not_in_multiaddr_form_is_refused_before_t
 
 def test_ready_line_gives_the_api_the_peer_id_and_the_addresses_to_join_through():
     addrs = ["/ip4/192.0.2.7/tcp/4001/p2p/12D3KooWX", "/ip4/10.0.0.7/tcp/4001/p2p/12D3KooWX"]
-    service = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id="12D3KooWX", _addrs=lambda: addrs)
+    service = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id="12D3KooWX", addrs=lambda: addrs)
     assert ready_line(service) == f"node ready: api http://127.0.0.1:5 peer 12D3KooWX addrs {' '.join(addrs)}"
-    offline = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id=None, _addrs=lambda: [])
+    offline = SimpleNamespace(api_url="http://127.0.0.1:5", peer_id=None, addrs=lambda: [])
     assert ready_line(offline) == "node ready: api http://127.0.0.1:5 peer - addrs (offline)"
 
 

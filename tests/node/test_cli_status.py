@@ -19,10 +19,10 @@ from crawler.taxonomy import parse_bookmarks, store_taxonomy
 from node.cli.demo import map_bookmarks
 from node.cli.node import crawl_lines
 from node.client import AsyncNodeClient
-from node.config import Config
+from node.config import Config, replace_settings
 from node.cooperation import store
 from node.datadir import DataDir
-from node.service import NodeService, replace_settings
+from node.service import NodeService
 from node.wording import crawl_answer_text
 from p2p.schemas import CrawlResult
 from simnet.paths import PROJECT_ROOT
@@ -163,7 +163,7 @@ async def test_an_empty_node_says_what_to_do_and_a_topic_answer_is_its_own_state
     store_bookmarks(data, BOOKMARKS.read_text())
     # the bookmarks point off loopback: the node must not fetch or queue them, so nothing is queued
     service = NodeService(data, loopback_config(), offline=True)
-    service._resume_topics = _nothing  # type: ignore[method-assign]
+    service.topics.resume_stored = _nothing  # type: ignore[method-assign]
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
         async with AsyncNodeClient.from_data_dir(data) as client:

@@ -66,9 +66,10 @@ def test_crawl_uses_the_configured_focus_and_strategy_overrides_it(tmp_path, rec
 def test_node_service_builds_its_focus_loop_from_the_config(tmp_path, recorded):
     data = data_with_topics(tmp_path)
     service = NodeService(data, offline=True)  # reads config.toml
-    service._side = Repository(data.repository)
+    repo = Repository(data.repository)
     try:
-        assert service._focus_policy() is None  # the recorder refuses, as an untrainable taxonomy does
+        policy = service.topics.focus_policy(repo)
+        assert policy is None  # the recorder refuses, as an untrainable taxonomy does
     finally:
-        service._side.close()
+        repo.close()
     assert recorded == [FocusSettings(strategy="bfs", tunnel_depth=1, retrain_every=77)]

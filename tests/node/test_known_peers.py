@@ -92,7 +92,7 @@ def node_side(root, bootstrap=()):
         data=DataDir(root).ensure(),
         listen=("/ip4/127.0.0.1/tcp/0",),
         bootstrap=tuple(bootstrap),
-        blocked_peers={},
+        peer_blocks=SimpleNamespace(blocked={}),
     )
 
 

@@ -12,8 +12,9 @@ import node.service
 from crawler.repository import Repository
 from node.cli.demo import map_bookmarks
 from node.client import AsyncNodeClient
+from node.config import replace_settings
 from node.datadir import DataDir
-from node.service import NodeService, replace_settings
+from node.service import NodeService
 from simnet.web import serve_web
 from tests.node.test_cli_status import BOOKMARKS, HANG_GUARD, loopback_config, store_bookmarks
 

@@ -27,13 +27,13 @@ async def test_a_stop_through_the_api_answers_then_stops_the_node_which_removes_
     data = DataDir(tmp_path / "node")
     service = NodeService(data, quiet_config(), offline=True)
     seen_while_saving = []
-    closing = service._held_out.close
+    closing = service.topics.held_out.close
 
     def close_and_look() -> None:  # the last thing the node saves before api.json goes
         seen_while_saving.append(json.loads(data.api_address.read_text()).get("stopping"))
         closing()
 
-    service._held_out.close = close_and_look
+    service.topics.held_out.close = close_and_look
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             await nursery.start(service.run)

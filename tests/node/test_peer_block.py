@@ -13,11 +13,11 @@ from crawler.repository import Repository
 from node.cli import build_parser
 from node.cli.node import blocked_lines, run_peer_block, service_error_in
 from node.client import AsyncNodeClient, NodeError
-from node.config import Config
+from node.config import Config, replace_settings
 from node.cooperation import store
 from node.cooperation.testing import crawl_result
 from node.datadir import DataDir
-from node.service import NodeService, replace_settings
+from node.service import NodeService
 from p2p.signing import peer_id_from_public_key as peer_id_of
 
 PEER = peer_id_of(bytes(range(32)))

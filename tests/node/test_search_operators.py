@@ -12,9 +12,9 @@ from crawler.repository import Repository, StoredPage
 from crawler.search import text_document
 from node.cli import main
 from node.client import AsyncNodeClient, NodeError
-from node.config import Config
+from node.config import Config, replace_settings
 from node.datadir import DataDir
-from node.service import NodeService, replace_settings
+from node.service import NodeService
 
 PAGES = {
     "http://docs.a.test/vacuum": "PostgreSQL vacuum reclaims storage from dead tuples",
