@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tolerance",
         type=float,
         default=0.025,
-        help="seconds of arrival jitter allowed in the server's stamps (it lags by up to ~15 ms when loaded)",
+        help="seconds of arrival jitter allowed in the server's stamps (~30 ms late on a loaded machine)",
     )
     parser.add_argument(
         "--server-workers", type=int, default=2, help="server processes (a busy server stamps arrivals late)"

@@ -35,7 +35,10 @@ def test_judge_counts_requests_robots_forbade():
 
 @pytest.mark.slow
 def test_fixture_crawl_is_polite_and_meets_every_fault():
-    report = run("fixture", pages=300, tolerance=0.025, max_seconds=240)
+    # the server stamped arrivals up to 29 ms late when the suite ran beside other work on two cores (gaps of
+    # 0.221 s where 0.25 s is kept): 50 ms of jitter is allowed, still far below the near-zero gaps of a
+    # crawler that spaces its requests from the wrong moment
+    report = run("fixture", pages=300, tolerance=0.05, max_seconds=240)
     assert report["finished"]
     assert report["fetched"] > 0
     assert report["politeness_violations"] == 0, report["violation_examples"]
