@@ -80,7 +80,7 @@ def read_known_peers(path: Path) -> list[Neighbour]:
     rejoin without --bootstrap: a warning says so, and the next save replaces it)."""
     from p2p.errors import WireError
     from p2p.membership import from_message
-    from p2p.schemas import NeighbourExchange
+    from p2p.messages.membership import NeighbourExchange
 
     try:
         text = path.read_text(encoding="utf-8")

@@ -73,7 +73,7 @@ def _inflate(payload: bytes, max_size: int) -> bytes:
 
 
 class Message(Protocol):
-    """What `p2p.schemas` messages provide (kept structural so the codec does not import schemas)."""
+    """What `p2p.messages` provide (kept structural so the codec does not import the messages)."""
 
     def to_wire(self) -> dict[str, Any]: ...
 
@@ -136,7 +136,7 @@ def decode_frame(payload: bytes, expected: type | None = None, max_size: int | N
     """Validate a frame body into its schema dataclass (`expected` restricts which one is acceptable).
 
     `max_size` defaults to the expected message's own `MAX_FRAME` (or the codec's `MAX_FRAME`)."""
-    from p2p.schemas import message_from_wire
+    from p2p.messages.envelope import message_from_wire
 
     if max_size is None:
         max_size = getattr(expected, "MAX_FRAME", MAX_FRAME)

@@ -37,7 +37,8 @@ import trio
 
 from p2p.codec import decode_frame, encode_frame
 from p2p.errors import WireError
-from p2p.schemas import MAX_ANNOUNCED_TOPICS, TopicAnnouncement, TopicEntry
+from p2p.message_limits import MAX_ANNOUNCED_TOPICS
+from p2p.messages.membership import TopicAnnouncement, TopicEntry
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,8 @@ from typing import Any
 import trio
 
 from p2p.errors import P2PError
-from p2p.schemas import MAX_ADDRS_PER_PEER, MAX_NEIGHBOURS, NeighbourEntry, NeighbourExchange
+from p2p.message_limits import MAX_ADDRS_PER_PEER, MAX_NEIGHBOURS
+from p2p.messages.membership import NeighbourEntry, NeighbourExchange
 from p2p.settings import P2PSettings
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
-"""The caps every wire message is checked against (`p2p.schemas`): sizes of strings, lists and frames.
+"""The caps every wire message is checked against (`p2p.messages`): sizes of strings, lists and frames.
 
-Plain constants, apart from the schemas, so settings that are bounded by them (a node's held-filter size)
+Plain constants, apart from the messages, so settings that are bounded by them (a node's held-filter size)
 can be read without loading the wire's validation code.
 """
 

@@ -24,22 +24,16 @@ from p2p.codec import HEADER_SIZE, decode_frame, encode_frame, read_frame
 from p2p.errors import P2PError, WireError
 from p2p.host import P2PHost, exception_reason
 from p2p.limits import PeerGuard, PeerLedger, RateLimiter
-from p2p.schemas import (
+from p2p.messages.envelope import Message, Reject
+from p2p.messages.membership import NeighbourExchange
+from p2p.messages.meta_classifier import (
     CovarianceReport,
     CrossValidationReport,
-    HeldFilter,
-    Message,
     MetaClassifierOffer,
     MetaRequest,
-    ModelRequest,
-    ModelResponse,
-    NeighbourExchange,
-    Reject,
-    ResultSyncRequest,
-    ResultSyncResponse,
-    SignedModel,
-    SignedResult,
 )
+from p2p.messages.models import ModelRequest, ModelResponse, SignedModel
+from p2p.messages.results import HeldFilter, ResultSyncRequest, ResultSyncResponse, SignedResult
 from p2p.signing import verify_model, verify_result
 
 log = logging.getLogger(__name__)

@@ -29,6 +29,10 @@ from p2p.dissemination import SpreadStats, UploadCaps, ask_order
 from p2p.errors import P2PError, WireError
 from p2p.host import P2PHost, exception_reason, start_host
 from p2p.membership import Membership, Neighbour
+from p2p.message_limits import MAX_RESULTS
+from p2p.messages.envelope import Message
+from p2p.messages.models import ModelPayload, ModelRequest, ModelResponse, SignedModel
+from p2p.messages.results import CrawlResult, SignedResult
 from p2p.protocols import (
     MODEL,
     ModelProvider,
@@ -37,16 +41,6 @@ from p2p.protocols import (
     Refused,
     ResultPage,
     ResultProvider,
-)
-from p2p.schemas import (
-    MAX_RESULTS,
-    CrawlResult,
-    Message,
-    ModelPayload,
-    ModelRequest,
-    ModelResponse,
-    SignedModel,
-    SignedResult,
 )
 from p2p.settings import P2PSettings
 from p2p.signing import sign_model, sign_results

@@ -22,14 +22,10 @@ from nacl.signing import SigningKey, VerifyKey
 
 from p2p.codec import pack
 from p2p.errors import WireError
-from p2p.schemas import (
-    SIGNATURE_LEN,
-    CrawlResult,
-    ModelPayload,
-    SignedModel,
-    SignedResult,
-    check_peer_id,
-)
+from p2p.message_limits import SIGNATURE_LEN
+from p2p.messages.models import ModelPayload, SignedModel
+from p2p.messages.results import CrawlResult, SignedResult
+from p2p.value_checks import check_peer_id
 
 __all__ = [
     "LocalEd25519Key",

@@ -1,5 +1,5 @@
 """Checks of single values from a peer's message: each returns the value as it may be used, or raises
-`WireError` with a stable reason and where in the message the value sat. `schemas` builds every message's
+`WireError` with a stable reason and where in the message the value sat. `p2p.messages` builds every message's
 reading from these; the node uses `check_peer_id` and `shown_text` on what users and peers name.
 """
 

@@ -12,31 +12,21 @@ from types import SimpleNamespace
 import numpy as np
 import trio
 
-from p2p.schemas import (
+from p2p.messages.envelope import Message, Reject
+from p2p.messages.membership import NeighbourEntry, NeighbourExchange, TopicAnnouncement, TopicEntry
+from p2p.messages.meta_classifier import (
     CovarianceReport,
     CovEntry,
-    CrawlResult,
     CrossValidationReport,
     CvEntry,
     HeldModel,
     MemberRef,
-    Message,
     MetaClassifierOffer,
     MetaModelDescription,
-    MetaParams,
     MetaRequest,
-    ModelPayload,
-    ModelRequest,
-    ModelResponse,
-    NeighbourEntry,
-    NeighbourExchange,
-    Reject,
-    ResultSyncRequest,
-    ResultSyncResponse,
-    TopicAnnouncement,
-    TopicEntry,
-    pack_weights,
 )
+from p2p.messages.models import MetaParams, ModelPayload, ModelRequest, ModelResponse, pack_weights
+from p2p.messages.results import CrawlResult, ResultSyncRequest, ResultSyncResponse
 from p2p.signing import LocalEd25519Key, sign_model, sign_result
 
 

@@ -26,7 +26,7 @@ from node.cooperation.wiremodels import (
     linear_payload,
 )
 from p2p.errors import P2PError, WireError
-from p2p.schemas import SignedModel
+from p2p.messages.models import SignedModel
 from p2p.signing import sign_model, verify_model
 
 if TYPE_CHECKING:

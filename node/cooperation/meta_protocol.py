@@ -36,7 +36,7 @@ from node.cooperation import learning, store
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import linear_from_payload
 from p2p.errors import P2PError, WireError
-from p2p.schemas import (
+from p2p.messages.meta_classifier import (
     CovarianceReport,
     CovEntry,
     CrossValidationReport,

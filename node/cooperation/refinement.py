@@ -14,7 +14,7 @@ from node.cooperation.settings import MAX_CLUSTERS, CooperationSettings
 from node.cooperation.wiremodels import centroids_from_payload, centroids_payload
 from node.errors import shown
 from p2p.errors import P2PError
-from p2p.schemas import SignedModel
+from p2p.messages.models import SignedModel
 from p2p.signing import sign_model
 
 if TYPE_CHECKING:

@@ -20,14 +20,9 @@ from node.cooperation.backoff import Backoff
 from node.cooperation.settings import CooperationSettings
 from node.stored_state import topic_keys
 from p2p.errors import P2PError, WireError
+from p2p.message_limits import MAX_TITLE_LEN
+from p2p.messages.results import CrawlResult, HeldFilter, ResultSyncRequest, ResultSyncResponse
 from p2p.protocols import ResultPage
-from p2p.schemas import (
-    MAX_TITLE_LEN,
-    CrawlResult,
-    HeldFilter,
-    ResultSyncRequest,
-    ResultSyncResponse,
-)
 from p2p.signing import sign_results
 
 if TYPE_CHECKING:

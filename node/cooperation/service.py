@@ -56,8 +56,8 @@ from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import linear_from_payload
 from node.stored_state import topic_keys
 from p2p.errors import P2PError
+from p2p.messages.results import ResultSyncRequest
 from p2p.protocols import RESULTS
-from p2p.schemas import ResultSyncRequest
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from typing import Any
 from crawler.repository import Repository
 from crawler.urls import host_of
 from p2p.codec import pack, unpack
-from p2p.schemas import CrawlResult, ModelResponse, SignedModel
+from p2p.messages.models import ModelResponse, SignedModel
+from p2p.messages.results import CrawlResult
 from p2p.value_checks import shown_text
 
 COMPONENT = "cooperation"

@@ -129,7 +129,7 @@ def make_repository(path: Path, node: int, crawled: int = 20) -> dict[int, str]:
 
 def crawl_result(url: str, origin: str, topic: str = "Databases") -> Any:
     """A peer's crawl result as the sync protocol carries it (unsigned: for the repository's side)."""
-    from p2p.schemas import CrawlResult
+    from p2p.messages.results import CrawlResult
 
     return CrawlResult(
         url=url,

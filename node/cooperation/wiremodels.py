@@ -1,4 +1,4 @@
-"""Topic models as they travel: `LinearModel` and `ClusteringModel` to and from `p2p.schemas.ModelPayload`.
+"""Topic models as they travel: `LinearModel` and `ClusteringModel` to and from the wire's `ModelPayload`.
 
 A linear model is thesis 3.3.4's (w, l, b): one sparse row over the hashed feature space, the bias, and the
 feature configuration; its calibration (the normalised-confidence scale) and its training-document IDs
@@ -20,7 +20,8 @@ from metamodels.features import FeatureConfig
 from metamodels.linear import Calibration, LinearModel
 from node.cooperation.learning import training_key
 from p2p.errors import WireError
-from p2p.schemas import MAX_TRAINING_DOCS, ModelPayload, pack_weights
+from p2p.message_limits import MAX_TRAINING_DOCS
+from p2p.messages.models import ModelPayload, pack_weights
 
 
 def _doc_ids(ids: tuple[str, ...]) -> tuple[str, ...]:

@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 
 
 def bench_model(origin: str, nonzero: int, training_docs: int, seed: int = 0):
-    from p2p.schemas import ModelPayload, pack_weights
+    from p2p.messages.models import ModelPayload, pack_weights
 
     rng = np.random.default_rng(seed)
     matrix = np.zeros((1, FEATURES), dtype=np.float32)
@@ -283,7 +283,7 @@ def spread_note(services: list) -> str:
 async def run(peers: int, config: BenchConfig, timeout: float) -> dict:
     from p2p.codec import encode_frame
     from p2p.dissemination import SpreadStats
-    from p2p.schemas import ModelResponse
+    from p2p.messages.models import ModelResponse
 
     stage = "starting and joining hosts"
     arrivals: dict[str, Arrival] = {}

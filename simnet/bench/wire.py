@@ -17,7 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from p2p.codec import decode_frame, encode_frame
-from p2p.schemas import ModelResponse, ResultSyncResponse, pack_weights
+from p2p.messages.models import ModelResponse, pack_weights
+from p2p.messages.results import ResultSyncResponse
 from p2p.signing import sign_model, sign_result, verify_model, verify_result
 from p2p.wire_testing import sample_model, sample_result, wire_key
 

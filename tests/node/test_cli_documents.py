@@ -17,7 +17,7 @@ from node.cooperation import store
 from node.datadir import DataDir
 from node.service import NodeService
 from node.stored_state import document_details
-from p2p.schemas import CrawlResult
+from p2p.messages.results import CrawlResult
 from tests.node.test_cli_status import loopback_config
 
 LONG_TEXT = "Write-ahead logging keeps the database consistent after a crash. " * 50

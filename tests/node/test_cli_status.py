@@ -24,7 +24,7 @@ from node.cooperation import store
 from node.datadir import DataDir
 from node.service import NodeService
 from node.wording import crawl_answer_text
-from p2p.schemas import CrawlResult
+from p2p.messages.results import CrawlResult
 from simnet.paths import PROJECT_ROOT
 from simnet.web import serve_web
 

@@ -17,7 +17,7 @@ from node.cooperation.meta_protocol import MetaProtocol
 from node.cooperation.service import Cooperation
 from node.cooperation.testing import add_crawled, add_mixed, make_repository, running_nodes
 from node.cooperation.wiremodels import linear_from_payload
-from p2p.schemas import CvEntry
+from p2p.messages.meta_classifier import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
 pytestmark = pytest.mark.filterwarnings(
@@ -183,7 +183,7 @@ async def test_a_model_of_another_feature_space_is_refused_and_counted_not_measu
 async def test_a_meta_request_naming_a_peer_many_times_fetches_its_model_once(tmp_path):
     """A request naming one honest peer 254 times had the node fetch that peer's model 254 times, and the
     peer banned the node for it."""
-    from p2p.schemas import MetaRequest
+    from p2p.messages.meta_classifier import MetaRequest
 
     async with running_nodes(tmp_path, 3, start=False) as (a, b, c):
         fetched: list[str] = []

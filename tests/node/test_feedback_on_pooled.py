@@ -12,7 +12,7 @@ from node.client import AsyncNodeClient
 from node.cooperation import store
 from node.datadir import DataDir
 from node.service import NodeService
-from p2p.schemas import CrawlResult
+from p2p.messages.results import CrawlResult
 from simnet.web import serve_web
 from tests.node.test_cli_status import BOOKMARKS, loopback_config
 

@@ -16,8 +16,8 @@ from node.cooperation.results import CONFIDENCE_STEP, HELD_SCAN, HOLDS_EVERYTHIN
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.testing import make_repository, running_nodes, synthetic_taxonomy
 from p2p.codec import encode_frame
+from p2p.messages.results import HeldFilter, ResultSyncRequest
 from p2p.protocols import RESULTS
-from p2p.schemas import HeldFilter, ResultSyncRequest
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"

@@ -8,7 +8,7 @@ import pytest
 
 from p2p import addresses
 from p2p.addresses import advertised, check_listen_addr, check_peer_addr, interface_addresses
-from p2p.schemas import MAX_ADDRS_PER_PEER
+from p2p.message_limits import MAX_ADDRS_PER_PEER
 from p2p.signing import peer_id_from_public_key as peer_id_of
 
 MACHINE = {"ip4": ["192.0.2.7", "10.1.2.3"], "ip6": ["2001:db8::7"]}

@@ -22,7 +22,8 @@ from p2p.codec import (
     unpack,
     write_frame,
 )
-from p2p.schemas import ModelRequest, ModelResponse, NeighbourExchange
+from p2p.messages.membership import NeighbourExchange
+from p2p.messages.models import ModelRequest, ModelResponse
 from p2p.wire_testing import ShortReadStream
 
 
@@ -157,7 +158,7 @@ async def test_each_message_type_has_its_own_frame_limit():
 
 
 def test_large_payloads_travel_compressed_and_decode_to_the_same_message():
-    from p2p.schemas import NeighbourEntry
+    from p2p.messages.membership import NeighbourEntry
 
     peer = "12D3KooWLKsakJPED1th1pebHPWaMcDKhzQmuqtoMuChLEGuSTFh"
     big = NeighbourExchange(tuple(NeighbourEntry(peer, ("/ip4/127.0.0.1/tcp/4001",), 1.0) for _ in range(50)))
@@ -169,7 +170,7 @@ def test_large_payloads_travel_compressed_and_decode_to_the_same_message():
 
 
 def test_a_neighbour_list_of_a_small_community_travels_compressed():
-    from p2p.schemas import NeighbourEntry
+    from p2p.messages.membership import NeighbourEntry
 
     alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"  # base58, as peer ids
     rng = random.Random(4)

@@ -106,7 +106,7 @@ async def test_fetch_that_fails_is_retried_before_the_next_announcement(start_se
 @pytest.mark.slow
 async def test_a_model_with_a_bad_signature_is_not_fetched_again(start_services):
     """A rule-breaking answer was counted against the peer; asking again would only repeat it."""
-    from p2p.schemas import SignedModel
+    from p2p.messages.models import SignedModel
 
     with trio.fail_after(60):
         async with start_services(

@@ -16,14 +16,9 @@ from hypothesis import strategies as st
 
 from p2p.codec import decode_frame, encode_frame, pack, read_frame
 from p2p.errors import WireError
+from p2p.message_limits import MAX_HELD_FILTER_BYTES, MAX_HELD_HASHES
+from p2p.messages.results import CrawlResult, HeldFilter, ResultSyncRequest
 from p2p.protocols import Protocols, ResultPage
-from p2p.schemas import (
-    MAX_HELD_FILTER_BYTES,
-    MAX_HELD_HASHES,
-    CrawlResult,
-    HeldFilter,
-    ResultSyncRequest,
-)
 from p2p.signing import sign_results
 from p2p.wire_testing import ShortReadStream
 
@@ -98,7 +93,7 @@ def test_bits_follow_the_written_specification():
 
 def test_filter_is_the_same_in_processes_with_different_hash_seeds():
     code = (
-        "from p2p.schemas import HeldFilter;"
+        "from p2p.messages.results import HeldFilter;"
         "print(HeldFilter.build([f'http://h/{n}' for n in range(300)], 0.01, 4096).bits.hex())"
     )
     outputs = {

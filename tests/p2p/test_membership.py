@@ -10,7 +10,7 @@ from libp2p.peer.id import ID
 
 from p2p.errors import P2PError
 from p2p.membership import Membership, Neighbour, NeighbourList, next_exchange_pause
-from p2p.schemas import NeighbourEntry, NeighbourExchange
+from p2p.messages.membership import NeighbourEntry, NeighbourExchange
 from p2p.settings import P2PSettings
 from p2p.wire_testing import wait_until
 

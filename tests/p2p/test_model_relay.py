@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import trio
 
+from p2p.messages.models import ModelRequest, ModelResponse, SignedModel
 from p2p.protocols import MODEL
-from p2p.schemas import ModelRequest, ModelResponse, SignedModel
 from p2p.signing import sign_model
 from p2p.wire_testing import own_model, wait_until
 

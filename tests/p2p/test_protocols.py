@@ -9,8 +9,10 @@ from libp2p.custom_types import TProtocol
 
 from p2p.codec import decode_frame, read_frame
 from p2p.limits import RateLimiter
+from p2p.messages.envelope import Reject
+from p2p.messages.models import SignedModel
+from p2p.messages.results import CrawlResult
 from p2p.protocols import MAX_HANDLERS_PER_PEER, MODEL, ProtocolError, Protocols, ResultPage
-from p2p.schemas import CrawlResult, Reject, SignedModel
 from p2p.signing import sign_model
 from p2p.wire_testing import sample_model, wire_key
 

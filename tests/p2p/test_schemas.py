@@ -11,19 +11,12 @@ import pytest
 
 from p2p.codec import decode_frame, encode_frame, pack
 from p2p.errors import WireError
-from p2p.schemas import (
-    MAX_NEIGHBOURS,
-    MAX_RESULTS,
-    MESSAGE_TYPES,
-    MetaClassifierOffer,
-    ModelPayload,
-    ModelRequest,
-    ModelResponse,
-    NeighbourExchange,
-    ResultSyncRequest,
-    message_from_wire,
-    pack_weights,
-)
+from p2p.message_limits import MAX_NEIGHBOURS, MAX_RESULTS
+from p2p.messages.envelope import MESSAGE_TYPES, message_from_wire
+from p2p.messages.membership import NeighbourExchange
+from p2p.messages.meta_classifier import MetaClassifierOffer
+from p2p.messages.models import ModelPayload, ModelRequest, ModelResponse, pack_weights
+from p2p.messages.results import ResultSyncRequest
 from p2p.signing import sign_model
 from p2p.wire_testing import sample_messages, sample_model, wire_key
 

@@ -8,7 +8,8 @@ import pytest
 
 from p2p.codec import decode_frame, encode_frame
 from p2p.errors import WireError
-from p2p.schemas import ModelResponse, ResultSyncResponse
+from p2p.messages.models import ModelResponse
+from p2p.messages.results import ResultSyncResponse
 from p2p.signing import (
     MODEL_DOMAIN,
     canonical_bytes,

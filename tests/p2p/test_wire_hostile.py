@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from p2p.codec import MAX_FRAME, decode_frame, encode_frame, pack, read_frame, unpack, write_frame
 from p2p.errors import WireError
 from p2p.limits import PeerGuard, PeerLedger, RateLimiter
-from p2p.schemas import MESSAGE_TYPES, Message, ModelRequest, ModelResponse, ResultSyncResponse
+from p2p.messages.envelope import MESSAGE_TYPES, Message
+from p2p.messages.models import ModelRequest, ModelResponse
+from p2p.messages.results import ResultSyncResponse
 from p2p.signing import sign_model, verify_model, verify_result
 from p2p.wire_testing import ShortReadStream, sample_messages, sample_model, wire_key
 
