@@ -17,7 +17,12 @@ from node.cli.common import CliError, data_dir
 # Modules of this package that add commands, in the order `--help` lists them.
 COMMAND_MODULES = [
     "config",
+    "init",
     "node",
+    "status",
+    "peers",
+    "meta",
+    "refine",
     "simweb",
     "topics",
     "crawl",
@@ -33,12 +38,12 @@ COMMAND_MODULES = [
 # imported the repository, the crawler and the search stack, and `topicswarm status` took a second.
 COMMANDS = {
     "config": "config",
-    "init": "node",
+    "init": "init",
     "node": "node",
-    "status": "node",
-    "peers": "node",
-    "meta": "node",
-    "refine": "node",
+    "status": "status",
+    "peers": "peers",
+    "meta": "meta",
+    "refine": "refine",
     "simweb": "simweb",
     "topics": "topics",
     "crawl": "crawl",

@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 from node.backup import BackupError, BackupReport, back_up
-from node.cli.common import CliError, add_data_arg, data_dir
-from node.cli.node import print_json
+from node.cli.common import CliError, add_data_arg, data_dir, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:

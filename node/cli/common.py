@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from node.datadir import DataDir, default_data_dir
 
 if TYPE_CHECKING:
     from crawler.repository import Repository
+    from node.client import NodeClient
 
 
 class CliError(Exception):
@@ -25,6 +29,12 @@ def add_data_arg(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the node's data directory (default: $TOPICSWARM_DATA or ~/.local/share/topicswarm)",
     )
+
+
+def add_client_args(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that asks the running node: which node, and its answer as JSON for scripts."""
+    add_data_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print the node's answer as JSON")
 
 
 def data_dir(args: argparse.Namespace) -> DataDir:
@@ -56,6 +66,46 @@ def open_repository(path: Path) -> Repository:
         return Repository(path)
     except RepositoryError as exc:
         raise CliError(str(exc)) from exc
+
+
+# node.client is imported where it is used: it brings httpx, which commands that never ask a node skip
+@contextmanager
+def api_errors() -> Iterator[None]:
+    """Client errors inside become one-line CLI errors."""
+    from node.client import ClientError, NodeError
+
+    try:
+        yield
+    except NodeError as exc:
+        raise CliError(f"the node refused: {exc.detail}") from exc
+    except ClientError as exc:
+        raise CliError(str(exc)) from exc
+
+
+@contextmanager
+def connect(args: argparse.Namespace) -> Iterator[NodeClient]:
+    """A client of the node of `--data`; client errors become one-line CLI errors."""
+    from node.client import NodeClient
+
+    with api_errors(), NodeClient.from_data_dir(data_dir(args)) as client:
+        yield client
+
+
+def node_client_or_none(data: DataDir) -> NodeClient | None:
+    """A client when a node runs for `data` (commands then go through the API), else None (direct access)."""
+    from node.client import NodeClient, NodeUnreachable, node_running
+
+    if not node_running(data):
+        return None
+    try:
+        return NodeClient.from_data_dir(data)
+    except NodeUnreachable:
+        return None
+
+
+def print_json(answer: Any) -> None:
+    """`--json`: an answer as one line, for scripts."""
+    print(json.dumps(answer, ensure_ascii=False, indent=None))
 
 
 def listing_line(noun: str, read: int, queued: int, unchanged: int = 0) -> str:

@@ -20,15 +20,17 @@ from crawler.settings import CrawlSettings
 from node.cli.common import (
     CliError,
     add_data_arg,
+    connect,
     count,
     data_dir_for_writing,
     http_url,
     listing_line,
     open_repository,
+    print_json,
     revisit_line,
 )
 from node.config import ConfigError, load_config
-from node.wording import counted, readable
+from node.wording import counted, crawl_answer_text, readable
 
 if TYPE_CHECKING:  # the crawler loads when a crawl runs: `crawl start|pause|stop` only ask the running node
     import trio
@@ -94,8 +96,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     data = data_dir_for_writing(args)
     if args.action is not None:
-        from node.cli.node import control_crawl
-
         return control_crawl(args)
     import trio
 
@@ -142,6 +142,41 @@ def run(args: argparse.Namespace) -> int:
     finally:
         repo.close()
     print(summary(stats, left, config.focus.tunnel_depth, waiting))
+    return 0
+
+
+def control_crawl(args: argparse.Namespace) -> int:
+    """`topicswarm crawl start|pause|stop [--topic T]`: asks the running node, which crawls."""
+    if args.action == "revisit":
+        return revisit_pages(args)
+    if args.url or args.all:
+        raise CliError("--url and --all go with `topicswarm crawl revisit`")
+    with connect(args) as client:
+        answer = client.crawl(args.action, args.topic)
+    if args.json:
+        print_json(answer)
+        return 0
+    print(crawl_answer_text(answer, args.topic))
+    return 0
+
+
+def revisit_pages(args: argparse.Namespace) -> int:
+    """`topicswarm crawl revisit --url URL ... | --all`: fresh copies of stored pages, before new links."""
+    if bool(args.url) == bool(args.all):
+        raise CliError("name the pages to fetch again with --url URL (repeatable), or give --all")
+    with connect(args) as client:
+        answer = client.revisit(None if args.all else args.url)
+    if args.json:
+        print_json(answer)
+        return 0
+    lines = [f"{answer['due']} stored pages due for a revisit now; the crawl fetches them before new links"]
+    lines += [
+        f"not revisited: {url} (not stored by this node's crawl, off-topic or a duplicate)"
+        for url in answer["not_revisited"]
+    ]
+    if answer.get("detail"):
+        lines.append(answer["detail"])
+    print("\n".join(lines))
     return 0
 
 

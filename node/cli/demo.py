@@ -33,7 +33,7 @@ import tomli_w
 
 from crawler.taxonomy import TaxonomyError, bookmarks_html
 from node.cli.common import CliError
-from node.cli.node import each_topic, verdicts_text
+from node.cli.meta import each_topic, verdicts_text
 from node.client import ClientError, NodeClient, NodeError, node_running
 from node.datadir import DataDir
 

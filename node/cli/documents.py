@@ -14,8 +14,7 @@ from typing import Any
 
 from crawler.charsets import without_controls
 from crawler.query import DEFAULT_USER
-from node.cli.common import CliError, add_data_arg, data_dir, open_repository
-from node.cli.node import api_errors, node_client_or_none
+from node.cli.common import CliError, add_data_arg, api_errors, data_dir, node_client_or_none, open_repository
 from node.datadir import DataDir
 
 PREVIEW_WIDTH = 100

@@ -19,8 +19,7 @@ from crawler.salvage import (
     remove_database,
     salvage,
 )
-from node.cli.common import CliError, add_data_arg, existing_data_dir
-from node.cli.node import print_json
+from node.cli.common import CliError, add_data_arg, existing_data_dir, print_json
 from node.client import node_running
 
 

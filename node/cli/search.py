@@ -10,8 +10,16 @@ from typing import TYPE_CHECKING
 
 from crawler.charsets import without_controls
 from crawler.query import DEFAULT_USER, HIGHLIGHT, ORIGINS, SIGNALS, VERDICTS
-from node.cli.common import CliError, add_data_arg, count, data_dir, existing_data_dir, open_repository
-from node.cli.node import api_errors, node_client_or_none
+from node.cli.common import (
+    CliError,
+    add_data_arg,
+    api_errors,
+    count,
+    data_dir,
+    existing_data_dir,
+    node_client_or_none,
+    open_repository,
+)
 from node.client import NodeClient
 from node.wording import NOTHING_MATCHES, without_filters
 

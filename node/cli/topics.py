@@ -16,12 +16,13 @@ from crawler.settings import CrawlSettings
 from node.cli.common import (
     CliError,
     add_data_arg,
+    api_errors,
     data_dir,
     data_dir_for_writing,
     existing_data_dir,
+    node_client_or_none,
     open_repository,
 )
-from node.cli.node import api_errors, node_client_or_none
 from node.client import NodeClient
 from node.config import ConfigError, load_config
 from node.datadir import DataDir

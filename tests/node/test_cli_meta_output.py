@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import node.cli.node as cli_node
+import node.cli.meta as cli_meta
 from node.cli.common import CliError
 from node.client import NodeError
 from node.cooperation import learning
@@ -37,9 +37,9 @@ META = {
 
 
 def test_build_reports_held_out_accuracy_first_and_training_accuracy_as_optimistic():
-    text = cli_node.build_text(BUILD, META)
+    text = cli_meta.build_text(BUILD, META)
     assert text.splitlines()[0] == "meta-classifier for Databases: its own model and 1 peer model"
-    wanting = cli_node.build_text(dict(BUILD, peers_needed=4), META).splitlines()[0]
+    wanting = cli_meta.build_text(dict(BUILD, peers_needed=4), META).splitlines()[0]
     assert wanting.endswith("its own model and 1 peer model (the estimate asks for 3 peer models)")
     assert "filtering at loss 0.20: 10 documents kept, 3 abstained" in text
     assert "accuracy at loss 0.20: 0.889 held-out (5-fold cross-validation on 11 labelled documents)" in text
@@ -48,7 +48,7 @@ def test_build_reports_held_out_accuracy_first_and_training_accuracy_as_optimist
 
 def test_build_without_held_out_curve_says_why():
     meta = dict(META, held_out={"curve": [], "documents": 3, "folds": 5, "why": "too few labelled documents"})
-    assert "held-out n/a (too few labelled documents)" in cli_node.build_text(BUILD, meta)
+    assert "held-out n/a (too few labelled documents)" in cli_meta.build_text(BUILD, meta)
 
 
 def test_show_prints_held_out_beside_training_accuracy(monkeypatch, capsys):
@@ -56,9 +56,9 @@ def test_show_prints_held_out_beside_training_accuracy(monkeypatch, capsys):
         def meta(self, topic):
             return META
 
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(Client()))
     args = argparse.Namespace(topic="Databases", json=False, data=None)
-    assert cli_node.run_meta_show(args) == 0
+    assert cli_meta.run_meta_show(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "  loss   held-out  training"
     assert lines[3].split() == ["0.000", "0.818", "1.000"]
@@ -86,8 +86,8 @@ def test_show_lists_the_models_combined_with_their_weights_in_the_meta_classifie
         def meta(self, topic):
             return dict(META, models=members)
 
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
-    assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(Client()))
+    assert cli_meta.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-3].startswith("  models combined (weight in this meta-classifier")
     assert lines[-2].split() == ["own", "model", "0.647", "0.800", "on", "20"]
@@ -96,16 +96,16 @@ def test_show_lists_the_models_combined_with_their_weights_in_the_meta_classifie
 
 def test_build_with_no_peer_model_prints_no_estimate_from_peers_reports():
     alone = dict(BUILD, peers_used=0, peers_needed=1, predicted={"loss": 0.0, "accuracy": 0.5})
-    text = cli_node.build_text(alone, META)
+    text = cli_meta.build_text(alone, META)
     first = text.splitlines()[0]
     assert first.endswith("its own model alone (no peer model of this topic could be used yet)")
     assert "estimate from peers' reports" not in text
-    text = cli_node.build_text(BUILD, META)
+    text = cli_meta.build_text(BUILD, META)
     assert "for unanimous decisions of 2 models: accuracy 0.800, abstaining on 0.444 of the documents" in text
     unmeasured = dict(
         BUILD, predicted={"loss": None, "accuracy": None, "why": "no model's accuracy could be"}
     )
-    assert "no estimate from peers' reports: no model's accuracy could be" in cli_node.build_text(
+    assert "no estimate from peers' reports: no model's accuracy could be" in cli_meta.build_text(
         unmeasured, META
     )
 
@@ -133,13 +133,13 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
             rivals = ["Mathematics", "Sysadmin"]
             return dict(META, models=members, combination=combined, rival_topics=rivals)
 
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
-    assert cli_node.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(Client()))
+    assert cli_meta.run_meta_show(argparse.Namespace(topic="Databases", json=False, data=None)) == 0
     labels_voter = {
         "rule": "unanimous latent class models",
         "voters": [{"models": ["local"], "on_topic_share": None}],
     }
-    assert cli_node.combination_line(labels_voter).endswith("own model (its labels' threshold)")
+    assert cli_meta.combination_line(labels_voter).endswith("own model (its labels' threshold)")
     combined_line, rivals_line = capsys.readouterr().out.splitlines()[-2:]
     assert combined_line == (
         "  combined by: unanimous latent class models: own model (0.310 of the pages on topic); "
@@ -166,9 +166,9 @@ def test_a_new_loss_prints_how_the_meta_classifier_built_again_for_it_combines_i
                 "combination": combination,
             }
 
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(Client()))
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(Client()))
     args = argparse.Namespace(topic="Databases", loss=0.3, json=False, data=None)
-    assert cli_node.run_meta_loss(args) == 0
+    assert cli_meta.run_meta_loss(args) == 0
     assert capsys.readouterr().out.splitlines() == [
         "loss 0.300: 7 documents kept, 21 rejected, 7 abstained",
         "  combined by: latent class model: own model (0.250 of the pages on topic)",
@@ -201,9 +201,9 @@ class _Community:
 
 def test_build_without_a_topic_builds_every_topic_and_names_the_ones_it_could_not(monkeypatch, capsys):
     node = _Community()
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(node))
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(node))
     args = argparse.Namespace(topic=None, loss=0.2, error_goal=None, json=False, data=None)
-    assert cli_node.run_meta_build(args) == 1
+    assert cli_meta.run_meta_build(args) == 1
     assert node.built == ["Databases", "Mathematics"]
     out, err = capsys.readouterr()
     firsts = [line for line in out.splitlines() if line.startswith("meta-classifier for")]
@@ -215,7 +215,7 @@ def test_build_without_a_topic_builds_every_topic_and_names_the_ones_it_could_no
         err.strip() == "meta-classifier for Sysadmin: not done: no model of Sysadmin yet: let the crawl run"
     )
 
-    assert cli_node.run_meta_build(argparse.Namespace(**{**vars(args), "json": True})) == 1
+    assert cli_meta.run_meta_build(argparse.Namespace(**{**vars(args), "json": True})) == 1
     answer = json.loads(capsys.readouterr().out)
     assert sorted(answer["topics"]) == ["Databases", "Mathematics"]
     assert answer["failed"] == {"Sysadmin": "no model of Sysadmin yet: let the crawl run"}
@@ -223,27 +223,27 @@ def test_build_without_a_topic_builds_every_topic_and_names_the_ones_it_could_no
 
 def test_build_of_one_topic_answers_as_before_and_a_refusal_is_an_error(monkeypatch, capsys):
     node = _Community()
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(node))
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(node))
     args = argparse.Namespace(topic="Databases", loss=0.2, error_goal=None, json=True, data=None)
-    assert cli_node.run_meta_build(args) == 0
+    assert cli_meta.run_meta_build(args) == 0
     assert json.loads(capsys.readouterr().out)["topic"] == "Databases"
     with pytest.raises(NodeError):
-        cli_node.run_meta_build(argparse.Namespace(**{**vars(args), "topic": "Sysadmin"}))
+        cli_meta.run_meta_build(argparse.Namespace(**{**vars(args), "topic": "Sysadmin"}))
 
 
 def test_a_node_that_cannot_cooperate_fails_the_every_topic_build_at_once(monkeypatch):
     node = _Community(status=503)
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(node))
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(node))
     args = argparse.Namespace(topic=None, loss=0.2, error_goal=None, json=False, data=None)
     with pytest.raises(NodeError):
-        cli_node.run_meta_build(args)
+        cli_meta.run_meta_build(args)
     assert node.built == ["Databases"]
 
 
 def test_a_new_loss_for_every_topic_prefixes_each_line_with_its_topic(monkeypatch, capsys):
-    monkeypatch.setattr(cli_node, "connect", lambda args: _Context(_Community()))
+    monkeypatch.setattr(cli_meta, "connect", lambda args: _Context(_Community()))
     args = argparse.Namespace(topic=None, loss=0.3, json=False, data=None)
-    assert cli_node.run_meta_loss(args) == 1
+    assert cli_meta.run_meta_loss(args) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
         "Databases: loss 0.300: 7 documents kept, 2 abstained",
@@ -258,7 +258,7 @@ def test_every_topic_of_a_node_without_topics_says_how_to_get_some():
             return {"topics": []}
 
     with pytest.raises(CliError, match="topics import"):
-        cli_node.each_topic(Empty(), None, lambda topic: None)
+        cli_meta.each_topic(Empty(), None, lambda topic: None)
 
 
 def test_the_prediction_is_none_with_the_reason_when_no_accuracy_was_measured():

@@ -6,7 +6,7 @@ from contextlib import nullcontext
 
 import pytest
 
-import node.cli.node as cli_node
+import node.cli.refine as cli_refine
 from node.cli import main
 
 PROPOSAL = {
@@ -39,7 +39,7 @@ class Client:
 @pytest.fixture
 def client(monkeypatch):
     stand_in = Client()
-    monkeypatch.setattr(cli_node, "connect", lambda args: nullcontext(stand_in))
+    monkeypatch.setattr(cli_refine, "connect", lambda args: nullcontext(stand_in))
     return stand_in
 
 

@@ -13,11 +13,11 @@ from contextlib import nullcontext
 import pytest
 import trio
 
-import node.cli.node as cli_node
+import node.cli.status as cli_status
 from crawler.repository import Repository
 from crawler.taxonomy import parse_bookmarks, store_taxonomy
 from node.cli.demo import map_bookmarks
-from node.cli.node import crawl_lines
+from node.cli.status import crawl_lines
 from node.client import AsyncNodeClient
 from node.config import Config, replace_settings
 from node.cooperation import store
@@ -226,8 +226,8 @@ def test_status_text_explains_its_figures(monkeypatch, capsys):
         def status(self):
             return status
 
-    monkeypatch.setattr(cli_node, "connect", lambda args: nullcontext(Client()))
-    assert cli_node.run_status(argparse.Namespace(json=False, data=None)) == 0
+    monkeypatch.setattr(cli_status, "connect", lambda args: nullcontext(Client()))
+    assert cli_status.run_status(argparse.Namespace(json=False, data=None)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "crawl      crawling  3.2 pages/s (last seconds)  frontier 300, 4 in flight"
     assert lines[3] == "           since the node started 40 pages in 16 s of crawling (2.5 pages/s)"
@@ -258,7 +258,7 @@ def test_topics_held_while_the_crawl_runs_are_named_with_how_to_resume_them():
 
 
 def test_a_networked_node_shows_the_addresses_to_join_it_and_when_alone_how_to_get_peers():
-    from node.cli.node import peer_lines
+    from node.cli.status import peer_lines
 
     addrs = ["/ip4/192.0.2.7/tcp/4001/p2p/12D3KooWX", "/ip4/10.0.0.7/tcp/4001/p2p/12D3KooWX"]
     alone = {

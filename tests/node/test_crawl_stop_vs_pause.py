@@ -13,7 +13,7 @@ import trio
 
 from crawler.repository import QUEUED, Repository
 from node.cli.demo import NodeProcess, stop_processes, wait_until_ready
-from node.cli.node import crawl_lines
+from node.cli.status import crawl_lines
 from node.client import AsyncNodeClient, NodeClient
 from node.config import parse_config
 from node.datadir import DataDir

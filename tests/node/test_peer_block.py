@@ -11,7 +11,8 @@ import trio
 
 from crawler.repository import Repository
 from node.cli import build_parser
-from node.cli.node import blocked_lines, run_peer_block, service_error_in
+from node.cli.node import service_error_in
+from node.cli.peers import blocked_lines, run_peer_block
 from node.client import AsyncNodeClient, NodeError
 from node.config import Config, replace_settings
 from node.cooperation import store
@@ -166,7 +167,7 @@ def test_the_cli_blocks_and_unblocks_through_the_node_and_lists_the_blocked(monk
     def connect(args):
         yield Client()
 
-    monkeypatch.setattr("node.cli.node.connect", connect)
+    monkeypatch.setattr("node.cli.peers.connect", connect)
     assert run_peer_block(build_parser().parse_args(["peers", "--block", PEER[:12]])) == 0
     assert capsys.readouterr().out == (
         f"blocked {PEER}: refused from now on; 2 models and 5 results it sent removed (1 that other peers "

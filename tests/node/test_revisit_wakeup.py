@@ -7,7 +7,7 @@ import pytest
 import trio
 
 from node.cli.demo import demo_crawler_settings
-from node.cli.node import crawl_lines
+from node.cli.status import crawl_lines
 from node.client import NodeError
 from tests.fixture_node import crawled_fixture_node
 

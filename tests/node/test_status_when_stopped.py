@@ -14,7 +14,7 @@ import trio
 from crawler.repository import QUEUED, Repository
 from node.cli import main
 from node.cli.demo import map_bookmarks
-from node.cli.node import NOT_RUNNING
+from node.cli.status import NOT_RUNNING
 from node.client import AsyncNodeClient
 from node.datadir import DataDir
 from node.network import save_blocked_peers, save_known_peers

@@ -10,7 +10,7 @@ import trio
 
 from crawler.repository import FAILED, QUEUED, Repository
 from node.cli.demo import demo_crawler_settings, map_bookmarks
-from node.cli.node import crawl_lines
+from node.cli.status import crawl_lines
 from node.client import AsyncNodeClient
 from node.config import parse_config
 from node.datadir import DataDir

@@ -1,0 +1,214 @@
+"""`topicswarm status`: what the running node does, or what a stopped one stored and how it resumes."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from node.cli.common import (
+    add_client_args,
+    connect,
+    data_dir,
+    listing_line,
+    open_repository,
+    print_json,
+    revisit_line,
+)
+from node.client import NodeStopping, NodeUnreachable, node_address
+from node.datadir import DataDir
+from node.wording import counted, finishing_first, readable
+
+NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    status = sub.add_parser(
+        "status",
+        help="what the running node is doing; when none runs, what it stored (exit code 3)",
+        description="What the running node is doing. When no node runs for --data: what it stored (pages, "
+        "links queued, harvest, its last run's errors, the peers it rejoins) and the state its crawl resumes "
+        "in, with exit code 3.",
+    )
+    add_client_args(status)
+    status.set_defaults(func=run_status)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    data = data_dir(args)
+    why = _why_not_running(data)
+    if why is not None:
+        return run_stopped_status(args, data, why)
+    with connect(args) as client:
+        status = client.status()
+    if args.json:
+        print_json(status)
+        return 0
+    crawl = status["crawl"]
+    lines = [
+        f"peer       {status['peer_id'] or '(offline)'}",
+        f"api        {status.get('api', '')}   up {status['uptime_s']:.0f} s",
+        *crawl_lines(crawl),
+        f"errors     {_errors(crawl['errors_by_kind'])}",
+        *_stored_lines(status, peer_lines(status)),
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+def _why_not_running(data: DataDir) -> str | None:
+    """Why no node runs for the data directory `data`; None when one runs or stops there, or when there is
+    no such directory (connecting says so)."""
+    try:
+        node_address(data)
+    except NodeStopping:
+        return None
+    except NodeUnreachable as exc:
+        return str(exc) if data.root.is_dir() else None
+    return None
+
+
+def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int:
+    """What a node that does not run stored, and the state it resumes in; exit code NOT_RUNNING."""
+    from node.metrics import RUNNING
+    from node.stored_state import stopped_status
+
+    if not data.repository.exists():
+        if args.json:
+            print_json({"running": False, "data_dir": str(data.root), "why": why})
+        else:
+            print(f"node       {why}")
+            print(f"stored     nothing yet: `topicswarm topics import --data {data.root} FILE`")
+        return NOT_RUNNING
+    repo = open_repository(data.repository)
+    try:
+        status = stopped_status(data, repo)
+    finally:
+        repo.close()
+    if args.json:
+        print_json({**status, "why": why})
+        return NOT_RUNNING
+    crawl = status["crawl"]
+    if crawl["resumes"] == RUNNING:
+        resumes = "the crawl resumes when the node starts"
+    else:
+        state = crawl["resumes"]
+        resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
+    lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
+    lines += waiting_hosts_lines(crawl["hosts_waiting"])
+    sample = crawl["last_sample"]
+    if sample:
+        ago = readable(max(0.0, time.time() - sample["t"]))
+        at = time.strftime("%Y-%m-%d %H:%M", time.localtime(sample["t"]))
+        lines.append(f"           last ran {at} ({ago} ago)")
+        lines.append(f"errors     {_errors(sample['errors'])} (its last run)")
+    lines += _stored_lines(status, _known_peer_lines(status))
+    print("\n".join(lines))
+    return NOT_RUNNING
+
+
+def waiting_hosts_lines(waiting: dict[str, Any] | None) -> list[str]:
+    """The hosts that failed repeatedly and the links waiting for their next try (none: no line)."""
+    if not waiting or not waiting["hosts"]:
+        return []
+    hosts = counted(waiting["hosts"], "host")
+    wait = waiting["next_try_in_s"]
+    when = f"the next in {readable(wait)}" if wait else "the next as soon as the crawl runs"
+    return [f"           {hosts} failed repeatedly: {waiting['links']} links wait for a try, {when}"]
+
+
+def _errors(by_kind: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {n}" for kind, n in by_kind.items()) or "none"
+
+
+def _stored_lines(status: dict[str, Any], peers: list[str]) -> list[str]:
+    """Documents, the `peers` lines and harvest: the part of a status a stopped node shares with a running
+    one."""
+    documents = status["documents"]
+    lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled", *peers]
+    if status["harvest"]:
+        lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
+    lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
+    return lines
+
+
+def _known_peer_lines(status: dict[str, Any]) -> list[str]:
+    known, blocked = status["known_peers"], status["blocked_peers"]
+    if not known and not blocked:
+        return []
+    rejoins = f"{known} known from its last run (it rejoins them)"
+    if blocked is None:
+        return [f"peers      {rejoins}; blocked.json is unreadable (`node run` says why)"]
+    return [f"peers      {rejoins}" + (f", {blocked} blocked" if blocked else "")]
+
+
+def peer_lines(status: dict[str, Any]) -> list[str]:
+    """Peers online and traffic; for a networked node, the addresses others join it through, and when it
+    has no peer, how to get one (nobody finds a node whose address they were not given)."""
+    exchanged = status["bytes_exchanged"]
+    traffic = f"exchanged {exchanged['in']} B in, {exchanged['out']} B out"
+    lines = [f"peers      {status['peers_online']} online; {traffic}"]
+    if not status["peer_id"]:
+        return lines
+    if not status["peers_online"]:
+        lines.append(
+            "           none yet: join one with `topicswarm node run --bootstrap MULTIADDR`, or give "
+            "peers an address below to join this node"
+        )
+    lines += [f"{'addrs' if i == 0 else '':<11}{addr}" for i, addr in enumerate(status.get("addrs") or [])]
+    return lines
+
+
+def _seconds(seconds: float) -> str:
+    """A crawl's duration as a person reads it: a small fixture crawl can take under a tenth of a second."""
+    if seconds >= 10:
+        return f"{seconds:.0f} s"
+    return f"{seconds:.1f} s" if seconds >= 0.1 else "under 0.1 s"
+
+
+def crawl_lines(crawl: dict[str, Any]) -> list[str]:
+    """What the crawl does, why it does not crawl (and what to do), and how fast it went."""
+    activity = crawl.get("activity") or ("crawling" if crawl.get("active") else crawl["state"])
+    # the documents line below counts the repository; this count, the crawl's last snapshot, lagged it
+    size = f"frontier {crawl['frontier_size']}"
+    session = crawl.get("session") or {}
+    if session.get("pages"):
+        since = (
+            f"since the node started {session['pages']} pages in {_seconds(session['crawl_seconds'])} of "
+            f"crawling ({session['pages_per_s']:.1f} pages/s)"
+        )
+    else:
+        since = "nothing crawled since the node started"
+    if activity == "pausing":  # a pause lets the requests in flight finish
+        lines = [
+            f"crawl      pausing: {finishing_first(crawl.get('in_flight', 0))}",
+            f"           {size}; {since}",
+        ]
+    elif crawl.get("active"):
+        in_flight = f", {crawl['in_flight']} in flight" if crawl.get("in_flight") else ""
+        lines = [
+            f"crawl      {activity}  {crawl['pages_per_s']:.1f} pages/s (last seconds)  {size}{in_flight}",
+            f"           {since}",
+        ]
+    else:
+        lines = [
+            f"crawl      {activity}: {crawl.get('detail') or crawl.get('reason') or 'waiting'}",
+            f"           {size}; {since}",
+        ]
+    lines += waiting_hosts_lines(crawl.get("hosts_waiting"))
+    held = crawl.get("held_topics") or {}
+    if held and crawl.get("state") == "running":
+        topics = ", ".join(f"{topic} ({state})" for topic, state in held.items())
+        lines.append(f"           not crawled: {topics}; `topicswarm crawl start --topic T` resumes one")
+    revisits = crawl.get("revisits") or {}
+    if revisits.get("fetched"):
+        lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")
+    for noun in ("sitemap", "feed"):
+        listed = crawl.get(f"{noun}s") or {}
+        if listed.get("read") or listed.get("unchanged"):
+            line = listing_line(noun, listed["read"], listed["urls_queued"], listed.get("unchanged", 0))
+            lines.append(f"           {line}")
+    if not crawl.get("active") and revisits.get("next_in_s") is not None:
+        wait = readable(revisits["next_in_s"])
+        lines.append(f"           next stored page, sitemap or feed due again in {wait}")
+    return lines
