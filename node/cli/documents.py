@@ -7,14 +7,21 @@ a mark on a peer's result has the node fetch the page to train on), else straigh
 from __future__ import annotations
 
 import argparse
-import json
 import textwrap
 import time
 from typing import Any
 
 from crawler.charsets import without_controls
 from crawler.query import DEFAULT_USER
-from node.cli.common import CliError, add_data_arg, api_errors, data_dir, node_client_or_none, open_repository
+from node.cli.common import (
+    CliError,
+    add_data_arg,
+    api_errors,
+    data_dir,
+    node_client_or_none,
+    open_repository,
+    print_json,
+)
 from node.datadir import DataDir
 
 PREVIEW_WIDTH = 100
@@ -66,7 +73,7 @@ def run_show(args: argparse.Namespace) -> int:
     else:
         details = _stored_document(args)
     if args.json:
-        print(json.dumps(details, ensure_ascii=False))
+        print_json(details)
     else:
         print(without_controls("\n".join(document_lines(details))))  # as in print_hits
     return 0
@@ -143,7 +150,7 @@ def run_feedback(args: argparse.Namespace) -> int:
         document = _stored_document(args)
         answer = _mark_stored(data, document, relevant, args.query, args.user)
     if args.json:
-        print(json.dumps(answer, ensure_ascii=False))
+        print_json(answer)
         return 0
     print(feedback_text(document, args.mark, args.query, answer.get("fetching")))
     return 0

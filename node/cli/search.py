@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from node.cli.common import (
     existing_data_dir,
     node_client_or_none,
     open_repository,
+    print_json,
 )
 from node.client import NodeClient
 from node.wording import NOTHING_MATCHES, without_filters
@@ -159,7 +159,7 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
     hits = answer["hits"]
     if args.json:
         for hit in hits:
-            print(json.dumps(hit, ensure_ascii=False))
+            print_json(hit)
         return
     if not hits and answer["total"]:  # --offset past the last one, or --limit 0
         print(f"none of {answer['total']} results shown with --offset {args.offset} --limit {args.limit}")

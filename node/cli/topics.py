@@ -8,7 +8,6 @@ focuses on these topics.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from node.cli.common import (
     existing_data_dir,
     node_client_or_none,
     open_repository,
+    print_json,
 )
 from node.client import NodeClient
 from node.config import ConfigError, load_config
@@ -166,7 +166,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = topic_summary(taxonomy)
     if args.json:
         for row in rows:
-            print(json.dumps(row, ensure_ascii=False))
+            print_json(row)
         return 0
     print(f"{'topic':<48} {'pos':>5} {'neg':>5} {'text':>5} {'failed':>6}")
     for row in rows:
@@ -194,7 +194,7 @@ def run_keywords(args: argparse.Namespace) -> int:
     else:
         words = _stored_keywords(data, args.topic, args.words if change else None)
     if args.json:
-        print(json.dumps({"key": args.topic, "keywords": words}, ensure_ascii=False))
+        print_json({"key": args.topic, "keywords": words})
     elif words:
         print(f"{args.topic}: {', '.join(words)} (a page of the topic must hold one of them)")
     else:
