@@ -31,29 +31,29 @@ MIN_PER_CLASS = 2  # labelled documents of each class needed, so every fold trai
 def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = FOLDS) -> dict[str, Any]:
     """{"curve": [{"loss", "accuracy"}], "documents", "folds", "why"}: the stored meta-classifier's
     accuracy by loss on the node's labelled documents, each scored as the node filters
-    (`learning.filtering_scores`, against its rival topics' meta-classifiers) by meta-classifiers whose
+    (`filtering.filtering_scores`, against its rival topics' meta-classifiers) by meta-classifiers whose
     local members did not train on it; an empty curve with `why` when it cannot be measured."""
-    from node.cooperation import learning, store
+    from node.cooperation import filtering, store, training
 
     row = store.load_meta(repo, topic)
     if row is None or not row.get("model"):
         return unmeasured(0, folds, "no meta-classifier built yet")
-    rows = learning.training_rows(repo)
-    data = learning.labelled_data(rows, topic, featurizer)
+    rows = training.training_rows(repo)
+    data = training.labelled_data(rows, topic, featurizer)
     n = int(data.labels.size)
     if data.positives < MIN_PER_CLASS or data.negatives < MIN_PER_CLASS:
         counts = f"{data.positives} in the topic, {data.negatives} outside"
         return unmeasured(n, folds, f"too few labelled documents ({counts})")
     stored = {topic: _parsed(row)}
-    for rival in learning.rival_topics(topic, store.meta_topics(repo)):
+    for rival in filtering.rival_topics(topic, store.meta_topics(repo)):
         if (rival_row := store.load_meta(repo, rival)) is not None and rival_row.get("model"):
             stored[rival] = _parsed(rival_row)
-    labels = {t: learning.topic_labels(rows, t) for t in stored}
-    own = learning.own_documents(repo, featurizer) if any(m.latent for m, _, _ in stored.values()) else None
+    labels = {t: training.topic_labels(rows, t) for t in stored}
+    own = training.own_documents(repo, featurizer) if any(m.latent for m, _, _ in stored.values()) else None
     built = {t: meta for t, (meta, _, _) in stored.items()}
-    claims = {t: learning.rival_claims(built, t, own) if own is not None else None for t in stored}
+    claims = {t: filtering.rival_claims(built, t, own) if own is not None else None for t in stored}
     scores = np.zeros(n)
-    for train, test in learning.fold_splits(n, folds):
+    for train, test in training.fold_splits(n, folds):
         metas = {}
         for t, (meta, local, loss) in stored.items():
             fold_meta = _without_test_fold(
@@ -62,9 +62,9 @@ def held_out_curve(repo: Repository, topic: str, featurizer: Any, folds: int = F
             if fold_meta is None:
                 return unmeasured(n, folds, "a fold lacks documents of one class")
             metas[t] = fold_meta
-        scores[test] = learning.filtering_scores(metas, topic, data.X[test])
+        scores[test] = filtering.filtering_scores(metas, topic, data.X[test])
     return {
-        "curve": learning.loss_curve(scores, data.labels),
+        "curve": filtering.loss_curve(scores, data.labels),
         "documents": n,
         "folds": folds,
         "why": "",
@@ -96,14 +96,14 @@ def _without_test_fold(
     on their own documents and stay) and its latent class models fitted again on the node's documents
     `own`, for the `loss` it was built for (documents a rival topic `claimed` aside). None when the folds
     lack a class and the topic is the one measured; a rival's then keeps its stored local member."""
-    from node.cooperation import learning
+    from node.cooperation import training
 
     if local is None:
         return meta
-    part = learning.LabelledData(tuple(data.ids[i] for i in train), data.X[train], labels[train])
+    part = training.LabelledData(tuple(data.ids[i] for i in train), data.X[train], labels[train])
     if not _both_classes(part.labels):
         return None if required else meta
-    model = learning.train_local(part)
+    model = training.train_local(part)
     retrained = replace(meta, models=(*meta.models[:local], model, *meta.models[local + 1 :]))
     if not meta.latent or own is None:
         return retrained
@@ -119,15 +119,15 @@ def refitted_latent(
     claimed: np.ndarray | None = None,
 ) -> tuple[Any, ...]:
     """The meta-classifier's latent class models fitted again on the node's documents as the build fits
-    them (`learning.latent_meta_classifier`): each on the views it reads, the local model's the reference;
+    them (`latent_meta.latent_meta_classifier`): each on the views it reads, the local model's the reference;
     one that no longer fits, whose classes overlap, or whose positive class takes in most of the fold's
     labelled negatives, is left out, and the local model's own then votes with its labels' threshold
     (`labels_view`). Built for a `loss`, the community's is left out where it accepts more of the node's
     documents the local model's rejects than that share, those a rival topic `claimed` aside
-    (`learning.accepts_beyond_the_loss`), unless the local voter is its labels' threshold
-    (`learning.measures_looseness`)."""
+    (`latent_meta.accepts_beyond_the_loss`), unless the local voter is its labels' threshold
+    (`latent_meta.measures_looseness`)."""
     from metamodels.latent_class import fit_latent_class, labels_view
-    from node.cooperation import learning
+    from node.cooperation import latent_meta, training
 
     negatives = part.X[part.labels == 0]
     refitted = []
@@ -139,11 +139,11 @@ def refitted_latent(
             meta.view_log_odds(own, voter),
             voter.views,
             voter.views.index(local),
-            learning.MIN_AGREEMENT_DOCUMENTS,
+            training.MIN_AGREEMENT_DOCUMENTS,
         )
         if fitted is not None and (
-            learning.overlapping(fitted, local)
-            or learning.accepts_most_negatives(fitted, meta.view_log_odds(negatives, fitted))
+            latent_meta.overlapping(fitted, local)
+            or latent_meta.accepts_most_negatives(fitted, meta.view_log_odds(negatives, fitted))
         ):
             fitted = None
         if fitted is not None:
@@ -151,9 +151,9 @@ def refitted_latent(
         elif voter.views == (local,):
             refitted.append(labels_view(local))
     local_voter = refitted[0] if refitted and refitted[0].views == (local,) else None
-    if loss is not None and len(refitted) > 1 and learning.measures_looseness(local_voter):
+    if loss is not None and len(refitted) > 1 and latent_meta.measures_looseness(local_voter):
         local_view, community = (v.log_odds(meta.view_log_odds(own, v)) for v in refitted[:2])
-        if learning.accepts_beyond_the_loss(local_view, community, loss, claimed):
+        if latent_meta.accepts_beyond_the_loss(local_view, community, loss, claimed):
             refitted = refitted[:1]
     return tuple(refitted) or (labels_view(local),)
 

@@ -15,7 +15,7 @@ import trio
 
 from crawler.focus import HARVESTING
 from metamodels.linear import LinearModel
-from node.cooperation import learning, store
+from node.cooperation import store, training, weighing
 from node.cooperation.backoff import Backoff
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import (
@@ -77,7 +77,7 @@ class ModelExchange:
         stays."""
         if not now and self._learning():
             return []
-        fingerprint = await self.layer.db(learning.training_fingerprint)
+        fingerprint = await self.layer.db(training.training_fingerprint)
         changed = []
         for topic in await self.layer.topics():
             stored = await self.layer.db(store.load_models, topic, "linear", store.LOCAL)
@@ -104,19 +104,19 @@ class ModelExchange:
         decisions on the node's own documents stay (`prune_agreement`); `previous` itself when the new
         one decides like it on enough of those documents (`republish_agreement`)."""
         data = self.layer.labelled(topic)
-        model = learning.train_local(data, self.settings.min_training_docs)
+        model = training.train_local(data, self.settings.min_training_docs)
         if model is None:
             return None
         # the shipped model must decide like the full one on the documents it will meet: the node's crawled
         # ones, and its labelled ones (which alone count before the crawl has found enough)
-        own = learning.own_documents(self.layer.repo, self.layer.featurizer)
+        own = training.own_documents(self.layer.repo, self.layer.featurizer)
         X = sp.vstack([own, data.X], format="csr")
         loss = self.settings.default_loss
-        model = learning.pruned(model, data, X, loss, self.settings.prune_agreement)
+        model = training.pruned(model, data, X, loss, self.settings.prune_agreement)
         alike = (
             previous is not None
-            and X.shape[0] >= learning.MIN_AGREEMENT_DOCUMENTS
-            and learning.decision_agreement(previous, model, X, loss) >= self.settings.republish_agreement
+            and X.shape[0] >= training.MIN_AGREEMENT_DOCUMENTS
+            and training.decision_agreement(previous, model, X, loss) >= self.settings.republish_agreement
         )
         return previous if alike else model
 
@@ -277,10 +277,10 @@ class ModelExchange:
                 return stored.model
         return None
 
-    def _measure_received(self, signed: SignedModel) -> learning.Member:
+    def _measure_received(self, signed: SignedModel) -> weighing.Member:
         payload = signed.payload
         data = self.layer.labelled(payload.topic)
-        return learning.received_member(payload.origin, payload.version, linear_from_payload(payload), data)
+        return weighing.received_member(payload.origin, payload.version, linear_from_payload(payload), data)
 
     async def fetch_models(self) -> int:
         """Fetch the model of every community peer this node holds none of (newer versions arrive through

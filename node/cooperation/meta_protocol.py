@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from metamodels.estimators import (
     robust_cross_accuracy,
 )
 from metamodels.linear import LinearModel
-from node.cooperation import learning, store
+from node.cooperation import filtering, store, weighing
 from node.cooperation.settings import CooperationSettings
 from node.cooperation.wiremodels import linear_from_payload
 from p2p.errors import P2PError, WireError
@@ -131,7 +132,7 @@ class MetaProtocol:
             # filters loss-targeted (3.4.4), which meets the loss with any number of peers while each further
             # honest peer lowers the error: with a loss goal alone, every honest peer is asked
             needed = len(participants)
-        chosen = learning.meta_candidates(community, accuracies)[: max(0, needed - 1)]
+        chosen = weighing.meta_candidates(community, accuracies)[: max(0, needed - 1)]
         used = await self._collect(topic, session, loss, error_goal, chosen)
         built = await self.layer.work(self.layer.combine, topic, used, loss)
         if built is None:
@@ -142,7 +143,7 @@ class MetaProtocol:
             "peers_needed": needed,
             "predicted": predicted_figures(honest, mean_accuracy, covariance, 1 + len(used)),
             "measured": {"accuracy": built["measured"]},
-            **{key: built[key] for key in learning.VERDICT_KEYS},
+            **{key: built[key] for key in filtering.VERDICT_KEYS},
         }
         await self.layer.db(store.save_meta, topic, build=answer)
         self.layer.publish("meta", answer)
@@ -183,7 +184,7 @@ class MetaProtocol:
         for (origin, version), votes in self.reports.get(topic, {}).items():
             if origin == self.layer.peer_id or version < newest.get(origin, 0):
                 continue
-            aggregate = robust_cross_accuracy(votes, learning.MIN_REPORT)
+            aggregate = robust_cross_accuracy(votes, weighing.MIN_REPORT)
             if aggregate is not None:
                 accuracies[origin], newest[origin] = aggregate[0], version
         for member in self.layer.members(topic):
@@ -282,7 +283,7 @@ class MetaProtocol:
         held: dict[str, np.ndarray] = {}
         entries = []
         for origin, model in models.items():
-            right, tested, mask = learning.measure(model, data)
+            right, tested, mask = weighing.measure(model, data)
             entries.append(CvEntry(origin, versions[origin], tested, tested - right))
             correct[origin] = (model.decision_function(data.X) > 0).astype(np.int8) == data.labels
             held[origin] = mask
@@ -335,10 +336,10 @@ class MetaProtocol:
 
     async def _measured_here(self, topic: str) -> bool:
         """Whether this node measured every model of the topic on enough of its own documents: their
-        weights then rest on its own data (`learning.community_weight`) and reports would change nothing."""
+        weights then rest on its own data (`weighing.community_weight`) and reports would change nothing."""
         rows = await self.layer.db(store.model_rows, topic)
         linear = [r for r in rows if r["kind"] == "linear"]
-        return bool(linear) and all(r["evaluated"] >= learning.ROBUST.min_evaluated for r in linear)
+        return bool(linear) and all(r["evaluated"] >= weighing.ROBUST.min_evaluated for r in linear)
 
     async def _held_versions(self) -> dict[str, tuple[tuple[str, int], ...]]:
         """topic -> the (origin, version) of every linear model held, local one included, sorted."""
@@ -374,4 +375,8 @@ def predicted_figures(honest: Sequence[float], accuracy: float, covariance: floa
         )
         return {"loss": None, "accuracy": None, "why": why}
     predicted = exchangeable_agreement(accuracy, max(covariance, 0.0), k)
-    return {"loss": predicted.loss, "accuracy": learning.finite_or_none(predicted.accuracy)}
+    return {"loss": predicted.loss, "accuracy": finite_or_none(predicted.accuracy)}
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)

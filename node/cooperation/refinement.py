@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import scipy.sparse as sp
+
+from crawler.preview import without_repeated_lines
 from crawler.repository import MAX_ROW_ID, Repository
 from crawler.taxonomy import OTHERS, TOPICS_LISTED_API, unknown_topic
-from node.cooperation import learning, store
+from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
+from metamodels.features import Featurizer, tokenize
+from metamodels.meta_clustering import apply_models, consensus
+from metamodels.meta_functions import ABSTAIN_LABEL
+from node.cooperation import filtering, store
 from node.cooperation.settings import MAX_CLUSTERS, CooperationSettings
 from node.cooperation.wiremodels import centroids_from_payload, centroids_payload
 from node.errors import shown
@@ -36,15 +46,15 @@ class Refinement:
     def settings(self) -> CooperationSettings:
         return self.layer.settings
 
-    def _topic_matrix(self, topic: str) -> tuple[learning.TopicDocuments, Any]:
-        docs = learning.topic_documents(self.layer.repo, topic, include_pooled=False)
+    def _topic_matrix(self, topic: str) -> tuple[filtering.TopicDocuments, Any]:
+        docs = filtering.topic_documents(self.layer.repo, topic, include_pooled=False)
         return docs, self.layer.featurizer.transform(list(docs.texts))
 
     def _local_centroids(self, topic: str, k: int) -> Any:
         docs, X = self._topic_matrix(topic)
         if docs.doc_ids.size < 2 * k:
             return None
-        return learning.local_centroids(X, k, self.layer.featurizer)
+        return local_centroids(X, k, self.layer.featurizer)
 
     async def on_centroids(self, peer: str, topic: str, k: int) -> SignedModel | None:
         """A k-means model of the topic on this node's documents (k checked by the protocol)."""
@@ -80,8 +90,8 @@ class Refinement:
                 raise ValueError(
                     f"topic {topic!r} has {docs.doc_ids.size} documents: too few for {k} subtopics"
                 )
-            own = learning.local_centroids(X, k, layer.featurizer)
-            proposals = learning.cluster_proposals(
+            own = local_centroids(X, k, layer.featurizer)
+            proposals = cluster_proposals(
                 docs, X, [own, *models], k, self.settings.cluster_loss, layer.featurizer
             )
             return store.save_proposals(layer.repo, topic, proposals)
@@ -152,3 +162,61 @@ def public_proposal(row: dict[str, Any]) -> dict[str, Any]:
         k: row[k]
         for k in ("id", "topic", "label", "top_terms", "sample_titles", "size", "abstained", "status")
     }
+
+
+# -- collaborative clustering (3.3.3) ---------------------------------------------------------------------
+def local_centroids(X: sp.csr_matrix, k: int, featurizer: Featurizer, seed: int = 0) -> ClusteringModel:
+    return kmeans(X, k, featurizer.config, seed=seed).model
+
+
+def cluster_proposals(
+    docs: filtering.TopicDocuments,
+    X: sp.csr_matrix,
+    models: Sequence[ClusteringModel],
+    k: int,
+    loss: float,
+    featurizer: Featurizer,
+) -> list[dict[str, object]]:
+    """Meta clusters of the node's own documents from its own and its peers' centroid models: labels mapped
+    onto each other (the similarity or the purity mapping, whichever agrees more with the models:
+    `consensus`), combined by a confidence vote, the least confident `loss` share left unassigned. Terms are
+    shown as the words the documents use, not as stems, and come from the documents' own lines: lines that
+    several of them share (a site's menus, slogans, language lists) labelled a cluster of one site's pages
+    "choose, download, fast" from SQLite's "Small. Fast. Reliable. Choose any three." and its menu."""
+    usable = [m for m in models if m.k == k]
+    labels, confidences = apply_models(usable, X)
+    voted = consensus(labels, confidences, k).clustering
+    kept = restrict(voted, loss)
+    texts = without_repeated_lines(docs.texts)
+    words = surface_forms(texts, featurizer)
+    stems = top_terms([featurizer.terms(t) for t in texts], kept.labels, k, 10)
+    terms = [[words.get(stem, stem) for stem in cluster_terms] for cluster_terms in stems]
+    proposals = []
+    for cluster in range(k):
+        members = np.flatnonzero(kept.labels == cluster)
+        if members.size == 0:
+            continue
+        best = members[np.argsort(-voted.confidence[members], kind="stable")]
+        abstained = int(np.sum((voted.labels == cluster) & (kept.labels == ABSTAIN_LABEL)))
+        proposals.append(
+            {
+                "label": ", ".join(terms[cluster][:3]) or f"cluster {cluster + 1}",
+                "top_terms": list(terms[cluster]),
+                "sample_titles": [docs.titles[i] for i in best[:5]],
+                "size": int(members.size),
+                "abstained": abstained,
+                "doc_ids": [int(docs.doc_ids[i]) for i in members],
+            }
+        )
+    return proposals
+
+
+def surface_forms(texts: Sequence[str], featurizer: Featurizer) -> dict[str, str]:
+    """Each stem's most frequent word in `texts` ('tutorial' for 'tutori'): labels a person can read."""
+    seen: dict[str, Counter[str]] = defaultdict(Counter)
+    for text in texts:
+        for token in tokenize(text):
+            stems = featurizer.terms(token)
+            if stems:
+                seen[stems[0]][token] += 1
+    return {stem: words.most_common(1)[0][0] for stem, words in seen.items()}

@@ -15,8 +15,9 @@ import time
 from typing import TYPE_CHECKING
 
 from crawler.repository import Repository
-from node.cooperation import learning, store
+from node.cooperation import store
 from node.cooperation.backoff import Backoff
+from node.cooperation.previews import result_previews
 from node.cooperation.settings import CooperationSettings
 from node.stored_state import topic_keys
 from p2p.errors import P2PError, WireError
@@ -86,7 +87,7 @@ class ResultSync:
             for _, row in rows
             if len(row["url"]) <= 2048 and row["url"].startswith(("http://", "https://"))
         ]
-        previews = await layer.db(learning.result_previews, sent, self.settings.preview_chars)
+        previews = await layer.db(result_previews, sent, self.settings.preview_chars)
         results = [
             CrawlResult(
                 url=row["url"],

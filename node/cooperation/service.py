@@ -46,7 +46,7 @@ from metamodels.errors import MetamodelError
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.restrictive import loss_targeted_decisions
-from node.cooperation import learning, store
+from node.cooperation import filtering, latent_meta, store, training, weighing
 from node.cooperation.exchange import ModelExchange
 from node.cooperation.focus import MetaFocus
 from node.cooperation.meta_protocol import MetaProtocol
@@ -191,10 +191,10 @@ class Cooperation:
     async def topics(self) -> list[str]:
         return await self.db(topic_keys)
 
-    def labelled(self, topic: str) -> learning.LabelledData:
+    def labelled(self, topic: str) -> training.LabelledData:
         """The topic's labelled documents, featurized (in a worker thread: it reads the repository)."""
-        rows = learning.training_rows(self.repo)
-        return learning.labelled_data(rows, topic, self.featurizer)
+        rows = training.training_rows(self.repo)
+        return training.labelled_data(rows, topic, self.featurizer)
 
     # -- membership and communities (the p2p layer's) ----------------------------------------------------
     def connected_peers(self) -> list[str]:
@@ -218,8 +218,8 @@ class Cooperation:
         self,
         topic: str,
         origins: Sequence[str] | None = None,
-        data: learning.LabelledData | None = None,
-    ) -> list[learning.Member]:
+        data: training.LabelledData | None = None,
+    ) -> list[weighing.Member]:
         """The local model and the received ones (all, or those of `origins`), weighed on local data (the
         topic's labelled documents, read here unless the caller has them)."""
         data = data if data is not None else self.labelled(topic)
@@ -229,10 +229,10 @@ class Cooperation:
             model = linear_from_payload(stored.model.payload)
             if stored.role == store.LOCAL:
                 votes = reports.get((self.peer_id, stored.version))
-                members.insert(0, learning.local_member(self.peer_id, stored.version, model, data, votes))
+                members.insert(0, weighing.local_member(self.peer_id, stored.version, model, data, votes))
             elif origins is None or stored.origin in origins:
                 votes = reports.get((stored.origin, stored.version))
-                members.append(learning.received_member(stored.origin, stored.version, model, data, votes))
+                members.append(weighing.received_member(stored.origin, stored.version, model, data, votes))
         for m in members:
             store.set_model_quality(
                 self.repo,
@@ -255,11 +255,11 @@ class Cooperation:
             return None
         previous = store.load_meta(self.repo, topic)
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss
-        self._built_on[topic] = learning.own_document_count(self.repo)
-        unlabelled = learning.own_documents(self.repo, self.featurizer)
-        claimed = learning.rival_claims(self._metas, topic, unlabelled)
-        meta = learning.meta_classifier(members, unlabelled, data, loss, claimed)
-        scores = learning.meta_scores(meta, data.X)
+        self._built_on[topic] = training.own_document_count(self.repo)
+        unlabelled = training.own_documents(self.repo, self.featurizer)
+        claimed = filtering.rival_claims(self._metas, topic, unlabelled)
+        meta = latent_meta.meta_classifier(members, unlabelled, data, loss, claimed)
+        scores = latent_meta.meta_scores(meta, data.X)
         rows = [
             {
                 "origin": "local" if m.local else m.origin,
@@ -278,7 +278,7 @@ class Cooperation:
             loss=loss,
             model=meta.to_dict(),
             members=rows,
-            curve=learning.loss_curve(scores, data.labels),
+            curve=filtering.loss_curve(scores, data.labels),
             built_at=time.time(),
         )
         self._metas[topic] = meta
@@ -287,32 +287,34 @@ class Cooperation:
         return {
             "meta": meta,
             "members": members,
-            "measured": learning.decision_accuracy(scores, data.labels, loss),
+            "measured": filtering.decision_accuracy(scores, data.labels, loss),
             **verdicts,
         }
 
     def _apply(self, topic: str, loss: float) -> dict[str, int]:
-        """Verdicts for the topic's documents by `learning.filtering_scores` at the loss; how many of each."""
-        docs = learning.topic_documents(self.repo, topic)
+        """Verdicts for the topic's documents by `filtering.filtering_scores` at the loss; how many of
+        each."""
+        docs = filtering.topic_documents(self.repo, topic)
         if docs.doc_ids.size == 0:
             store.save_meta(self.repo, topic, loss=loss)
             return {"kept": 0, "rejected": 0, "abstained": 0}
         rivals = self._filtering_metas(topic)
-        scores = learning.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
+        scores = filtering.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
         decisions = loss_targeted_decisions(scores, loss)
-        self._cutoffs[topic] = (rivals, loss, learning.abstain_cutoff(scores, decisions))
-        verdicts = learning.write_verdicts(self.repo, docs.doc_ids, decisions)
+        self._cutoffs[topic] = (rivals, loss, filtering.abstain_cutoff(scores, decisions))
+        verdicts = filtering.write_verdicts(self.repo, docs.doc_ids, decisions)
         store.save_meta(self.repo, topic, loss=loss)  # counts: the documents' verdicts
         return verdicts
 
     def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:
         """The meta-classifiers filtering the topic reads: its own and its rival topics'."""
-        rivals = learning.rival_topics(topic, self._metas)
+        rivals = filtering.rival_topics(topic, self._metas)
         return {t: self._metas[t] for t in [topic, *rivals]}
 
     def _reapply_rivals(self, topic: str) -> None:
-        """Filter again the topics a new meta-classifier of `topic` competes with (`learning.rivalled_by`)."""
-        for rivalled in learning.rivalled_by(topic, self._metas):
+        """Filter again the topics a new meta-classifier of `topic` competes with
+        (`filtering.rivalled_by`)."""
+        for rivalled in filtering.rivalled_by(topic, self._metas):
             row = store.load_meta(self.repo, rivalled)
             self._apply(rivalled, row["loss"] if row else self.settings.default_loss)
 
@@ -324,10 +326,10 @@ class Cooperation:
         if known is None or known[1] != loss or not _same_models(known[0], rivals):
             self._apply(topic, loss)
             return
-        docs = learning.topic_documents(self.repo, topic, unjudged=True)
+        docs = filtering.topic_documents(self.repo, topic, unjudged=True)
         if docs.doc_ids.size:
-            scores = learning.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
-            learning.write_verdicts(self.repo, docs.doc_ids, learning.cutoff_decisions(scores, known[2]))
+            scores = filtering.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
+            filtering.write_verdicts(self.repo, docs.doc_ids, filtering.cutoff_decisions(scores, known[2]))
 
     async def judge_new_documents(self) -> list[str]:
         """Restrictive verdicts at the topic's loss for every topic with documents filed since its last
@@ -346,7 +348,7 @@ class Cooperation:
         """Topics whose meta-classifier was built on fewer than 1/REBUILD_GROWTH of the own documents now."""
         if not self._built_on:
             return []
-        now = learning.own_document_count(repo)
+        now = training.own_document_count(repo)
         return [topic for topic, then in self._built_on.items() if now >= REBUILD_GROWTH * max(then, 1)]
 
     async def rebuild_meta(self, topic: str) -> None:
@@ -365,7 +367,7 @@ class Cooperation:
 
         self._metas = await self.db(load)
         if self._metas:  # a restarted node rebuilds them when its crawl has grown from here
-            own = await self.db(learning.own_document_count)
+            own = await self.db(training.own_document_count)
             self._built_on = dict.fromkeys(self._metas, own)
 
     def has_meta(self, topic: str) -> bool:
@@ -378,7 +380,7 @@ class Cooperation:
         meta = self._metas.get(topic)
         if meta is None:
             return None
-        return learning.meta_scores(meta, self.featurizer.transform(list(texts)))
+        return latent_meta.meta_scores(meta, self.featurizer.transform(list(texts)))
 
     async def meta(self, topic: str) -> dict[str, Any]:
         row = await self.db(store.load_meta, topic)
@@ -388,17 +390,17 @@ class Cooperation:
             "topic": topic,
             "loss": row["loss"],
             "curve": row["curve"],
-            **await self.db(learning.verdict_counts, topic),
+            **await self.db(filtering.verdict_counts, topic),
             "models": row["members"],
-            "combination": learning.combination(row["model"], row["members"] or []),
-            "rival_topics": learning.rival_topics(topic, self._metas),
+            "combination": latent_meta.combination(row["model"], row["members"] or []),
+            "rival_topics": filtering.rival_topics(topic, self._metas),
             "build": row["build"],
         }
 
     async def set_loss(self, topic: str, loss: float) -> dict[str, Any]:
         """Restrictive filtering of the topic's documents at the user's loss; verdicts stored per document.
         The meta-classifier is built again for that loss: which of the community's models may vote depends
-        on it (`learning.accepts_beyond_the_loss`)."""
+        on it (`latent_meta.accepts_beyond_the_loss`)."""
         if not 0.0 <= loss < 1.0:
             raise ValueError("loss must lie in [0, 1)")
         row = await self.db(store.load_meta, topic)
@@ -406,7 +408,7 @@ class Cooperation:
             built = await self.work(self.combine, topic, self._built_from(row), loss)
             if built is None:
                 raise KeyError(f"no meta-classifier for {topic!r}: the topic has no model yet")
-            verdicts = {key: built[key] for key in learning.VERDICT_KEYS}
+            verdicts = {key: built[key] for key in filtering.VERDICT_KEYS}
             row = await self.db(store.load_meta, topic)  # the one built for the loss
         else:
             verdicts = await self.work(self._apply, topic, loss)
@@ -414,7 +416,7 @@ class Cooperation:
             "topic": topic,
             "loss": loss,
             **verdicts,
-            "combination": learning.combination(row["model"], row["members"] or []),
+            "combination": latent_meta.combination(row["model"], row["members"] or []),
         }
         self.publish("meta", answer)
         return answer

@@ -87,7 +87,7 @@ def _schema_v2(db: Any) -> None:
 
 
 # coop_meta's kept and abstained columns (v1) are no longer written: a topic's counts are its documents'
-# verdicts as they stand (`learning.verdict_counts`), which the stored counts of one filtering were not.
+# verdicts as they stand (`filtering.verdict_counts`), which the stored counts of one filtering were not.
 MIGRATIONS = [_schema_v1, _schema_v2]
 
 

@@ -18,14 +18,14 @@ from metamodels.clustering import ClusteringModel
 from metamodels.errors import ModelFormatError
 from metamodels.features import FeatureConfig
 from metamodels.linear import Calibration, LinearModel
-from node.cooperation.learning import training_key
+from node.cooperation.training import training_key
 from p2p.errors import WireError
 from p2p.message_limits import MAX_TRAINING_DOCS
 from p2p.messages.models import ModelPayload, pack_weights
 
 
 def _doc_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
-    """The training documents as keys (`learning.training_key`): 7 characters each instead of a URL."""
+    """The training documents as keys (`training.training_key`): 7 characters each instead of a URL."""
     return tuple(training_key(i) for i in ids)[:MAX_TRAINING_DOCS]
 
 

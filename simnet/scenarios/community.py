@@ -21,9 +21,9 @@ with page labels):
 - Target group of a topic: the majority group of its bookmarks' pages (over the whole file).
 - Filter accuracy: restrictive filtering at loss 0.2 (thesis 3.2.1) of the node's own crawled documents (not
   pooled, no duplicates, not its training documents, label known): per topic, one-vs-rest (positive = the page
-  is in the topic's target group), ranked as the node filters (`learning.filtering_scores`: the topic's
-  confidence less the strongest claim of a rival topic's classifier of the same kind, `learning.rival_topics`,
-  of every topic the node built one for), the 20% least
+  is in the topic's target group), ranked as the node filters (`filtering.filtering_scores`: the topic's
+  confidence less the strongest claim of a rival topic's classifier of the same kind,
+  `filtering.rival_topics`, of every topic the node built one for), the 20% least
   confident documents are dismissed, the rest decided by the sign; accuracy = correct / decided,
   micro-averaged over the topics (filter_documents: the labelled documents per topic, filter_decided:
   decisions over all topics; meta_wins/meta_losses: documents the meta-classifier decided right and the local
@@ -32,7 +32,7 @@ with page labels):
   losses, the chance of a split at least that uneven if either model were as likely to be the one right on a
   document they decide differently, 1.0 when there are none). "meta" is the node's meta-classifier as stored
   after the build; "local" is what the same build makes of the node's local model alone
-  (`learning.meta_classifier` with no peer models: its Platt scaler from cross-validation on the node's
+  (`latent_meta.meta_classifier` with no peer models: its Platt scaler from cross-validation on the node's
   labels, then its own latent class model of the node's documents), i.e. what the node decides without peers.
   filter_accuracy_local_platt: the local model with its Platt scaler only (the threshold its labels set), as
   nodes filtered before the latent class step. All score the same documents.
@@ -259,9 +259,10 @@ def filter_figures(
     from metamodels.meta_classifier import MetaClassifier
     from metamodels.meta_functions import ABSTAIN, ACCEPT
     from metamodels.restrictive import loss_targeted_decisions
-    from node.cooperation import learning, store
+    from node.cooperation import filtering, latent_meta, store, weighing
+    from node.cooperation.training import labelled_data, own_documents, training_rows
 
-    rows = learning.training_rows(repo)
+    rows = training_rows(repo)
     training = {row[0] for row in rows}
     docs = [
         (label, f"{title}\n{text}")
@@ -273,7 +274,7 @@ def filter_figures(
     ]
     featurizer = Featurizer(FeatureConfig())
     X = featurizer.transform([text for _, text in docs]) if docs else None
-    own = learning.own_documents(repo, featurizer)
+    own = own_documents(repo, featurizer)
     labels = np.array([label for label, _ in docs])
     classifiers: dict[str, dict[str, MetaClassifier]] = {"local": {}, "meta": {}, "local_platt": {}}
     members: dict[str, list[dict[str, Any]]] = {}
@@ -286,16 +287,16 @@ def filter_figures(
         if "local" not in origins:
             continue
         i = origins.index("local")
-        data = learning.labelled_data(rows, topic, featurizer)
-        member = learning.local_member("local", 0, meta.models[i], data)
-        classifiers["local"][topic] = learning.meta_classifier([member], own, data)
+        data = labelled_data(rows, topic, featurizer)
+        member = weighing.local_member("local", 0, meta.models[i], data)
+        classifiers["local"][topic] = latent_meta.meta_classifier([member], own, data)
         classifiers["meta"][topic] = meta
         members[topic] = row["members"]
         classifiers["local_platt"][topic] = MetaClassifier(
             models=[meta.models[i]], weights=[1.0], scalers=[meta.scalers[i]] if meta.scalers else None
         )
     scores = {
-        name: {topic: learning.meta_scores(meta, X) for topic, meta in metas.items()}
+        name: {topic: latent_meta.meta_scores(meta, X) for topic, meta in metas.items()}
         for name, metas in classifiers.items()
     }
     totals = {name: [0, 0] for name in classifiers}
@@ -306,7 +307,7 @@ def filter_figures(
         figures: dict[str, Any] = {"documents": len(docs), "positives": int(np.sum(labels == targets[topic]))}
         right = {}
         for name, scored in scores.items():
-            decisions = loss_targeted_decisions(learning.filtering_margins(scored, topic), loss)
+            decisions = loss_targeted_decisions(filtering.filtering_margins(scored, topic), loss)
             decided = decisions != ABSTAIN
             correct = int(np.sum(decisions[decided] == truth[decided]))
             totals[name][0] += correct

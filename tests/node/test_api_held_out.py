@@ -12,7 +12,7 @@ from crawler.taxonomy import read_taxonomy, store_taxonomy
 from metamodels.calibration import PlattScaler
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.meta_classifier import MetaClassifier
-from node.cooperation import learning, store
+from node.cooperation import filtering, latent_meta, store, training
 from node.heldout import accuracy_at, held_out_curve
 
 WORDS = [f"w{i:03d}" for i in range(400)]
@@ -48,10 +48,10 @@ def imported_topics(tmp_path):
 def test_held_out_curve_sees_through_a_model_that_memorised_noise(tmp_path):
     random_topics(tmp_path / "topics")
     with imported_topics(tmp_path) as (repo, featurizer):
-        data = learning.labelled_data(learning.training_rows(repo), "Alpha", featurizer)
-        local = learning.train_local(data)
+        data = training.labelled_data(training.training_rows(repo), "Alpha", featurizer)
+        local = training.train_local(data)
         meta = MetaClassifier(models=(local,), weights=(1.0,))
-        training_curve = learning.loss_curve(learning.meta_scores(meta, data.X), data.labels)
+        training_curve = filtering.loss_curve(latent_meta.meta_scores(meta, data.X), data.labels)
         store.save_meta(
             repo, "Alpha", loss=0.0, model=meta.to_dict(), members=[{"origin": "local"}], curve=training_curve
         )
@@ -86,9 +86,9 @@ def test_held_out_curve_scores_documents_as_the_node_filters_them_against_rival_
     # Alpha's scaler accepts everything, as a threshold set on a crawl can; Beta claims its own documents
     separable_topics(tmp_path / "topics")
     with imported_topics(tmp_path) as (repo, featurizer):
-        rows = learning.training_rows(repo)
+        rows = training.training_rows(repo)
         for topic, scaler in (("Alpha", PlattScaler(a=-1.0, b=-2.0)), ("Beta", PlattScaler(a=-8.0, b=0.0))):
-            model = learning.train_local(learning.labelled_data(rows, topic, featurizer))
+            model = training.train_local(training.labelled_data(rows, topic, featurizer))
             meta = MetaClassifier(models=(model,), weights=(1.0,), scalers=(scaler,))
             store.save_meta(repo, topic, loss=0.0, model=meta.to_dict(), members=[{"origin": "local"}])
             if topic == "Alpha":

@@ -10,7 +10,7 @@ import pytest
 import node.cli.meta as cli_meta
 from node.cli.common import CliError
 from node.client import NodeError
-from node.cooperation import learning
+from node.cooperation import latent_meta
 
 BUILD = {
     "topic": "Databases",
@@ -118,7 +118,7 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
             {"views": [0, 1], "prior": 0.28, "means": [[-2.0, -1], [1.0, 1]], "variances": [[1, 1], [1, 1]]},
         ]
     }
-    combined = learning.combination(model, members)
+    combined = latent_meta.combination(model, members)
     assert combined == {
         "rule": "unanimous latent class models",
         "voters": [
@@ -126,7 +126,7 @@ def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
             {"models": ["local", "12D3KooWpeer"], "on_topic_share": 0.28},
         ],
     }
-    assert learning.combination({"aggregation": "log_odds_mean"}, members)["rule"] == "log_odds_mean"
+    assert latent_meta.combination({"aggregation": "log_odds_mean"}, members)["rule"] == "log_odds_mean"
 
     class Client:
         def meta(self, topic):

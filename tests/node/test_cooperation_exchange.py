@@ -114,11 +114,11 @@ async def test_meta_build_filters_the_repository_at_the_chosen_loss(tmp_path):
 
 @pytest.mark.trio
 async def test_a_new_loss_builds_the_meta_classifier_again_for_it(tmp_path, monkeypatch):
-    from node.cooperation import learning
+    from node.cooperation import latent_meta
 
     # the community's model accepts 30% of the node's documents that the local model rejects: it votes at a
     # loss of 0.3 or more, and is left out below
-    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.3)
+    monkeypatch.setattr(latent_meta, "looser_share", lambda *args: 0.3)
     async with running_nodes(tmp_path, 3) as (a, _b, _c):
 
         async def received() -> bool:

@@ -14,24 +14,24 @@ from crawler.repository import Repository, StoredPage
 from crawler.search import text_document
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.restrictive import loss_targeted_decisions
-from node.cooperation import learning
+from node.cooperation import filtering, latent_meta, previews, refinement, training, weighing
 from node.cooperation.focus import MetaFocus
 from node.cooperation.testing import add_document, make_repository
 from node.cooperation.wiremodels import coarse, flipped, linear_from_payload, linear_payload
 from p2p.signing import LocalEd25519Key, sign_model, verify_model
 
 
-def labelled(tmp_path, node: int, topic: str = "Databases") -> learning.LabelledData:
+def labelled(tmp_path, node: int, topic: str = "Databases") -> training.LabelledData:
     path = tmp_path / f"n{node}.sqlite"
     make_repository(path, node)
     with Repository(path) as repo:
-        rows = learning.training_rows(repo)
-    return learning.labelled_data(rows, topic, Featurizer(FeatureConfig()))
+        rows = training.training_rows(repo)
+    return training.labelled_data(rows, topic, Featurizer(FeatureConfig()))
 
 
 def test_linear_model_survives_the_signed_wire_form(tmp_path):
     data = labelled(tmp_path, 0)
-    model = learning.train_local(data)
+    model = training.train_local(data)
     key = LocalEd25519Key(b"k" * 32)
     signed = sign_model(key, linear_payload(model, "Databases", 3, key.peer_id))
     back = linear_from_payload(verify_model(signed))
@@ -39,17 +39,17 @@ def test_linear_model_survives_the_signed_wire_form(tmp_path):
     bound = np.abs(data.X) @ np.abs(model.weight_column()) / model.calibration.scale * 2.0**-9
     gap = np.abs(back.confidence(data.X) - model.confidence(data.X))
     assert np.all(gap <= bound.toarray().ravel() + 1e-6)
-    assert back.training_ids == tuple(learning.training_key(i) for i in model.training_ids)
-    assert all(len(i) == learning.KEY_LENGTH == 7 for i in back.training_ids)
-    _, tested, _ = learning.measure(back, data)
+    assert back.training_ids == tuple(training.training_key(i) for i in model.training_ids)
+    assert all(len(i) == training.KEY_LENGTH == 7 for i in back.training_ids)
+    _, tested, _ = weighing.measure(back, data)
     assert tested == 0  # the keys exclude every training document, as the URLs did
 
 
 def test_training_keys_are_short_stable_and_distinct():
     urls = [f"http://127.0.0.{i % 7}:8000/page-{i}.html" for i in range(2000)]
-    keys = [learning.training_key(u) for u in urls]
+    keys = [training.training_key(u) for u in urls]
     assert len(set(keys)) == len(urls) and all(k.startswith("#") and len(k) == 7 for k in keys)
-    assert [learning.training_key(k) for k in keys] == keys
+    assert [training.training_key(k) for k in keys] == keys
 
 
 def test_coarse_weights_keep_sign_and_finiteness_within_relative_error():
@@ -62,25 +62,25 @@ def test_coarse_weights_keep_sign_and_finiteness_within_relative_error():
 
 def test_pruned_model_keeps_decisions_on_own_documents(tmp_path):
     data = labelled(tmp_path, 0)
-    model = learning.train_local(data)
+    model = training.train_local(data)
     X = data.X
-    small = learning.pruned(model, data, X, 0.2, 0.95, min_weights=8, min_documents=10)
+    small = training.pruned(model, data, X, 0.2, 0.95, min_weights=8, min_documents=10)
     assert small.indices.size < model.indices.size
     full = loss_targeted_decisions(model.decision_function(X), 0.2)
     assert np.mean(loss_targeted_decisions(small.decision_function(X), 0.2) == full) >= 0.95
-    assert learning.pruned(model, data, X, 0.2, 1.0) is model
+    assert training.pruned(model, data, X, 0.2, 1.0) is model
 
 
 def test_flipped_model_measured_on_other_data_gets_weight_zero(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
-    honest = learning.train_local(other)
-    good = learning.received_member("peer", 1, honest, own)
-    bad = learning.received_member("bad", 1, flipped(honest), own)
+    honest = training.train_local(other)
+    good = weighing.received_member("peer", 1, honest, own)
+    bad = weighing.received_member("bad", 1, flipped(honest), own)
     assert good.accuracy > 0.8 and good.weight > 0
     assert bad.accuracy < 0.2 and bad.weight == 0.0
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    meta = learning.meta_classifier([local, good, bad])
-    assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
+    local = weighing.local_member("me", 1, training.train_local(own), own)
+    meta = latent_meta.meta_classifier([local, good, bad])
+    assert filtering.decision_accuracy(latent_meta.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
 
 
 def test_meta_focus_rejects_pages_the_meta_classifier_rejects():
@@ -116,34 +116,34 @@ def test_meta_focus_judges_feed_entries_again_as_it_judges_pages():
 
 
 def test_community_weight_comes_from_the_median_reporter_and_a_model_cannot_vouch_for_itself():
-    weight, accuracy, documents, reporters = learning.community_weight(
+    weight, accuracy, documents, reporters = weighing.community_weight(
         (0, 0), {"b": (18, 20), "c": (19, 20), "owner": (20, 20)}, "owner"
     )
     assert accuracy == 0.9 and documents == 40 and reporters == 2 and weight > 0
-    assert learning.community_weight((0, 0), {}, "owner") == (0.0, None, 0, 0)
+    assert weighing.community_weight((0, 0), {}, "owner") == (0.0, None, 0, 0)
 
 
 def test_a_model_this_node_measured_below_chance_gets_no_say_whatever_peers_report():
-    weight, accuracy, documents, reporters = learning.community_weight(
+    weight, accuracy, documents, reporters = weighing.community_weight(
         (2, 20), {"b": (20, 20), "c": (20, 20), "d": (20, 20)}, "bad"
     )
     assert weight == 0.0 and accuracy == 0.1 and documents == 20 and reporters == 4
 
 
 def test_a_model_measured_well_here_keeps_its_say_when_peers_seeded_elsewhere_measure_it_low():
-    specialist = learning.community_weight((26, 27), {"b": (2, 8)}, "owner")
+    specialist = weighing.community_weight((26, 27), {"b": (2, 8)}, "owner")
     assert specialist[0] > 0 and specialist[1] == 26 / 27
     # with too few documents here, the peers' lower median decides
-    assert learning.community_weight((3, 3), {"b": (2, 8)}, "owner")[0] == 0.0
+    assert weighing.community_weight((3, 3), {"b": (2, 8)}, "owner")[0] == 0.0
 
 
 def test_a_label_flipped_model_cannot_be_calibrated_into_a_good_one(tmp_path):
     data = labelled(tmp_path, 0)
     other = labelled(tmp_path, 1)
-    bad = flipped(learning.train_local(other))
-    member = learning.received_member("bad", 1, bad, data, {"liar": (100, 100), "liar2": (100, 100)})
+    bad = flipped(training.train_local(other))
+    member = weighing.received_member("bad", 1, bad, data, {"liar": (100, 100), "liar2": (100, 100)})
     assert member.scaler is None and member.weight == 0.0
-    good = learning.received_member("good", 1, learning.train_local(other), data)
+    good = weighing.received_member("good", 1, training.train_local(other), data)
     assert good.scaler is not None and good.scaler.a < 0 and good.weight > 0
 
 
@@ -152,17 +152,17 @@ def test_a_model_right_on_held_out_documents_of_one_class_keeps_its_weight(tmp_p
     # document here, so its held-out ones were all negatives, and no Platt scaler fits one class
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
     positives = tuple(i for i, y in zip(own.ids, own.labels, strict=True) if y == 1)
-    model = replace(learning.train_local(other), training_ids=positives)
-    member = learning.received_member("peer", 1, model, own)
+    model = replace(training.train_local(other), training_ids=positives)
+    member = weighing.received_member("peer", 1, model, own)
     assert member.evaluated == own.negatives and member.accuracy > 0.8
     assert member.scaler is not None and member.weight > 0
 
 
 def test_preview_skips_navigation_lines_and_keeps_the_length():
     text = "Download the ebook\nPrev\nNext\n8.6. Shell Environment\n" + "Command interpreters " * 10
-    shown = learning.preview(text, 100)
+    shown = previews.preview(text, 100)
     assert shown.startswith("Command interpreters") and len(shown) == 100
-    assert learning.preview("short\nlines only", 100) == "short lines only"
+    assert previews.preview("short\nlines only", 100) == "short lines only"
 
 
 SITE_MENU = (
@@ -183,7 +183,7 @@ def test_a_pooled_result_previews_its_first_sentences_not_the_menu_its_site_repe
         with repo.transaction():
             for row in rows:
                 repo.insert_page(StoredPage(text_document(row["url"], "", row["text"])))
-        shown = learning.result_previews(repo, rows, 60)
+        shown = previews.result_previews(repo, rows, 60)
     assert shown[0] == "Routine vacuuming reclaims storage. It also updates statisti"
     assert shown[1].startswith("Databases should be backed up regularly.")
     assert all(len(s) <= 60 and "Modules" not in s and "Small." not in s for s in shown)
@@ -191,35 +191,35 @@ def test_a_pooled_result_previews_its_first_sentences_not_the_menu_its_site_repe
 
 def test_decision_agreement_tells_a_retrained_model_worth_shipping_from_one_that_decides_alike(tmp_path):
     data = labelled(tmp_path, 0)
-    model = learning.train_local(data)
-    assert learning.decision_agreement(model, model, data.X, 0.2) == 1.0
-    assert learning.decision_agreement(model, flipped(model), data.X, 0.2) < 0.5
-    retrained = learning.train_local(labelled(tmp_path, 1))
-    assert 0.5 < learning.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
+    model = training.train_local(data)
+    assert training.decision_agreement(model, model, data.X, 0.2) == 1.0
+    assert training.decision_agreement(model, flipped(model), data.X, 0.2) < 0.5
+    retrained = training.train_local(labelled(tmp_path, 1))
+    assert 0.5 < training.decision_agreement(model, retrained, data.X, 0.2) <= 1.0
 
 
 def test_with_two_peers_the_meta_is_unanimous_latent_class_models_and_a_flipped_one_has_no_say(
     tmp_path,
 ):
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
     peers = [
-        learning.received_member(f"p{i}", 1, learning.train_local(d), own)
+        weighing.received_member(f"p{i}", 1, training.train_local(d), own)
         for i, d in ((1, other), (2, third))
     ]
-    bad = learning.received_member("bad", 1, flipped(learning.train_local(other)), own)
+    bad = weighing.received_member("bad", 1, flipped(training.train_local(other)), own)
     unlabelled = crawled_documents(tmp_path)
     members = [local, *peers, bad]
-    meta = learning.meta_classifier(members, unlabelled)
+    meta = latent_meta.meta_classifier(members, unlabelled)
     assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 2)]
     assert meta.weights[-1] == 0.0 and all(w > 0 for w in meta.weights[:-1])
-    assert learning.decision_accuracy(learning.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
+    assert filtering.decision_accuracy(latent_meta.meta_scores(meta, own.X), own.labels, 0.0) > 0.8
     back = type(meta).from_dict(meta.to_dict())
-    assert np.allclose(learning.meta_scores(back, unlabelled), learning.meta_scores(meta, unlabelled))
+    assert np.allclose(latent_meta.meta_scores(back, unlabelled), latent_meta.meta_scores(meta, unlabelled))
     # the unanimous rule: where the local model's own latent class model and the community's disagree,
     # the meta confidence is 0 (dismissed first); where they agree, the less sure one's
     votes = np.column_stack([v.log_odds(meta.view_log_odds(unlabelled, v)) for v in meta.latent])
-    scores = learning.meta_scores(meta, unlabelled)
+    scores = latent_meta.meta_scores(meta, unlabelled)
     agree = np.sign(votes[:, 0]) == np.sign(votes[:, 1])
     assert np.all(scores[~agree] == 0.0)
     assert np.allclose(np.abs(scores[agree]), np.tanh(0.5 * np.abs(votes[agree]).min(axis=1)))
@@ -234,9 +234,9 @@ def local_and_two_peers(tmp_path):
 def labels_and_members(tmp_path):
     """`local_and_two_peers` with the node's labelled documents first."""
     own, other, third = labelled(tmp_path, 0), labelled(tmp_path, 1), labelled(tmp_path, 2)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    another = learning.received_member("p2", 1, learning.train_local(third), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
+    peer = weighing.received_member("p1", 1, training.train_local(other), own)
+    another = weighing.received_member("p2", 1, training.train_local(third), own)
     return own, local, peer, another, crawled_documents(tmp_path)
 
 
@@ -244,28 +244,31 @@ def test_the_looser_share_is_of_documents_the_community_accepts_and_the_local_mo
     local = np.array([2.0, 1.0, -1.0, -3.0, -0.5, 0.0])
     community = np.array([1.5, -2.0, 0.5, -1.0, 4.0, 1.0])
     # accepted by the community only: documents 2, 4 and 5 (0 is no acceptance); the reverse only document 1
-    assert learning.looser_share(local, community) == pytest.approx(3 / 6)
-    assert learning.looser_share(community, local) == pytest.approx(1 / 6)
-    assert learning.looser_share(local, local) == 0.0 and learning.looser_share(local[:0], local[:0]) == 0.0
-    assert learning.accepts_beyond_the_loss(local, community, 0.4)
-    assert not learning.accepts_beyond_the_loss(local, community, 0.5)
+    assert latent_meta.looser_share(local, community) == pytest.approx(3 / 6)
+    assert latent_meta.looser_share(community, local) == pytest.approx(1 / 6)
+    assert (
+        latent_meta.looser_share(local, local) == 0.0
+        and latent_meta.looser_share(local[:0], local[:0]) == 0.0
+    )
+    assert latent_meta.accepts_beyond_the_loss(local, community, 0.4)
+    assert not latent_meta.accepts_beyond_the_loss(local, community, 0.5)
     # documents a sibling topic claims are rejected with its confidence, never dismissed: they do not count
     claimed = np.array([False, False, True, False, True, False])
-    assert learning.looser_share(local, community, claimed) == pytest.approx(1 / 6)
-    assert not learning.accepts_beyond_the_loss(local, community, 0.4, claimed)
+    assert latent_meta.looser_share(local, community, claimed) == pytest.approx(1 / 6)
+    assert not latent_meta.accepts_beyond_the_loss(local, community, 0.4, claimed)
 
 
 def test_a_rival_topics_claims_are_the_documents_its_meta_classifier_accepts(monkeypatch):
     metas = {"Top/A": "a", "Top/B": "b", "Top/C": "c", "Other/D": "d", "Top/A/Sub": "sub"}
     scores = {"a": [1.0, -1.0, -1.0], "b": [-1.0, 0.5, -1.0], "c": [-1.0, -1.0, 0.0], "d": [-1.0, -1.0, 1.0]}
-    monkeypatch.setattr(learning, "meta_scores", lambda meta, X: np.array(scores[meta]))
+    monkeypatch.setattr(filtering, "meta_scores", lambda meta, X: np.array(scores[meta]))
     X = sp.csr_matrix(np.ones((3, 2)))
     # the rivals of Top/A are Top/B and Top/C (a score of 0 is no claim); Other/D and Top/A/Sub are not
-    assert learning.rival_claims(metas, "Top/A", X).tolist() == [False, True, False]
-    assert learning.rival_claims(metas, "Top/A/Sub", X).tolist() == [False, True, False]
-    assert learning.rival_claims(metas, "Top/B", X).tolist() == [True, False, False]
-    assert learning.rival_claims(metas, "Other/D", X) is None
-    assert learning.rival_claims(metas, "Top/A", X[:0]) is None
+    assert filtering.rival_claims(metas, "Top/A", X).tolist() == [False, True, False]
+    assert filtering.rival_claims(metas, "Top/A/Sub", X).tolist() == [False, True, False]
+    assert filtering.rival_claims(metas, "Top/B", X).tolist() == [True, False, False]
+    assert filtering.rival_claims(metas, "Other/D", X) is None
+    assert filtering.rival_claims(metas, "Top/A", X[:0]) is None
 
 
 def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the_loss_has_no_vote(
@@ -273,16 +276,18 @@ def test_a_community_model_accepting_more_of_the_crawl_the_node_rejects_than_the
 ):
     local, peer, another, unlabelled = local_and_two_peers(tmp_path)
     members = [local, peer, another]
-    both = learning.meta_classifier(members, unlabelled)
+    both = latent_meta.meta_classifier(members, unlabelled)
     assert [voter.views for voter in both.latent] == [(0,), (0, 1, 2)]
-    share = learning.looser_share(*(learning.posterior_log_odds(v, members, unlabelled) for v in both.latent))
+    share = latent_meta.looser_share(
+        *(latent_meta.posterior_log_odds(v, members, unlabelled) for v in both.latent)
+    )
     # a community that accepts no more than the node does keeps its vote at any loss
-    assert learning.meta_classifier(members, unlabelled, loss=share).latent == both.latent
-    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.25)
-    assert learning.meta_classifier(members, unlabelled, loss=0.25).latent == both.latent
-    left_out = learning.meta_classifier(members, unlabelled, loss=0.2)
+    assert latent_meta.meta_classifier(members, unlabelled, loss=share).latent == both.latent
+    monkeypatch.setattr(latent_meta, "looser_share", lambda *args: 0.25)
+    assert latent_meta.meta_classifier(members, unlabelled, loss=0.25).latent == both.latent
+    left_out = latent_meta.meta_classifier(members, unlabelled, loss=0.2)
     assert left_out.latent == both.latent[:1] and left_out.weights[1:] == (0.0, 0.0)
-    assert learning.meta_classifier(members, unlabelled).latent == both.latent  # no loss, no check
+    assert latent_meta.meta_classifier(members, unlabelled).latent == both.latent  # no loss, no check
 
 
 def test_the_pages_rival_topics_claim_reach_the_looseness_check_of_a_build_and_of_a_held_out_fold(
@@ -292,7 +297,7 @@ def test_the_pages_rival_topics_claim_reach_the_looseness_check_of_a_build_and_o
 
     local, peer, another, unlabelled = local_and_two_peers(tmp_path)
     members = [local, peer, another]
-    both = learning.meta_classifier(members, unlabelled)
+    both = latent_meta.meta_classifier(members, unlabelled)
     assert [voter.views for voter in both.latent] == [(0,), (0, 1, 2)]
     seen = []
 
@@ -300,12 +305,12 @@ def test_the_pages_rival_topics_claim_reach_the_looseness_check_of_a_build_and_o
         seen.append(claimed)
         return claimed is None
 
-    monkeypatch.setattr(learning, "accepts_beyond_the_loss", looser_unless_claimed)
+    monkeypatch.setattr(latent_meta, "accepts_beyond_the_loss", looser_unless_claimed)
     claimed = np.arange(unlabelled.shape[0]) % 3 == 0
-    assert learning.meta_classifier(members, unlabelled, loss=0.2).latent == both.latent[:1]
-    assert learning.meta_classifier(members, unlabelled, loss=0.2, claimed=claimed).latent == both.latent
+    assert latent_meta.meta_classifier(members, unlabelled, loss=0.2).latent == both.latent[:1]
+    assert latent_meta.meta_classifier(members, unlabelled, loss=0.2, claimed=claimed).latent == both.latent
     assert seen[0] is None and seen[1] is claimed
-    no_labels = learning.LabelledData((), unlabelled[:0], np.zeros(0))
+    no_labels = training.LabelledData((), unlabelled[:0], np.zeros(0))
     assert len(refitted_latent(both, 0, unlabelled, no_labels, 0.2, claimed)) == 2
     assert len(refitted_latent(both, 0, unlabelled, no_labels, 0.2)) == 1
     assert seen[2] is claimed and seen[3] is None
@@ -314,35 +319,35 @@ def test_the_pages_rival_topics_claim_reach_the_looseness_check_of_a_build_and_o
 def test_a_model_sent_twice_is_one_view_of_the_latent_class_model(tmp_path):
     local, peer, another, unlabelled = local_and_two_peers(tmp_path)
     copy = replace(peer, origin="p1-copy")
-    meta = learning.meta_classifier([local, peer, copy, another], unlabelled)
+    meta = latent_meta.meta_classifier([local, peer, copy, another], unlabelled)
     assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 3)] and meta.weights[2] == 0.0
-    pair = learning.meta_classifier([local, peer, copy], unlabelled)
+    pair = latent_meta.meta_classifier([local, peer, copy], unlabelled)
     assert [voter.views for voter in pair.latent] == [(0,), (0, 1)] and pair.weights[2] == 0.0
 
 
 def test_without_peers_the_local_model_moves_its_threshold_to_where_its_view_of_the_crawl_splits(tmp_path):
     own = labelled(tmp_path, 0)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
     unlabelled = crawled_documents(tmp_path)
-    meta = learning.meta_classifier([local], unlabelled)
+    meta = latent_meta.meta_classifier([local], unlabelled)
     assert [voter.views for voter in meta.latent] == [(0,)]
     log_odds = local.scaler.log_odds(local.model.confidence(unlabelled))
     posterior = meta.latent[0].log_odds(log_odds.reshape(-1, 1))
-    assert np.array_equal(np.sign(learning.meta_scores(meta, unlabelled)), np.sign(posterior))
-    assert learning.meta_classifier([local]).latent == ()  # without the node's documents: Platt alone
+    assert np.array_equal(np.sign(latent_meta.meta_scores(meta, unlabelled)), np.sign(posterior))
+    assert latent_meta.meta_classifier([local]).latent == ()  # without the node's documents: Platt alone
 
 
 def test_a_node_with_too_few_labels_to_measure_its_model_still_moves_its_threshold_by_its_crawl(tmp_path):
     own = labelled(tmp_path, 0)
     keep = np.flatnonzero(own.labels == 0).tolist() + np.flatnonzero(own.labels == 1)[:1].tolist()
-    one_bookmark = learning.LabelledData(tuple(own.ids[i] for i in keep), own.X[keep], own.labels[keep])
-    local = learning.local_member("me", 1, learning.train_local(one_bookmark), one_bookmark)
+    one_bookmark = training.LabelledData(tuple(own.ids[i] for i in keep), own.X[keep], own.labels[keep])
+    local = weighing.local_member("me", 1, training.train_local(one_bookmark), one_bookmark)
     assert local.balanced_accuracy is None and local.scaler is not None
-    meta = learning.meta_classifier([local], crawled_documents(tmp_path))
+    meta = latent_meta.meta_classifier([local], crawled_documents(tmp_path))
     assert [voter.views for voter in meta.latent] == [(0,)]
 
 
-def crawl_split_below_the_negatives(model, data: learning.LabelledData) -> sp.csr_matrix:
+def crawl_split_below_the_negatives(model, data: training.LabelledData) -> sp.csr_matrix:
     """A crawl of the labelled negatives' kind of page, the labelled positives and a group of pages made of
     the terms the model holds most against the topic: its two classes are that group and everything else."""
     most_negative = model.indices[np.argsort(model.weights)[:5]]
@@ -357,19 +362,19 @@ def test_a_crawl_split_that_accepts_most_of_the_labelled_negatives_is_not_taken_
     # a crawl of the node's negative kind of page, a few on-topic pages and a group scored far below
     # both: its two classes are that group and everything else, not the topic and the rest
     own = labelled(tmp_path, 0)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
     negatives, positives = own.X[own.labels == 0], own.X[own.labels == 1]
     crawl = crawl_split_below_the_negatives(local.model, own)
-    unchecked = learning.meta_classifier([local], crawl)
+    unchecked = latent_meta.meta_classifier([local], crawl)
     assert [voter.views for voter in unchecked.latent] == [(0,)]
-    accepted = learning.meta_scores(unchecked, negatives) > 0
-    assert accepted.mean() > 0.5 and learning.splits_off_the_topic(unchecked.latent[0], [local], own)
-    checked = learning.meta_classifier([local], crawl, own)
+    accepted = latent_meta.meta_scores(unchecked, negatives) > 0
+    assert accepted.mean() > 0.5 and latent_meta.splits_off_the_topic(unchecked.latent[0], [local], own)
+    checked = latent_meta.meta_classifier([local], crawl, own)
     assert checked.latent == ()
-    assert np.all(learning.meta_scores(checked, negatives) < 0)
-    assert np.all(learning.meta_scores(checked, positives) > 0)
+    assert np.all(latent_meta.meta_scores(checked, negatives) < 0)
+    assert np.all(latent_meta.meta_scores(checked, positives) > 0)
     # a split that is the topic's passes the check
-    usual = learning.meta_classifier([local], crawled_documents(tmp_path), own)
+    usual = latent_meta.meta_classifier([local], crawled_documents(tmp_path), own)
     assert [voter.views for voter in usual.latent] == [(0,)]
 
 
@@ -378,18 +383,19 @@ def test_a_latent_class_model_whose_classes_overlap_on_the_local_view_does_not_d
 
     close = LatentClass((0, 1), 0.5, ((0.0, 0.0), (0.4, 3.0)), ((1.0, 1.0), (1.0, 1.0)))
     apart = LatentClass((0, 1), 0.5, ((0.0, 0.0), (0.6, 0.1)), ((1.0, 1.0), (1.0, 1.0)))
-    assert learning.overlapping(close, 0) and not learning.overlapping(close, 1)  # the local view's counts
-    assert not learning.overlapping(apart, 0)
+    # the local view's counts
+    assert latent_meta.overlapping(close, 0) and not latent_meta.overlapping(close, 1)
+    assert not latent_meta.overlapping(apart, 0)
     own = labelled(tmp_path, 0)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
     crawl = crawled_documents(tmp_path)
-    (voter,) = learning.meta_classifier([local], crawl, own).latent
+    (voter,) = latent_meta.meta_classifier([local], crawl, own).latent
     separation = float(voter.separations()[0])
-    monkeypatch.setattr(learning, "MIN_SEPARATION", separation + 0.01)
-    assert not learning.stands_for_the_topic(voter, [local], own)
-    assert learning.meta_classifier([local], crawl, own).latent == ()  # its labels' threshold decides
-    monkeypatch.setattr(learning, "MIN_SEPARATION", separation - 0.01)
-    assert learning.meta_classifier([local], crawl, own).latent == (voter,)
+    monkeypatch.setattr(latent_meta, "MIN_SEPARATION", separation + 0.01)
+    assert not latent_meta.stands_for_the_topic(voter, [local], own)
+    assert latent_meta.meta_classifier([local], crawl, own).latent == ()  # its labels' threshold decides
+    monkeypatch.setattr(latent_meta, "MIN_SEPARATION", separation - 0.01)
+    assert latent_meta.meta_classifier([local], crawl, own).latent == (voter,)
 
 
 def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes_beside_the_community(
@@ -397,18 +403,19 @@ def test_where_the_local_view_has_no_split_of_its_own_its_labels_threshold_votes
 ):
     own, local, peer, another, unlabelled = labels_and_members(tmp_path)
     dropped_single_views = lambda voter, members, labelled: len(voter.views) == 1  # noqa: E731
-    monkeypatch.setattr(learning, "splits_off_the_topic", dropped_single_views)
-    meta = learning.meta_classifier([local, peer, another], unlabelled, own)
+    monkeypatch.setattr(latent_meta, "splits_off_the_topic", dropped_single_views)
+    meta = latent_meta.meta_classifier([local, peer, another], unlabelled, own)
     assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 2)]
     assert meta.latent[0].of_labels and not meta.latent[1].of_labels
     # a peer's model can make the node abstain, never decide otherwise: every decision has the sign the
     # local model's labels give it
     platt = local.scaler.log_odds(local.model.confidence(unlabelled))
-    scores = learning.meta_scores(meta, unlabelled)
+    scores = latent_meta.meta_scores(meta, unlabelled)
     decided = scores != 0
     assert decided.any() and np.all(np.sign(scores[decided]) == np.sign(platt[decided]))
     assert (
-        learning.combination(meta.to_dict(), [{"origin": "local"}] * 3)["voters"][0]["on_topic_share"] is None
+        latent_meta.combination(meta.to_dict(), [{"origin": "local"}] * 3)["voters"][0]["on_topic_share"]
+        is None
     )
 
 
@@ -419,17 +426,17 @@ def test_beside_its_labels_threshold_a_community_model_is_not_judged_looser_than
     # model that finds the crawl's share from one looser than the node: the community keeps its vote
     own, local, peer, another, unlabelled = labels_and_members(tmp_path)
     members = [local, peer, another]
-    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.9)
-    fitted_view = learning.meta_classifier(members, unlabelled, own, loss=0.2)
+    monkeypatch.setattr(latent_meta, "looser_share", lambda *args: 0.9)
+    fitted_view = latent_meta.meta_classifier(members, unlabelled, own, loss=0.2)
     assert [voter.views for voter in fitted_view.latent] == [(0,)]
     dropped_single_views = lambda voter, members, labelled: len(voter.views) == 1  # noqa: E731
-    monkeypatch.setattr(learning, "splits_off_the_topic", dropped_single_views)
-    labels_threshold = learning.meta_classifier(members, unlabelled, own, loss=0.2)
+    monkeypatch.setattr(latent_meta, "splits_off_the_topic", dropped_single_views)
+    labels_threshold = latent_meta.meta_classifier(members, unlabelled, own, loss=0.2)
     assert [voter.views for voter in labels_threshold.latent] == [(0,), (0, 1, 2)]
     assert labels_threshold.latent[0].of_labels
-    assert not learning.measures_looseness(labels_threshold.latent[0])
-    assert not learning.measures_looseness(None)
-    assert learning.measures_looseness(fitted_view.latent[0])
+    assert not latent_meta.measures_looseness(labels_threshold.latent[0])
+    assert not latent_meta.measures_looseness(None)
+    assert latent_meta.measures_looseness(fitted_view.latent[0])
 
 
 def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_local_model(
@@ -440,23 +447,23 @@ def test_a_held_out_fold_fits_its_latent_class_model_again_from_its_retrained_lo
 
     own = labelled(tmp_path, 0)
     crawl = crawled_documents(tmp_path)
-    meta = learning.meta_classifier(
-        [learning.local_member("me", 1, learning.train_local(own), own)], crawl, own
+    meta = latent_meta.meta_classifier(
+        [weighing.local_member("me", 1, training.train_local(own), own)], crawl, own
     )
     train = np.arange(own.labels.size)[::2]
-    part = learning.LabelledData(tuple(own.ids[i] for i in train), own.X[train], own.labels[train])
-    fold = replace(meta, models=(learning.train_local(part),))
+    part = training.LabelledData(tuple(own.ids[i] for i in train), own.X[train], own.labels[train])
+    fold = replace(meta, models=(training.train_local(part),))
     (voter,) = refitted_latent(fold, 0, crawl, part)
     assert voter != meta.latent[0]
     assert voter == fit_latent_class(
-        fold.view_log_odds(crawl, voter), (0,), 0, learning.MIN_AGREEMENT_DOCUMENTS
+        fold.view_log_odds(crawl, voter), (0,), 0, training.MIN_AGREEMENT_DOCUMENTS
     )
     # a fold whose split of the crawl takes in most of its labelled negatives votes with its labels' threshold
     split_off = crawl_split_below_the_negatives(fold.models[0], part)
     assert refitted_latent(fold, 0, split_off, part) == (labels_view(0),)
     assert refitted_latent(replace(fold, latent=(labels_view(0),)), 0, crawl, part) == (labels_view(0),)
     # and so does a fold whose two classes overlap on its local model's view
-    monkeypatch.setattr(learning, "MIN_SEPARATION", float(voter.separations()[0]) + 0.01)
+    monkeypatch.setattr(latent_meta, "MIN_SEPARATION", float(voter.separations()[0]) + 0.01)
     assert refitted_latent(fold, 0, crawl, part) == (labels_view(0),)
 
 
@@ -468,13 +475,13 @@ def test_a_held_out_fold_leaves_out_a_community_model_looser_than_the_loss_its_m
     local, peer, another, crawl = local_and_two_peers(tmp_path)
     (tmp_path / "again").mkdir()
     own = labelled(tmp_path / "again", 0)  # the local member's labels
-    meta = learning.meta_classifier([local, peer, another], crawl, own, loss=0.2)
+    meta = latent_meta.meta_classifier([local, peer, another], crawl, own, loss=0.2)
     assert [voter.views for voter in meta.latent] == [(0,), (0, 1, 2)]
     train = np.arange(own.labels.size)[::2]
-    part = learning.LabelledData(tuple(own.ids[i] for i in train), own.X[train], own.labels[train])
-    fold = replace(meta, models=(learning.train_local(part), *meta.models[1:]))
+    part = training.LabelledData(tuple(own.ids[i] for i in train), own.X[train], own.labels[train])
+    fold = replace(meta, models=(training.train_local(part), *meta.models[1:]))
     assert [v.views for v in refitted_latent(fold, 0, crawl, part, 0.2)] == [(0,), (0, 1, 2)]
-    monkeypatch.setattr(learning, "looser_share", lambda *args: 0.25)
+    monkeypatch.setattr(latent_meta, "looser_share", lambda *args: 0.25)
     assert [v.views for v in refitted_latent(fold, 0, crawl, part, 0.2)] == [(0,)]
     assert [v.views for v in refitted_latent(fold, 0, crawl, part, 0.3)] == [(0,), (0, 1, 2)]
     assert [v.views for v in refitted_latent(fold, 0, crawl, part)] == [(0,), (0, 1, 2)]
@@ -487,81 +494,82 @@ def test_peers_are_measured_at_the_crawls_split_where_the_local_threshold_reject
     shut = replace(local, scaler=replace(local.scaler, b=local.scaler.b + 50.0))
     members = [shut, peer, another]
     assert not np.any(shut.scaler.confidence(shut.model.confidence(unlabelled)) > 0)
-    assert learning.anchored_accuracies(members, unlabelled) == {0: shut.balanced_accuracy, 1: 0.5, 2: 0.5}
-    measured = learning.anchored_accuracies(members, unlabelled, own)
+    assert weighing.anchored_accuracies(members, unlabelled) == {0: shut.balanced_accuracy, 1: 0.5, 2: 0.5}
+    measured = weighing.anchored_accuracies(members, unlabelled, own)
     assert measured[0] == shut.balanced_accuracy and measured[1] > 0.6 and measured[2] > 0.6
-    assert [v.views for v in learning.meta_classifier(members, unlabelled).latent] == [(0,)]
-    assert [v.views for v in learning.meta_classifier(members, unlabelled, own).latent] == [(0,), (0, 1, 2)]
+    assert [v.views for v in latent_meta.meta_classifier(members, unlabelled).latent] == [(0,)]
+    checked = latent_meta.meta_classifier(members, unlabelled, own)
+    assert [v.views for v in checked.latent] == [(0,), (0, 1, 2)]
 
 
 def test_one_sided_decisions_put_fewer_than_the_minimum_share_in_a_class():
-    assert learning.one_sided(np.array([-1] * 99 + [1]))
-    assert learning.one_sided(np.array([1] * 100)) and learning.one_sided(np.array([], dtype=int))
-    assert not learning.one_sided(np.array([-1] * 95 + [1] * 5))
+    assert weighing.one_sided(np.array([-1] * 99 + [1]))
+    assert weighing.one_sided(np.array([1] * 100)) and weighing.one_sided(np.array([], dtype=int))
+    assert not weighing.one_sided(np.array([-1] * 95 + [1] * 5))
 
 
 def test_agreement_weights_give_a_flipped_model_no_say(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
-    bad = learning.received_member("bad", 1, flipped(learning.train_local(other)), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
+    peer = weighing.received_member("p1", 1, training.train_local(other), own)
+    bad = weighing.received_member("bad", 1, flipped(training.train_local(other)), own)
     unlabelled = crawled_documents(tmp_path)
-    weights = learning.agreement_weights([local, peer, bad], unlabelled)
+    weights = weighing.agreement_weights([local, peer, bad], unlabelled)
     assert weights[-1] == 0.0 and all(w > 0 for w in weights[:-1])
     assert local.balanced_accuracy is not None and local.balanced_accuracy > 0.5
 
 
 def test_without_own_documents_or_a_local_model_the_measured_weights_stay(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
+    peer = weighing.received_member("p1", 1, training.train_local(other), own)
     for members, documents in (([local, peer], None), ([peer], crawled_documents(tmp_path))):
-        meta = learning.meta_classifier(members, documents)
+        meta = latent_meta.meta_classifier(members, documents)
         assert meta.latent == () and meta.aggregation is None
         assert meta.weights == tuple(m.weight for m in members)
 
 
 def test_peers_get_no_view_beside_a_local_model_its_labels_cannot_measure(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    peer = learning.received_member("p1", 1, learning.train_local(other), own)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
+    peer = weighing.received_member("p1", 1, training.train_local(other), own)
     unmeasured = replace(local, balanced_accuracy=None)
-    meta = learning.meta_classifier([unmeasured, peer], crawled_documents(tmp_path))
+    meta = latent_meta.meta_classifier([unmeasured, peer], crawled_documents(tmp_path))
     assert [voter.views for voter in meta.latent] == [(0,)] and meta.weights[1] == 0.0
 
 
 def test_a_received_model_sent_twice_has_no_more_say_than_once(tmp_path):
     local, peer, another, unlabelled = local_and_two_peers(tmp_path)
-    once = learning.agreement_weights([local, peer, another], unlabelled)
-    twice = learning.agreement_weights([local, peer, replace(peer, origin="p1-copy"), another], unlabelled)
+    once = weighing.agreement_weights([local, peer, another], unlabelled)
+    twice = weighing.agreement_weights([local, peer, replace(peer, origin="p1-copy"), another], unlabelled)
     assert once[0] == twice[0] and once[1] > 0
     assert twice[1] == twice[2] and twice[1] + twice[2] < 2 * once[1]
-    alone = learning.agreement_weights([local, peer], unlabelled)
-    doubled = learning.agreement_weights([local, peer, replace(peer, origin="p1-copy")], unlabelled)
+    alone = weighing.agreement_weights([local, peer], unlabelled)
+    doubled = weighing.agreement_weights([local, peer, replace(peer, origin="p1-copy")], unlabelled)
     assert doubled[0] == alone[0] and doubled[1] + doubled[2] == pytest.approx(alone[1])
 
 
 def test_a_community_weaker_than_the_local_model_on_its_documents_gets_no_say(tmp_path):
     own, other = labelled(tmp_path, 0), labelled(tmp_path, 1)
-    local = learning.local_member("me", 1, learning.train_local(own), own)
-    model = learning.train_local(other)
+    local = weighing.local_member("me", 1, training.train_local(own), own)
+    model = training.train_local(other)
     # a weaker peer: the signs of about two in five of its feature weights turned, right on 3 of 4 labels
     turned = np.where(np.random.default_rng(2).random(model.weights.size) < 0.42, -1.0, 1.0)
-    weak = learning.received_member("weak", 1, replace(model, weights=model.weights * turned), own)
-    good = learning.received_member("good", 1, model, own)
+    weak = weighing.received_member("weak", 1, replace(model, weights=model.weights * turned), own)
+    good = weighing.received_member("good", 1, model, own)
     assert weak.scaler is not None and 0.5 < weak.accuracy < 0.9
     unlabelled = crawled_documents(tmp_path)
-    alone = learning.agreement_weights([local, weak], unlabelled)
+    alone = weighing.agreement_weights([local, weak], unlabelled)
     assert alone[0] > 0 and alone[1] == 0.0
     # in the latent class meta-classifier a peer can make the node abstain, never decide otherwise
-    meta = learning.meta_classifier([local, weak], unlabelled)
-    alone_scores = learning.meta_scores(learning.meta_classifier([local], unlabelled), unlabelled)
-    scores = learning.meta_scores(meta, unlabelled)
+    meta = latent_meta.meta_classifier([local, weak], unlabelled)
+    alone_scores = latent_meta.meta_scores(latent_meta.meta_classifier([local], unlabelled), unlabelled)
+    scores = latent_meta.meta_scores(meta, unlabelled)
     decided = scores != 0
     assert np.array_equal(np.sign(scores[decided]), np.sign(alone_scores[decided]))
     assert np.all(np.abs(scores) <= np.abs(alone_scores) + 1e-12)
     # beside a good peer the community's voice outweighs the local model, and the weak peer keeps its part
-    together = learning.agreement_weights([local, good, weak], unlabelled)
+    together = weighing.agreement_weights([local, good, weak], unlabelled)
     assert together[1] + together[2] >= together[0] and together[2] > 0
 
 
@@ -570,12 +578,12 @@ def crawled_documents(tmp_path):
     path = tmp_path / "crawl.sqlite"
     make_repository(path, 0, crawled=60)
     with Repository(path) as repo:
-        return learning.own_documents(repo, Featurizer(FeatureConfig()))
+        return training.own_documents(repo, Featurizer(FeatureConfig()))
 
 
 def test_subtopic_terms_are_shown_as_the_words_the_documents_use():
     featurizer = Featurizer(FeatureConfig())
-    words = learning.surface_forms(
+    words = refinement.surface_forms(
         ["Tutorials on replication", "A replication tutorial", "tutorial: replicated logs"], featurizer
     )
     stem = featurizer.terms("tutorial")[0]
@@ -587,25 +595,25 @@ def test_subtopic_terms_are_shown_as_the_words_the_documents_use():
 def test_a_meta_build_asks_unmeasured_peers_after_measured_ones_and_never_vetoed_ones():
     accuracies = {"good": 0.9, "better": 0.95, "chance": 0.5, "flipped": 0.0}
     community = ["unmeasured", "chance", "good", "flipped", "better"]
-    assert learning.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
+    assert weighing.meta_candidates(community, accuracies) == ["better", "good", "unmeasured"]
 
 
 def test_rival_topics_are_the_siblings_of_the_topic_and_of_every_topic_above_it():
     topics = ["Databases", "Databases/SQL", "Databases/NoSQL", "Databases/SQL/Joins", "Mathematics"]
     topics.append("Other/SQL")
-    assert learning.rival_topics("Databases/SQL", topics) == ["Databases/NoSQL", "Mathematics"]
-    assert learning.rival_topics("Databases", topics) == ["Mathematics"]
+    assert filtering.rival_topics("Databases/SQL", topics) == ["Databases/NoSQL", "Mathematics"]
+    assert filtering.rival_topics("Databases", topics) == ["Mathematics"]
     # an only child competes with what its parent competes with, never with its parent or its own subtopics
-    assert learning.rival_topics("Databases/SQL/Joins", topics) == ["Databases/NoSQL", "Mathematics"]
-    assert learning.rival_topics("Other/SQL", topics) == ["Databases", "Mathematics"]
-    assert learning.rivalled_by("Mathematics", topics) == [
+    assert filtering.rival_topics("Databases/SQL/Joins", topics) == ["Databases/NoSQL", "Mathematics"]
+    assert filtering.rival_topics("Other/SQL", topics) == ["Databases", "Mathematics"]
+    assert filtering.rivalled_by("Mathematics", topics) == [
         "Databases",
         "Databases/NoSQL",
         "Databases/SQL",
         "Databases/SQL/Joins",
         "Other/SQL",
     ]
-    assert learning.rivalled_by("Databases/NoSQL", topics) == ["Databases/SQL", "Databases/SQL/Joins"]
+    assert filtering.rivalled_by("Databases/NoSQL", topics) == ["Databases/SQL", "Databases/SQL/Joins"]
 
 
 def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu():
@@ -614,11 +622,11 @@ def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu(
     plots = [f"Gnuplot draws plots of functions; plot {i} with splot and histograms." for i in range(6)]
     texts = tuple(vacuum + plots)
     titles = tuple(f"page {i}" for i in range(len(texts)))
-    docs = learning.TopicDocuments(np.arange(len(texts)), titles, texts)
+    docs = filtering.TopicDocuments(np.arange(len(texts)), titles, texts)
     featurizer = Featurizer(FeatureConfig())
     X = sp.csr_matrix(featurizer.transform(texts))
-    model = learning.local_centroids(X, 2, featurizer)
-    proposals = learning.cluster_proposals(docs, X, [model], 2, 0.0, featurizer)
+    model = refinement.local_centroids(X, 2, featurizer)
+    proposals = refinement.cluster_proposals(docs, X, [model], 2, 0.0, featurizer)
     terms = {term for proposal in proposals for term in proposal["top_terms"]}
     assert {"vacuum", "gnuplot"} <= terms
     assert not terms & {"small", "fast", "reliable", "choose", "download", "license", "purchase"}
@@ -628,14 +636,14 @@ def test_a_topics_verdict_counts_are_its_documents_verdicts_now_subtopics_includ
     path = tmp_path / "n.sqlite"
     make_repository(path, 0)
     with Repository(path) as repo:
-        docs = learning.topic_documents(repo, "Databases")
+        docs = filtering.topic_documents(repo, "Databases")
         decisions = np.array([(1, -1, 0)[i % 3] for i in range(docs.doc_ids.size)], dtype=np.int8)
-        written = learning.write_verdicts(repo, docs.doc_ids, decisions)
-        assert {**written, "unjudged": 0} == learning.verdict_counts(repo, "Databases")
+        written = filtering.write_verdicts(repo, docs.doc_ids, decisions)
+        assert {**written, "unjudged": 0} == filtering.verdict_counts(repo, "Databases")
         with repo.transaction() as db:  # filed since: counted as not judged yet, in a subtopic too
             add_document(db, "http://127.0.0.1/new/1", "new", "words", "Databases/Indexes")
             add_document(db, "http://127.0.0.1/new/2", "new", "words", "Mathematics")
-        counts = learning.verdict_counts(repo, "Databases")
+        counts = filtering.verdict_counts(repo, "Databases")
     assert counts["unjudged"] == 1 and counts["kept"] == int(np.sum(decisions == 1)) > 0
     assert counts["rejected"] == int(np.sum(decisions == -1)) > 0
     assert counts["abstained"] == int(np.sum(decisions == 0)) > 0

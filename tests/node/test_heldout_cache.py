@@ -9,7 +9,7 @@ import trio
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.meta_classifier import MetaClassifier
 from node import heldout
-from node.cooperation import learning, store
+from node.cooperation import store, training
 from node.heldout_cache import HeldOutCurves
 from tests.node.test_api_held_out import imported_topics, separable_topics
 
@@ -19,8 +19,8 @@ def built(tmp_path):
     """A repository with a meta-classifier of topic Alpha (its local model alone)."""
     separable_topics(tmp_path / "topics")
     with imported_topics(tmp_path) as (repo, featurizer):
-        data = learning.labelled_data(learning.training_rows(repo), "Alpha", featurizer)
-        meta = MetaClassifier(models=(learning.train_local(data),), weights=(1.0,))
+        data = training.labelled_data(training.training_rows(repo), "Alpha", featurizer)
+        meta = MetaClassifier(models=(training.train_local(data),), weights=(1.0,))
         store.save_meta(repo, "Alpha", loss=0.0, model=meta.to_dict(), members=[{"origin": "local"}])
     return tmp_path / "repository.db"
 
