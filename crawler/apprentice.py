@@ -3,33 +3,8 @@
 The focus policy's topic classifier stays the *critic*: it judges every fetched page. The *apprentice* is a
 small two-class linear model (class-balanced logistic regression, or the paper's naive Bayes) that learns,
 from those verdicts, which links lead to relevant pages, looking only at the DOM neighbourhood of each HREF
-on the page that holds it:
-
-- `<offset>:<term>` for the stemmed terms (`metamodels.features`) of every DOM leaf within `radius` leaves
-  of the anchor, the offset being signed (negative before the anchor, positive after, 0 for the anchor's
-  own text, so the anchor text is the offset-0 feature group);
-- `tag:` the last three tags of the anchor's element path and `tags:` the whole path below `<body>`;
-- `src:` the source page's topic and each of its prefixes (or `src:-` when the critic rejected the page),
-  `conf:` its confidence rounded to a tenth, and `host:same|other` (the link stays on the host or not);
-- `url:` the target URL's path words;
-- cocitation (seed 002, 3.8; with `cocitation`, off by default): `sib:any` / `sib:most` / `sib:none` when
-  other links of the link's DOM region (same source page, same tag path: one list or table) already led to
-  judged pages, some / at least half / none of them relevant. These change as siblings are judged, so they
-  are added when a link is scored or learnt, never stored with it; a training instance counts only
-  verdicts given before its own target's. On a stored WebKB faculty crawl they lift the held-out
-  link-ranking AUC from 0.62 to 0.75 (people lists: once some entries are judged, the rest follow), but
-  offline-guided WebKB crawls fetched more irrelevant pages with them, hence off.
-
-Terms are features only with their offsets, as in the paper (2.2.2: its Fig. 7 finds plain text near the link
-worse than offset-annotated terms). The same terms without offsets (`near:`), once added beside them, made the
-logistic learner lean on a bag of context words: dropping them raised the held-out link-ranking AUC of an
-offline-trained apprentice on WebKB faculty from 0.65 to 0.70 and on course from 0.73 to 0.74 (lower on devweb
-Mathematics, 0.69 to 0.64) and WebKB faculty guided crawls from 28% to 33% fewer irrelevant fetches.
-
-**A DOM leaf** is what `crawler.parse` numbers in document order: a non-whitespace text node, or an element
-without children (`<br>`, `<img>`, an empty `<td>`); whitespace-only text and comments are not leaves, and
-an anchor without leaves of its own still occupies one position. Text-less leaves keep their offsets but
-give no terms, so `<li><a>..</a><li><a>` idioms land text at even offsets (the paper's sawtooth).
+on the page that holds it (its features: `crawler.link_features`; its learners: `crawler.link_learners`).
+The focus policy that puts it to work in a crawl is `crawler.apprentice_focus.ApprenticeFocus`.
 
 **The label**: a link (u, v) is *relevant* when the critic accepts v into the topic of the queue the link
 was filed in (or a topic related to it) with a normalised confidence of at least `label_threshold`
@@ -68,38 +43,35 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
-import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
-from scipy import sparse
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
 
-from crawler.errors import CrawlerError
-from crawler.parse import CONTEXT_RADIUS, Link, offset_context
-from crawler.policy import CrawledPage, PageVerdict
+from crawler.errors import ApprenticeError
+from crawler.link_features import cocitation_features, hashed, link_features
+from crawler.link_learners import (
+    LEARNERS,
+    LOG_ODDS_CAP,
+    LinkLogistic,
+    LinkNaiveBayes,
+    blend_score,
+    fit_blend,
+    held_out_gain,
+    model_from_dict,
+)
+from crawler.parse import Link
+from crawler.policy import PageVerdict
 from crawler.repository import Repository
 from crawler.settings import doc as setting
 from crawler.urls import host_of
 from metamodels.features import FeatureConfig, Featurizer
-from metamodels.topic_model import topic_prefixes
 
-STATE_VERSION = 1
 NO_TOPIC = ""  # model key of links queued without a topic
 PROTECTED_PRIORITY = 1e6  # queued entries at or above this (bookmarks, boosted hub links) are never rescored
-LOG_ODDS_CAP = 30.0
-URL_WORD = re.compile(r"[a-z]+|[0-9]+")
 MAX_BLEND_ROWS = 5000
-
-
-class ApprenticeError(CrawlerError):
-    """The stored apprentice state is malformed or was written by a newer version."""
 
 
 @dataclass(frozen=True)
@@ -164,243 +136,6 @@ class ApprenticeSettings:
             raise ValueError(f"weight must be in [0, 1], not {self.weight}")
 
 
-# -- features -----------------------------------------------------------------------------------------------
-def link_features(
-    featurizer: Featurizer,
-    context: Iterable[tuple[int, str]],
-    dom_path: str,
-    source_topic: str | None,
-    source_confidence: float,
-    same_host: bool,
-    radius: int = CONTEXT_RADIUS,
-    target_url: str = "",
-) -> list[str]:
-    """The feature strings of one link (see the module docstring), repeated terms kept (multinomial)."""
-    near = [
-        (offset, term)
-        for offset, text in context
-        if abs(offset) <= radius and text
-        for term in featurizer.terms(text)
-    ]
-    features = [f"{offset}:{term}" for offset, term in near]
-    features.extend(f"url:{word}" for word in url_words(target_url))
-    tags = [t for t in dom_path.split("/") if t and t not in ("html", "body")]
-    if tags:
-        features.append("tag:" + "/".join(tags[-3:]))
-        features.append("tags:" + "/".join(tags))
-    prefixes = topic_prefixes(source_topic)
-    features.extend(f"src:{p}" for p in prefixes) if prefixes else features.append("src:-")
-    features.append(f"conf:{max(-1.0, min(1.0, round(source_confidence, 1))):.1f}")
-    features.append("host:same" if same_host else "host:other")
-    return features
-
-
-def url_words(url: str) -> list[str]:
-    """Lower-case words and numbers of a URL's path (Rennie and McCallum's path names), longer than 1."""
-    return [w for w in URL_WORD.findall(urlsplit(url).path.lower()) if len(w) > 1]
-
-
-def hashed(featurizer: Featurizer, features: Iterable[str]) -> np.ndarray:
-    """Feature indices in the hashed space (signs dropped: naive Bayes counts)."""
-    return np.fromiter((featurizer.feature_of(f)[0] for f in features), dtype=np.int64)
-
-
-# -- the learner --------------------------------------------------------------------------------------------
-class LinkNaiveBayes:
-    """Two-class (0: irrelevant, 1: relevant) multinomial naive Bayes with Laplace smoothing over the
-    features seen; counts are additive, so instances can be added at any time and merged across peers.
-    `fit()` recomputes the log-odds tables that `log_odds()` uses (the model in use between two fits)."""
-
-    def __init__(self, n_features: int) -> None:
-        self.n_features = n_features
-        self.counts = np.zeros((2, n_features))
-        self.instances = np.zeros(2)
-        self._feature_odds = np.zeros(n_features)
-        self._prior = 0.0
-        self.fitted_instances = np.zeros(2)
-
-    def add(self, indices: np.ndarray, label: int) -> None:
-        np.add.at(self.counts[label], indices, 1.0)
-        self.instances[label] += 1
-
-    def fit(self) -> None:
-        seen = (self.counts[0] + self.counts[1]) > 0
-        vocabulary = max(int(seen.sum()), 1)
-        totals = self.counts.sum(axis=1)
-        log_theta = np.log((self.counts + 1.0) / (vocabulary + totals)[:, None])
-        self._feature_odds = np.where(seen, log_theta[1] - log_theta[0], 0.0)
-        self._prior = math.log((self.instances[1] + 1.0) / (self.instances[0] + 1.0))
-        self.fitted_instances = self.instances.copy()
-
-    def trained(self, min_per_class: int) -> bool:
-        return bool(self.fitted_instances.min() >= min_per_class)
-
-    def log_odds(self, indices: np.ndarray) -> float:
-        """log P(relevant | x) - log P(irrelevant | x) under the last fit."""
-        return self._prior + float(self._feature_odds[indices].sum())
-
-    def probability(self, indices: np.ndarray) -> float:
-        odds = max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, self.log_odds(indices)))
-        return 1.0 / (1.0 + math.exp(-odds))
-
-    def to_dict(self) -> dict[str, Any]:
-        nonzero = np.flatnonzero(self.counts.sum(axis=0))
-        return {
-            "version": STATE_VERSION,
-            "n_features": self.n_features,
-            "instances": self.instances.tolist(),
-            "indices": nonzero.tolist(),
-            "irrelevant": self.counts[0, nonzero].tolist(),
-            "relevant": self.counts[1, nonzero].tolist(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LinkNaiveBayes:
-        try:
-            if data["version"] != STATE_VERSION:
-                raise ApprenticeError(f"apprentice state version {data['version']} is not {STATE_VERSION}")
-            model = cls(int(data["n_features"]))
-            indices = np.asarray(data["indices"], dtype=np.int64)
-            model.counts[0, indices] = np.asarray(data["irrelevant"], dtype=np.float64)
-            model.counts[1, indices] = np.asarray(data["relevant"], dtype=np.float64)
-            model.instances = np.asarray(data["instances"], dtype=np.float64).reshape(2)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ApprenticeError(f"malformed apprentice state: {exc!r}") from exc
-        model.fit()
-        return model
-
-
-def fit_blend(
-    rows: Sequence[tuple[float, float, int]], min_per_class: int
-) -> tuple[float, float, float] | None:
-    """(a, b, c) of P(relevant) = sigmoid(a * apprentice log-odds + b * log base + c), a logistic
-    regression on resolved links (None until each label has `min_per_class` rows). Negative weights are
-    set to 0: a signal that ranks backwards on this crawl is dropped, not inverted."""
-    labels = np.array([r[2] for r in rows])
-    if min(int(labels.sum()), int(len(labels) - labels.sum())) < min_per_class:
-        return None
-    x = np.array([(r[0], r[1]) for r in rows])
-    scale = np.maximum(x.std(axis=0), 1e-9)
-    model = LogisticRegression(C=1.0).fit(x / scale, labels)
-    a, b = np.maximum(model.coef_[0] / scale, 0.0)
-    if a == 0.0 and b == 0.0:
-        return None
-    return float(a), float(b), float(model.intercept_[0])
-
-
-def blend_score(blend: tuple[float, float, float], odds: float, log_base: float) -> float:
-    a, b, c = blend
-    z = a * odds + b * log_base + c
-    return 1.0 / (1.0 + math.exp(-max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, z))))
-
-
-def held_out_gain(rows: Sequence[tuple[float, float, int]], min_per_class: int) -> float | None:
-    """How much better the blend ranks resolved links than the base priority alone: ROC AUC of the blend
-    fitted on one half of `rows` (a fixed random split, stratified by label) scored on the other, minus the
-    base's AUC there, averaged over both halves (None while a half lacks `min_per_class` rows of a label).
-    A blend that drops the apprentice ranks as the base does: gain 0."""
-    rng = np.random.default_rng(0)
-    halves: list[list[tuple[float, float, int]]] = [[], []]
-    for label in (0, 1):
-        of_label = [r for r in rows if r[2] == label]
-        for k, i in enumerate(rng.permutation(len(of_label))):
-            halves[k % 2].append(of_label[i])
-    gains = []
-    for fold in (0, 1):
-        train, test = halves[1 - fold], halves[fold]
-        labels = [r[2] for r in test]
-        if min(sum(labels), len(labels) - sum(labels)) < min_per_class:
-            return None
-        blend = fit_blend(train, min_per_class)
-        if blend is None:
-            gains.append(0.0)
-            continue
-        blended = [blend_score(blend, odds, log_base) for odds, log_base, _ in test]
-        base = [log_base for _, log_base, _ in test]
-        gains.append(float(roc_auc_score(labels, blended) - roc_auc_score(labels, base)))
-    return sum(gains) / len(gains)
-
-
-class LinkLogistic:
-    """Two-class logistic regression over the same hashed features (binary presence), refit from scratch
-    on the most recent `max_instances` instances at each `fit()`: with the few hundred to few thousand
-    instances of a small crawl it ranks links better than naive Bayes, which counts correlated features
-    (a term at neighbouring offsets, the URL's words) as independent evidence. Classes are weighted to
-    balance the few relevant links. Its state is the instances themselves (plain lists of feature indices)."""
-
-    KIND = "logistic"
-
-    def __init__(self, n_features: int, max_instances: int = 50_000, c: float = 0.3) -> None:
-        self.n_features = n_features
-        self.max_instances = max_instances
-        self.c = c
-        self.data: list[tuple[np.ndarray, int]] = []
-        self.instances = np.zeros(2)
-        self.fitted_instances = np.zeros(2)
-        self._weights = np.zeros(n_features)
-        self._intercept = 0.0
-
-    def add(self, indices: np.ndarray, label: int) -> None:
-        self.data.append((np.unique(indices), label))
-        self.instances[label] += 1
-        if len(self.data) > self.max_instances:
-            _, dropped = self.data.pop(0)
-            self.instances[dropped] -= 1
-
-    def fit(self) -> None:
-        labels = np.array([label for _, label in self.data], dtype=np.int64)
-        if len(set(labels.tolist())) == 2:
-            rows = np.repeat(np.arange(len(self.data)), [idx.size for idx, _ in self.data])
-            columns = np.concatenate([idx for idx, _ in self.data])
-            x = sparse.csr_matrix(
-                (np.ones(columns.size), (rows, columns)), shape=(len(self.data), self.n_features)
-            )
-            model = LogisticRegression(C=self.c, class_weight="balanced", solver="liblinear").fit(x, labels)
-            self._weights = model.coef_[0].copy()
-            self._intercept = float(model.intercept_[0])
-        self.fitted_instances = self.instances.copy()
-
-    def trained(self, min_per_class: int) -> bool:
-        return bool(self.fitted_instances.min() >= min_per_class)
-
-    def log_odds(self, indices: np.ndarray) -> float:
-        return self._intercept + float(self._weights[np.unique(indices)].sum())
-
-    def probability(self, indices: np.ndarray) -> float:
-        odds = max(-LOG_ODDS_CAP, min(LOG_ODDS_CAP, self.log_odds(indices)))
-        return 1.0 / (1.0 + math.exp(-odds))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "version": STATE_VERSION,
-            "kind": self.KIND,
-            "n_features": self.n_features,
-            "max_instances": self.max_instances,
-            "data": [[label, idx.tolist()] for idx, label in self.data],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LinkLogistic:
-        try:
-            if data["version"] != STATE_VERSION:
-                raise ApprenticeError(f"apprentice state version {data['version']} is not {STATE_VERSION}")
-            model = cls(int(data["n_features"]), int(data["max_instances"]))
-            for label, indices in data["data"]:
-                model.add(np.asarray(indices, dtype=np.int64), int(label))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ApprenticeError(f"malformed apprentice state: {exc!r}") from exc
-        model.fit()
-        return model
-
-
-LEARNERS = {"naive_bayes": LinkNaiveBayes, LinkLogistic.KIND: LinkLogistic}
-
-
-def model_from_dict(data: Mapping[str, Any]) -> LinkNaiveBayes | LinkLogistic:
-    """The learner a stored state describes (naive Bayes when it names none: the first format)."""
-    return LEARNERS.get(str(data.get("kind", "naive_bayes")), LinkNaiveBayes).from_dict(data)
-
-
 # -- persistence --------------------------------------------------------------------------------------------
 def _schema_v1(db: Any) -> None:
     db.execute(
@@ -417,22 +152,14 @@ def ensure_schema(repo: Repository) -> None:
 
 
 @dataclass(frozen=True)
-class _Pending:
+class PendingLink:
+    """A queued link's features, waiting for its target's verdict to become a training instance."""
+
     topic: str
     indices: np.ndarray  # the link's own features, without the cocitation features (they change)
     base: float
     source: str = ""  # final URL of the page holding the link ("" when unknown)
     dom_path: str = ""
-
-
-def cocitation_features(relevant: int, irrelevant: int) -> list[str]:
-    """The cocitation features of a link whose region siblings led to these judged pages (seed 002, 3.8,
-    with the region's siblings in place of links within d_max)."""
-    if relevant + irrelevant == 0:
-        return []
-    if relevant == 0:
-        return ["sib:none"]
-    return ["sib:any", "sib:most"] if relevant >= irrelevant else ["sib:any"]
 
 
 class Apprentice:
@@ -443,7 +170,7 @@ class Apprentice:
         self.featurizer = Featurizer(FeatureConfig(n_features=self.settings.n_features))
         self.models: dict[str, LinkNaiveBayes | LinkLogistic] = {}
         self.buffer: list[tuple[str, np.ndarray, int]] = []
-        self.pending: OrderedDict[str, _Pending] = OrderedDict()
+        self.pending: OrderedDict[str, PendingLink] = OrderedDict()
         self.judged = 0
         self.refits = 0
         self.resolved = {0: 0, 1: 0}
@@ -507,7 +234,7 @@ class Apprentice:
         source: str = "",
         dom_path: str = "",
     ) -> None:
-        self.pending[url] = _Pending(topic or NO_TOPIC, indices, base, source, dom_path)
+        self.pending[url] = PendingLink(topic or NO_TOPIC, indices, base, source, dom_path)
         while len(self.pending) > self.settings.max_pending:
             self.pending.popitem(last=False)
 
@@ -537,7 +264,7 @@ class Apprentice:
         return sum(judged), len(judged) - sum(judged)
 
     def full_indices(
-        self, link: _Pending, counts: dict[tuple[str, str], tuple[int, int]] | None = None
+        self, link: PendingLink, counts: dict[tuple[str, str], tuple[int, int]] | None = None
     ) -> np.ndarray:
         """The link's features with its current cocitation features (`counts`: a cache of region counts)."""
         if not self.settings.cocitation or not link.source:
@@ -552,7 +279,7 @@ class Apprentice:
         names = cocitation_features(*found)
         return np.concatenate([link.indices, hashed(self.featurizer, names)]) if names else link.indices
 
-    def resolve(self, url: str, relevant: bool, fallback: _Pending | None = None) -> bool:
+    def resolve(self, url: str, relevant: bool, fallback: PendingLink | None = None) -> bool:
         """Turn the pending link to `url` into a training instance; False when its features are unknown."""
         found = self.pending.pop(url, None) or fallback
         if found is None:
@@ -560,7 +287,7 @@ class Apprentice:
         self.learn(found, relevant)
         return True
 
-    def learn(self, link: _Pending, relevant: bool) -> None:
+    def learn(self, link: PendingLink, relevant: bool) -> None:
         """Buffer one labelled link for the next refit (a link queued with a base priority also teaches the
         blend)."""
         label = int(relevant)
@@ -713,7 +440,7 @@ def is_relevant(verdict: PageVerdict, queue: str, threshold: float) -> bool:
 
 def stored_in_links(
     repo: Repository, apprentice: Apprentice, urls: Sequence[str], queue: str, before: int | None = None
-) -> list[_Pending]:
+) -> list[PendingLink]:
     """The stored links into `urls` (a target's URL and final URL) from other fetched pages (fetched before
     document id `before` when given), one per source page and at most `in_links` (at least one),
     featurised again: a judged page's training instances."""
@@ -727,14 +454,14 @@ def stored_in_links(
         [*targets, *targets, before if before is not None else 2**62],
     ).fetchall()
     limit = max(apprentice.settings.in_links, 1)
-    found: dict[str, _Pending] = {}
+    found: dict[str, PendingLink] = {}
     for dom_path, context, topic, confidence, accepted, final_url in rows:
         if final_url in found:
             continue
         verdict = PageVerdict(topic, float(confidence or 0.0), bool(accepted))
         link = Link(urls[0], "", dom_path, 0, 0)
         pairs = [(int(offset), str(text)) for offset, text in json.loads(context)]
-        found[final_url] = _Pending(
+        found[final_url] = PendingLink(
             queue, apprentice.features(link, pairs, final_url, verdict), 0.0, final_url, dom_path
         )
         if len(found) >= limit:
@@ -793,156 +520,3 @@ def learn_from_crawl(apprentice: Apprentice, repo: Repository, topic: str | None
     apprentice.regions.clear()  # a crawl it then guides knows only its own verdicts
     apprentice.labels.clear()
     return added
-
-
-# -- the focus policy wrapper -------------------------------------------------------------------------------
-
-
-class ApprenticeFocus:
-    """Wraps a focus policy (crawler.focus.TopicFocus, or any with `score_pages` / `link_priority`): the
-    wrapped policy stays the critic and decides which links to follow at all; the apprentice sets or
-    blends their priorities. Everything else (`seeds`, `record_stats`, `model`, ...) is the base's."""
-
-    def __init__(self, base: Any, settings: ApprenticeSettings | None = None) -> None:
-        self.base = base
-        self.apprentice = Apprentice(settings)
-        self.crawler: Any = None
-        self.repo: Repository | None = None
-        self._since_refit = 0
-        self._rescore_due = False
-        self.rescored_entries = 0
-        self.rebuilt = 0
-        self._regions_of = ""  # the page whose links were last added to the apprentice's regions
-        self._siblings_due: set[str] = set()  # queued URLs whose cocitation features changed
-        self._page_counts: dict[tuple[str, str], tuple[int, int]] = {}  # region counts of that page
-
-    def __getattr__(self, name: str) -> Any:
-        base = self.__dict__.get("base")
-        if base is None:
-            raise AttributeError(name)
-        return getattr(base, name)
-
-    def attach(self, crawler: Any) -> None:
-        """Attach the base policy too, and restore the stored apprentice (resume)."""
-        attach = getattr(self.base, "attach", None)
-        if attach is not None:
-            attach(crawler)
-        self.crawler = crawler
-        self.repo = crawler.repo
-        ensure_schema(crawler.repo)
-        if self.apprentice.load(crawler.repo):
-            self._rescore_due = True
-
-    # -- the engine's hooks -------------------------------------------------------------------------------
-    def score_pages(self, pages: Sequence[CrawledPage]) -> list[PageVerdict]:
-        verdicts = self.base.score_pages(pages)
-        s = self.apprentice.settings
-        for page, verdict in zip(pages, verdicts, strict=True):
-            entry = page.entry
-            queue = entry.topic or NO_TOPIC
-            relevant = is_relevant(verdict, queue, s.label_threshold)
-            queued = self.apprentice.pending.pop(entry.url, None)
-            stored = (
-                stored_in_links(self.repo, self.apprentice, (entry.url, page.url), queue)
-                if self.repo is not None
-                else []
-            )
-            if s.in_links == 0:
-                stored = (
-                    [link for link in stored if link.source == entry.source][:1] if queued is None else []
-                )
-            if queued is None:
-                self.rebuilt += any(link.source == entry.source for link in stored)
-            else:  # the queuing link in place of its stored copy: it knows the base priority (for the blend)
-                stored = [link for link in stored if link.source != queued.source] + [queued]
-            for link in stored:
-                self.apprentice.learn(link, relevant)
-            self._judge_siblings(queue, (entry.url, page.url), relevant, stored)
-        self.apprentice.judged += len(pages)
-        self._since_refit += len(pages)
-        if self._since_refit >= s.retrain_every and self.apprentice.buffer:
-            self.apprentice.refit()
-            self._since_refit = 0
-            self._rescore_due = True
-            self.save_state()
-        return verdicts
-
-    def link_priority(self, page: CrawledPage, link: Link, verdict: PageVerdict) -> float | None:
-        base = self.base.link_priority(page, link, verdict)
-        if self._rescore_due:
-            self._rescore_frontier()
-        elif self._siblings_due:
-            self._rescore_siblings()
-        if base is None:
-            return None
-        link_topic = getattr(self.base, "link_topic", None)
-        topic = link_topic(page, verdict) if link_topic is not None else verdict.topic
-        s = self.apprentice.settings
-        if page.url != self._regions_of:  # the page's regions, before its first link is scored
-            self._regions_of = page.url
-            self._page_counts = {}
-            self.apprentice.add_region_links(page.url, [(x.url, x.dom_path) for x in page.parsed.links])
-        context = offset_context(page.parsed, link, s.radius) if s.radius > CONTEXT_RADIUS else link.context
-        indices = self.apprentice.features(link, context, page.url, verdict)
-        self.apprentice.remember(link.url, topic, indices, float(base), page.url, link.dom_path)
-        full = self.apprentice.full_indices(self.apprentice.pending[link.url], self._page_counts)
-        return self.apprentice.priority(topic, full, float(base))
-
-    # -- helpers --------------------------------------------------------------------------------------------
-    def _judge_siblings(
-        self, queue: str, urls: Sequence[str], relevant: bool, in_links: Sequence[_Pending]
-    ) -> None:
-        """Record a judged page for cocitation; once the topic's apprentice is switched in, the queued
-        siblings of the regions whose cocitation features this changes are rescored at the next link."""
-        app = self.apprentice
-        if not app.settings.cocitation:
-            return
-        regions = {(link.source, link.dom_path) for link in in_links if link.source}
-        before = {key: cocitation_features(*app.region_counts(*key)) for key in regions}
-        app.judge(urls, relevant)
-        if queue not in app.switched_in:
-            return
-        for key in regions:
-            if cocitation_features(*app.region_counts(*key)) != before[key]:
-                self._siblings_due.update(app.regions.get(key, ()))
-
-    def _rescore_frontier(self) -> None:
-        self._rescore_due = False
-        self._siblings_due = set()
-        if self.crawler is None:
-            return
-        self.rescored_entries += rescore_entries(self.crawler.frontier, self.apprentice.rescored)
-
-    def _rescore_siblings(self) -> None:
-        due, self._siblings_due = self._siblings_due, set()
-        if self.crawler is None:
-            return
-
-        def rescored(entries: Iterable[tuple[str, str | None, float]]) -> dict[str, float]:
-            return self.apprentice.rescored(e for e in entries if e[0] in due)
-
-        self.rescored_entries += rescore_entries(self.crawler.frontier, rescored)
-
-    def save_state(self) -> None:
-        """Store the apprentice's counts and buffer (call off concurrent repository writes)."""
-        if self.repo is not None:
-            self.apprentice.save(self.repo, time.time())
-
-    def record_stats(self) -> None:
-        record = getattr(self.base, "record_stats", None)
-        if record is not None:
-            record()
-        self.save_state()
-
-    def progress_text(self) -> str:
-        text = getattr(self.base, "progress_text", None)
-        base = text() if text is not None else ""
-        r = self.apprentice.resolved
-        mine = f"apprentice: {r[1]}+/{r[0]}- links, {self.apprentice.refits} refits"
-        return f"{base}  {mine}" if base else mine
-
-
-def rescore_entries(frontier: Any, rescore: Any) -> int:
-    """Give queued entries the priorities `rescore([(url, topic, priority)]) -> {url: priority}` returns,
-    through the frontier's own re-scoring; returns how many entries changed."""
-    return frontier.rescore(lambda entries: rescore([(e.url, e.topic, e.priority) for e in entries]))

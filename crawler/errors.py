@@ -29,3 +29,7 @@ class TaxonomyError(CrawlerError):
 
 class SearchError(CrawlerError, ValueError):
     """The query cannot be run (FTS5 syntax error, an empty query, a `site:` that names no host)."""
+
+
+class ApprenticeError(CrawlerError):
+    """The stored apprentice state is malformed or was written by a newer version."""

@@ -229,7 +229,7 @@ class Topics:
             return None
         if not self.service.crawl_settings.apprentice_enabled:
             return focus
-        from crawler.apprentice import ApprenticeFocus
+        from crawler.apprentice_focus import ApprenticeFocus
 
         return ApprenticeFocus(focus)
 

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         policy = None if args.unfocused else focus_policy(repo, settings, args.strategy, config.focus)
         if policy is not None and (args.apprentice or settings.apprentice_enabled):
-            from crawler.apprentice import ApprenticeFocus
+            from crawler.apprentice_focus import ApprenticeFocus
 
             policy = ApprenticeFocus(policy)
         elif policy is None and args.apprentice:

@@ -11,7 +11,7 @@ for each topic, two crawls of `--pages` pages each start from that topic's bookm
 web) plus the web's hub page (`--no-hub` leaves it out). Both use the same focus policy held to the one
 topic (a page is relevant only when the critic puts it in that topic's subtree; links of other pages are
 tunnelled), so every fetch of a crawl is spent on its topic; the second crawl wraps the policy in
-`crawler.apprentice.ApprenticeFocus`.
+`crawler.apprentice_focus.ApprenticeFocus`.
 
 **The critic** is the focus policy's topic model, frozen (unless `--retrain`). Trained on a few bookmarks
 it accepts almost nothing (3% of the devweb's database pages), which is not the paper's critic: that one is
@@ -73,7 +73,8 @@ from typing import Any
 
 import trio
 
-from crawler.apprentice import Apprentice, ApprenticeFocus, ApprenticeSettings, learn_from_crawl
+from crawler.apprentice import Apprentice, ApprenticeSettings, learn_from_crawl
+from crawler.apprentice_focus import ApprenticeFocus
 from crawler.engine import Crawler
 from crawler.focus import SEED_PRIORITY, FocusSettings, TopicFocus, in_subtree
 from crawler.parse import Link, parse_html

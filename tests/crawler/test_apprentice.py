@@ -6,18 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crawler.apprentice import (
-    PROTECTED_PRIORITY,
-    Apprentice,
-    ApprenticeError,
-    ApprenticeFocus,
-    ApprenticeSettings,
-    LinkNaiveBayes,
-    ensure_schema,
-    link_features,
-    rescore_entries,
-)
+from crawler.apprentice import PROTECTED_PRIORITY, Apprentice, ApprenticeSettings, ensure_schema
+from crawler.apprentice_focus import ApprenticeFocus, rescore_entries
+from crawler.errors import ApprenticeError
 from crawler.frontier import Frontier, FrontierEntry
+from crawler.link_features import link_features
+from crawler.link_learners import LinkNaiveBayes
 from crawler.parse import parse_html
 from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage

@@ -5,20 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from crawler.apprentice import (
-    Apprentice,
-    ApprenticeFocus,
-    ApprenticeSettings,
-    LinkLogistic,
-    cocitation_features,
-    fit_blend,
-    hashed,
-    held_out_gain,
-    learn_from_crawl,
-    rescore_entries,
-    stored_in_links,
-)
+from crawler.apprentice import Apprentice, ApprenticeSettings, learn_from_crawl, stored_in_links
+from crawler.apprentice_focus import ApprenticeFocus, rescore_entries
 from crawler.frontier import Frontier, FrontierEntry
+from crawler.link_features import cocitation_features, hashed
+from crawler.link_learners import LinkLogistic, fit_blend, held_out_gain
 from crawler.parse import parse_html
 from crawler.policy import CrawledPage, PageVerdict
 from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from crawler.apprentice import ApprenticeFocus
+from crawler.apprentice_focus import ApprenticeFocus
 from crawler.repository import Repository
 from node.cli.demo import map_bookmarks
 from node.client import AsyncNodeClient
