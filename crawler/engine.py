@@ -40,11 +40,12 @@ import trio
 from crawler.analysis import analyse
 from crawler.crawl_stats import CrawlCounters, CrawlStats, RunMeter
 from crawler.dedup import DedupIndex, DedupVerdict
+from crawler.errors import RepositoryFull
 from crawler.frontier import Frontier, FrontierEntry, ReadyAt, retried
 from crawler.link_following import LinkFollower
 from crawler.policy import CrawledPage, FocusPolicy, LinkPriority, PageVerdict, ScorePage, hooks_policy
 from crawler.politeness import HOST_FAILURE_KINDS, HostRecord, HostState
-from crawler.repository import DocumentRecord, Repository, RepositoryFull, StoredPage
+from crawler.repository import DocumentRecord, Repository, StoredPage
 from crawler.revisit_queue import RevisitOutcome, RevisitQueue
 from crawler.revisits import GONE_STATUSES, Revisit, next_interval, relisted_failures, retry_interval
 from crawler.settings import CrawlSettings

@@ -33,3 +33,16 @@ class SearchError(CrawlerError, ValueError):
 
 class ApprenticeError(CrawlerError):
     """The stored apprentice state is malformed or was written by a newer version."""
+
+
+class RepositoryError(CrawlerError):
+    """The repository file cannot be opened or has a schema this version does not know."""
+
+
+class RepositoryBusy(RepositoryError):
+    """Another connection held the write lock for longer than `busy_patience` (its log names it)."""
+
+
+class RepositoryFull(RepositoryError):
+    """The disk holding the repository is full: the transaction was rolled back, nothing of it is stored,
+    and everything committed before is intact (SQLite's journal guarantees it)."""

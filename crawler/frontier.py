@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from crawler.repository import DONE, FAILED, QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import DONE, FAILED, QUEUED
 
 ReadyAt = Callable[[str], float]
 

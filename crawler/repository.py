@@ -6,20 +6,19 @@ process, so a crawl resumes from exactly what was committed: a URL is marked don
 that stores its document.
 
 Other parts of the node add their own tables through `Repository.db` (a `sqlite_utils.Database`) and
-version them with `Repository.migrate(component, migrations)`, the same mechanism this module uses.
+version them with `Repository.migrate(component, migrations)`, the same mechanism this module uses for the
+crawler's tables (`crawler.repository_schema`).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
-import shutil
 import sqlite3
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -27,45 +26,11 @@ from typing import Any
 
 import sqlite_utils
 
-from crawler.errors import CrawlerError
+from crawler.errors import RepositoryBusy, RepositoryError, RepositoryFull
+from crawler.repository_faults import is_busy, is_disk_full, open_failure
+from crawler.repository_schema import DONE, FAILED, MIGRATIONS, QUEUED, Migration
 
-Migration = Callable[[sqlite_utils.Database], None]
 log = logging.getLogger(__name__)
-
-# Frontier row states: a queued URL waits to be fetched; done and failed are terminal (never fetched again).
-QUEUED, DONE, FAILED = 0, 1, 2
-
-
-class RepositoryError(CrawlerError):
-    """The repository file cannot be opened or has a schema this version does not know."""
-
-
-class RepositoryBusy(RepositoryError):
-    """Another connection held the write lock for longer than `busy_patience` (its log names it)."""
-
-
-class RepositoryFull(RepositoryError):
-    """The disk holding the repository is full: the transaction was rolled back, nothing of it is stored,
-    and everything committed before is intact (SQLite's journal guarantees it)."""
-
-
-def is_damaged(exc: BaseException) -> bool:
-    """SQLITE_CORRUPT or SQLITE_NOTADB: the file is no longer a sound database (a failing disk, a write
-    from outside SQLite), as opposed to one SQLite cannot reach or write."""
-    code = getattr(exc, "sqlite_errorcode", None) if isinstance(exc, sqlite3.DatabaseError) else None
-    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """SQLITE_FULL from the sqlite3 module (extended codes too), or ENOSPC from the operating system."""
-    if isinstance(exc, RepositoryFull):
-        return True
-    if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code is not None:
-            return code & 0xFF == sqlite3.SQLITE_FULL
-        return "disk is full" in str(exc)
-    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
 
 
 @dataclass(frozen=True)
@@ -125,215 +90,11 @@ class StoredPage:
 
 MMAP_BYTES = 1 << 30  # address space only: pages come from the OS cache without a copy per read
 CACHE_KIB = 64 * 1024  # SQLite's page cache per connection (grows only as pages are used)
-BM25_WEIGHTS = "5.0, 1.0"  # FTS5 bm25() column weights: title, text (search ranks with the same)
 LONG_HOLD_S = 2.0  # a transaction holding the write lock longer is logged with where it began
 CRAWL_STATS_KEEP = 17_280  # crawl statistics rows kept: a day of a crawl's rows at one per 5 s
 BUSY_TIMEOUT_S = 5.0  # SQLite's own wait for a lock per attempt; `transaction` retries past it
 BUSY_PATIENCE_S = 600.0  # how long `transaction` keeps retrying for the write lock before it gives up
 
-
-def _schema_v1(db: sqlite_utils.Database) -> None:
-    db.executescript(
-        """
-        CREATE TABLE IF NOT EXISTS documents (
-            id INTEGER PRIMARY KEY,
-            url TEXT NOT NULL UNIQUE,
-            final_url TEXT NOT NULL,
-            host TEXT NOT NULL,
-            status INTEGER NOT NULL,
-            content_type TEXT NOT NULL DEFAULT '',
-            title TEXT NOT NULL DEFAULT '',
-            text TEXT NOT NULL DEFAULT '',
-            lang TEXT,
-            canonical TEXT,
-            fingerprint TEXT NOT NULL,
-            simhash INTEGER NOT NULL DEFAULT 0,
-            duplicate_of INTEGER,
-            near_duplicate_of INTEGER,
-            fetched_at REAL NOT NULL,
-            elapsed REAL NOT NULL DEFAULT 0,
-            bytes INTEGER NOT NULL DEFAULT 0,
-            depth INTEGER NOT NULL DEFAULT 0,
-            topic TEXT,
-            confidence REAL,
-            accepted INTEGER NOT NULL DEFAULT 1,
-            redirects TEXT NOT NULL DEFAULT '[]'
-        );
-        CREATE INDEX IF NOT EXISTS documents_host ON documents(host);
-        CREATE INDEX IF NOT EXISTS documents_fingerprint ON documents(fingerprint);
-        CREATE INDEX IF NOT EXISTS documents_topic ON documents(topic, confidence);
-        CREATE INDEX IF NOT EXISTS documents_final_url ON documents(final_url);
-
-        CREATE TABLE IF NOT EXISTS links (
-            source_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            target_url TEXT NOT NULL,
-            target_host TEXT NOT NULL,
-            anchor_text TEXT NOT NULL DEFAULT '',
-            dom_path TEXT NOT NULL DEFAULT '',
-            context TEXT NOT NULL DEFAULT '[]',
-            nofollow INTEGER NOT NULL DEFAULT 0,
-            kind TEXT NOT NULL DEFAULT 'a'
-        );
-        CREATE INDEX IF NOT EXISTS links_source ON links(source_id);
-        CREATE INDEX IF NOT EXISTS links_target ON links(target_url);
-
-        CREATE TABLE IF NOT EXISTS hosts (
-            host TEXT PRIMARY KEY,
-            state TEXT NOT NULL DEFAULT 'ok',
-            failures INTEGER NOT NULL DEFAULT 0,
-            pages INTEGER NOT NULL DEFAULT 0,
-            errors INTEGER NOT NULL DEFAULT 0,
-            last_error TEXT,
-            updated_at REAL NOT NULL DEFAULT 0
-        );
-
-        CREATE TABLE IF NOT EXISTS frontier (
-            url TEXT PRIMARY KEY,
-            host TEXT NOT NULL,
-            topic TEXT,
-            priority REAL NOT NULL,
-            depth INTEGER NOT NULL,
-            tunnel INTEGER NOT NULL DEFAULT 0,
-            source TEXT,
-            origin TEXT,
-            retries INTEGER NOT NULL DEFAULT 0,
-            state INTEGER NOT NULL DEFAULT 0,
-            error TEXT,
-            updated_at REAL NOT NULL DEFAULT 0
-        );
-        CREATE INDEX IF NOT EXISTS frontier_state ON frontier(state);
-
-        CREATE TABLE IF NOT EXISTS crawl_stats (
-            id INTEGER PRIMARY KEY,
-            at REAL NOT NULL,
-            pages INTEGER NOT NULL,
-            pages_per_s REAL NOT NULL,
-            bytes INTEGER NOT NULL,
-            frontier_size INTEGER NOT NULL,
-            in_flight INTEGER NOT NULL,
-            duplicates INTEGER NOT NULL,
-            errors INTEGER NOT NULL,
-            errors_by_kind TEXT NOT NULL
-        );
-        """
-    )
-    db["documents"].enable_fts(
-        ["title", "text"],
-        fts_version="FTS5",
-        create_triggers=True,
-        tokenize="porter unicode61 remove_diacritics 2",
-    )
-    # Title matches weigh more than body matches in BM25 (columns in the order given above).
-    db.execute(f"INSERT INTO documents_fts(documents_fts, rank) VALUES ('rank', 'bm25({BM25_WEIGHTS})')")
-
-
-def _schema_v2(db: sqlite_utils.Database) -> None:
-    """Search columns: restrictive verdict, and the peers a pooled document came from (JSON list)."""
-    db.executescript(
-        """
-        ALTER TABLE documents ADD COLUMN verdict TEXT;
-        ALTER TABLE documents ADD COLUMN origin TEXT;
-        ALTER TABLE documents ADD COLUMN origins TEXT NOT NULL DEFAULT '[]';
-        CREATE INDEX IF NOT EXISTS documents_origin ON documents(origin);
-        """
-    )
-
-
-def _schema_v3(db: sqlite_utils.Database) -> None:
-    """Search filters read from an index: in the documents' rows these columns sit after the text, so
-    filtering thousands of BM25 candidates read every text's overflow pages."""
-    db.execute(
-        "CREATE INDEX IF NOT EXISTS documents_search ON documents"
-        "(id, duplicate_of, near_duplicate_of, verdict, accepted, topic, origin)"
-    )
-
-
-def _schema_v4(db: sqlite_utils.Database) -> None:
-    """Revisits: the stored version's validators and when it falls due. Pages stored before fall due a week
-    (revisit_after's default) after their fetch."""
-    db.executescript(
-        """
-        ALTER TABLE documents ADD COLUMN etag TEXT;
-        ALTER TABLE documents ADD COLUMN last_modified TEXT;
-        ALTER TABLE documents ADD COLUMN revisit_at REAL;
-        ALTER TABLE documents ADD COLUMN revisit_interval REAL;
-        UPDATE documents SET revisit_at = fetched_at + 604800 WHERE origin IS NULL;
-        CREATE INDEX IF NOT EXISTS documents_revisit ON documents(revisit_at, accepted, duplicate_of)
-            WHERE origin IS NULL;
-        """
-    )
-
-
-def _schema_v5(db: sqlite_utils.Database) -> None:
-    """Sitemaps read (crawler.sitemaps): where each came from, to read it again when due; and when a
-    revisit last found a page as stored, which a sitemap's lastmod is compared with."""
-    db.executescript(
-        """
-        ALTER TABLE documents ADD COLUMN checked_at REAL;
-        CREATE TABLE IF NOT EXISTS sitemaps (
-            url TEXT PRIMARY KEY,
-            host TEXT NOT NULL,
-            topic TEXT,
-            priority REAL NOT NULL,
-            depth INTEGER NOT NULL,
-            tunnel INTEGER NOT NULL DEFAULT 0,
-            source TEXT,
-            origin TEXT,
-            read_at REAL NOT NULL,
-            due_at REAL NOT NULL,
-            urls INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE INDEX IF NOT EXISTS sitemaps_due ON sitemaps(due_at);
-        """
-    )
-
-
-def _schema_v6(db: sqlite_utils.Database) -> None:
-    """A sitemap is read again as a page is revisited: with the validators of its last reading, a
-    fingerprint of its bytes, and an interval that adapts to how often it changes."""
-    db.executescript(
-        """
-        ALTER TABLE sitemaps ADD COLUMN etag TEXT;
-        ALTER TABLE sitemaps ADD COLUMN last_modified TEXT;
-        ALTER TABLE sitemaps ADD COLUMN fingerprint TEXT;
-        ALTER TABLE sitemaps ADD COLUMN interval REAL;
-        """
-    )
-
-
-def _schema_v7(db: sqlite_utils.Database) -> None:
-    """Feeds (crawler.feeds) are read and read again as sitemaps are, in the same table: which one a row
-    is."""
-    db.executescript("ALTER TABLE sitemaps ADD COLUMN kind TEXT NOT NULL DEFAULT 'sitemap';")
-
-
-def _schema_v8(db: sqlite_utils.Database) -> None:
-    """A bad host is tried again later (crawler.politeness): how often it turned bad and when its next
-    try is. Links failed as "host_bad" before were dropped with their host and never requested: queued
-    again, they wait for their host's next try."""
-    columns = db["hosts"].columns_dict
-    if "bad_spells" not in columns:
-        db.execute("ALTER TABLE hosts ADD COLUMN bad_spells INTEGER NOT NULL DEFAULT 0")
-    if "retry_at" not in columns:
-        db.execute("ALTER TABLE hosts ADD COLUMN retry_at REAL")
-    db.executescript(
-        f"""
-        UPDATE frontier SET state = {QUEUED}, error = NULL WHERE state = {FAILED} AND error = 'host_bad';
-        UPDATE hosts SET state = 'slow' WHERE state = 'bad';
-        """
-    )
-
-
-MIGRATIONS: list[Migration] = [
-    _schema_v1,
-    _schema_v2,
-    _schema_v3,
-    _schema_v4,
-    _schema_v5,
-    _schema_v6,
-    _schema_v7,
-    _schema_v8,
-]
 
 _DOCUMENT_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 _SITEMAP_ENTRY = ("url", "host", "topic", "priority", "depth", "tunnel", "source", "origin")  # its entry
@@ -385,7 +146,7 @@ class Repository:
             self.db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise RepositoryError(_open_failure(self.path, exc)) from exc
+            raise RepositoryError(open_failure(self.path, exc)) from exc
         self.db.execute("PRAGMA synchronous=NORMAL")
         # Search reads index pages all over the file: map it and keep more pages than SQLite's 2 MB default.
         self.db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
@@ -474,7 +235,7 @@ class Repository:
                 self.db.conn.execute("BEGIN IMMEDIATE")
                 break
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
+                if not is_busy(exc):
                     raise
                 waited = time.monotonic() - asked
                 log.warning(
@@ -719,21 +480,6 @@ class Repository:
         )
 
 
-def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
-    """Why a repository file would not open: a file that is no database, or a folder SQLite cannot write
-    its journal to (a full disk gives "disk I/O error" there, not SQLITE_FULL)."""
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    if is_disk_full(exc) or code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
-        free = shutil.disk_usage(path.parent).free / 2**20
-        return (
-            f"cannot open the repository at {path}: SQLite could not write beside it ({exc}; {free:.0f} MB "
-            "free on that disk): free some space, or make the folder writable"
-        )
-    if code == sqlite3.SQLITE_CORRUPT:  # NOTADB too is_damaged, but at opening it is a foreign file
-        return damaged(path, f"SQLite said: {exc}")
-    return f"{path} is not a topicswarm repository (SQLite said: {exc})"
-
-
 def requeue_lost_pages(conn: sqlite3.Connection) -> int:
     """Queue again the frontier URLs marked done whose page is not stored: their document rows were lost
     (to `topicswarm repair`), so the crawl fetches them anew rather than count them as crawled. A page its
@@ -743,25 +489,6 @@ def requeue_lost_pages(conn: sqlite3.Connection) -> int:
         "AND url NOT IN (SELECT url FROM documents) AND url NOT IN (SELECT final_url FROM documents)"
     )
     return cursor.rowcount
-
-
-def damaged(repository: Path, why: str, node_stopped: bool = False) -> str:
-    """A repository SQLite finds damaged (`why`: what SQLite said), and the user's way back."""
-    repair = (
-        f"run `topicswarm repair --data {repository.parent}`: it keeps every row SQLite can still read, "
-        f"and the damaged file beside it (or put the {repository.name} of your last `topicswarm backup` "
-        "in its place)"
-    )
-    then = repair if node_stopped else f"stop the node, then {repair}"
-    return f"{repository} is damaged ({why}): {then}"
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    """SQLITE_BUSY or SQLITE_LOCKED (and their extended codes) as raised by the sqlite3 module."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
 
 
 class _WriteLockLog:

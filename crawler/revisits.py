@@ -27,7 +27,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from crawler.frontier import FrontierEntry
-from crawler.repository import FAILED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import FAILED
 from crawler.urls import normalize_url
 
 GROWTH = 2.0  # an unchanged page waits this much longer next time; a changed one this much less

@@ -30,7 +30,8 @@ from crawler.ranking import (
     signal_matrix,
     topic_clause,
 )
-from crawler.repository import BM25_WEIGHTS, DocumentRecord, Repository
+from crawler.repository import DocumentRecord, Repository
+from crawler.repository_schema import BM25_WEIGHTS
 from crawler.taxonomy import TOPICS_LISTED_API, load_taxonomy, unknown_topic
 from crawler.urls import host_of
 

@@ -26,7 +26,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from crawler.repository import MAX_ROW_ID, RepositoryFull, damaged, is_damaged, is_disk_full
+from crawler.errors import RepositoryFull
+from crawler.repository import MAX_ROW_ID
+from crawler.repository_faults import damaged, is_damaged, is_disk_full
 from crawler.search import MAX_QUERY_CHARS
 from crawler.taxonomy import MAX_FILE_BYTES
 from node.cooperation.settings import MAX_CLUSTERS

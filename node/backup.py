@@ -16,7 +16,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawler.repository import damaged, is_damaged, is_disk_full
+from crawler.repository_faults import damaged, is_damaged, is_disk_full
 from node.datadir import DataDir
 
 # What a restored node needs besides its repository (logs and the running node's api.json are not).

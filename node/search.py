@@ -12,7 +12,8 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from crawler.repository import Repository, RepositoryError
+from crawler.errors import RepositoryError
+from crawler.repository import Repository
 from node.errors import NodeServiceError, not_found
 from node.stored_state import document_details
 

@@ -38,7 +38,8 @@ from typing import Any, TypeVar
 import trio
 
 from crawler.engine import Crawler
-from crawler.repository import Repository, RepositoryError
+from crawler.errors import RepositoryError
+from crawler.repository import Repository
 from crawler.revisits import mark_due
 from crawler.settings import CrawlSettings
 from node.config import Config, ConfigError, load_config

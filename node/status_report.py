@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from crawler.repository import RepositoryError, RepositoryFull
+from crawler.errors import RepositoryError, RepositoryFull
 from crawler.revisits import next_revisit_at
 from node.datadir import free_bytes
 from node.metrics import PAUSED, RUNNING, STOPPED, MetricsSample, record_sample, samples_since

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from crawler.repository import QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import QUEUED
 from node.datadir import DataDir
 from node.errors import NodeServiceError
 from node.metrics import ALL_TOPICS, RUNNING, load_crawl_states, samples_since

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 def damaged_repository(args: argparse.Namespace, exc: sqlite3.DatabaseError) -> str | None:
     """What to say when a command met a damaged page of the repository it read (no traceback: the way back
     is `topicswarm repair`); None for any other database error."""
-    from crawler.repository import damaged, is_damaged
+    from crawler.repository_faults import damaged, is_damaged
     from node.client import node_running
 
     if not is_damaged(exc) or not hasattr(args, "data"):

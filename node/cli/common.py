@@ -60,7 +60,8 @@ def data_dir_for_writing(args: argparse.Namespace) -> DataDir:
 
 def open_repository(path: Path) -> Repository:
     """The repository at `path` (made when missing); one that cannot be opened is a one-line CLI error."""
-    from crawler.repository import Repository, RepositoryError
+    from crawler.errors import RepositoryError
+    from crawler.repository import Repository
 
     try:
         return Repository(path)

@@ -131,7 +131,7 @@ def run_node(args: argparse.Namespace) -> int:
         refusal = service_error_in(exc)
         if refusal is not None:  # the node refused to start and said why (a port in use, a bad repository)
             raise CliError(refusal.detail) from exc
-        from crawler.repository import damaged, is_damaged
+        from crawler.repository_faults import damaged, is_damaged
         from node.service import innermost, root_cause
 
         logging.getLogger("node").exception("the node failed")

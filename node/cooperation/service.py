@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 import trio
 
-from crawler.repository import Repository, RepositoryError
+from crawler.errors import RepositoryError
+from crawler.repository import Repository
 from metamodels.errors import MetamodelError
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.meta_classifier import MetaClassifier

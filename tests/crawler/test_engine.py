@@ -15,7 +15,8 @@ from crawler.engine import Crawler
 from crawler.frontier import FrontierEntry
 from crawler.policy import PageVerdict
 from crawler.politeness import HostRecord, HostState
-from crawler.repository import DONE, FAILED, QUEUED, Repository, StoredPage
+from crawler.repository import Repository, StoredPage
+from crawler.repository_schema import DONE, FAILED, QUEUED
 from crawler.search import search, text_document
 from crawler.settings import CrawlSettings
 from crawler.urls import host_of

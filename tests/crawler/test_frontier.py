@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from crawler.frontier import Frontier, FrontierEntry
-from crawler.repository import DONE, FAILED, QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import DONE, FAILED, QUEUED
 
 
 def entry(url: str, priority: float = 1.0, depth: int = 0, topic: str | None = None) -> FrontierEntry:

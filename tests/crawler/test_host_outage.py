@@ -13,7 +13,8 @@ import trio
 
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
-from crawler.repository import DONE, FAILED, MIGRATIONS, QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import DONE, FAILED, MIGRATIONS, QUEUED
 from crawler.settings import CrawlSettings
 from tests.mock_web import Calendar, page, streamed_response
 

@@ -7,14 +7,9 @@ import threading
 
 import pytest
 
-from crawler.repository import (
-    DocumentRecord,
-    LinkRecord,
-    Repository,
-    RepositoryError,
-    StoredPage,
-    _open_failure,
-)
+from crawler.errors import RepositoryError
+from crawler.repository import DocumentRecord, LinkRecord, Repository, StoredPage
+from crawler.repository_faults import open_failure
 
 
 def doc(url: str, text: str = "some text", **kw) -> DocumentRecord:
@@ -197,11 +192,11 @@ def test_a_batch_that_reads_before_writing_waits_for_another_writer_instead_of_f
 def test_a_repository_that_cannot_write_its_journal_is_named_as_such_not_as_a_foreign_file(tmp_path):
     io_error = sqlite3.OperationalError("disk I/O error")
     io_error.sqlite_errorcode = sqlite3.SQLITE_IOERR_WRITE  # what a full disk gives when SQLite opens the WAL
-    message = _open_failure(tmp_path / "repository.db", io_error)
+    message = open_failure(tmp_path / "repository.db", io_error)
     assert "could not write beside it" in message and "MB free" in message and "free some space" in message
     foreign = sqlite3.DatabaseError("file is not a database")
     foreign.sqlite_errorcode = sqlite3.SQLITE_NOTADB
-    assert "is not a topicswarm repository" in _open_failure(tmp_path / "repository.db", foreign)
+    assert "is not a topicswarm repository" in open_failure(tmp_path / "repository.db", foreign)
     (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
     with pytest.raises(RepositoryError, match="is not a topicswarm repository"):
         Repository(tmp_path / "other.db")

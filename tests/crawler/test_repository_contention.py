@@ -11,7 +11,8 @@ import time
 import pytest
 
 import crawler.repository as repository
-from crawler.repository import DocumentRecord, Repository, RepositoryBusy, StoredPage
+from crawler.errors import RepositoryBusy
+from crawler.repository import DocumentRecord, Repository, StoredPage
 
 
 def page(url: str) -> StoredPage:

@@ -12,7 +12,8 @@ from crawler import revisit_queue
 from crawler.engine import Crawler
 from crawler.fetch import Fetcher
 from crawler.frontier import Frontier, FrontierEntry
-from crawler.repository import FAILED, MIGRATIONS, QUEUED, Repository, StoredPage
+from crawler.repository import Repository, StoredPage
+from crawler.repository_schema import FAILED, MIGRATIONS, QUEUED
 from crawler.revisits import (
     BOUND,
     LISTED_RETRIES,

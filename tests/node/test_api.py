@@ -11,7 +11,7 @@ import httpx
 import pytest
 import trio
 
-from crawler.repository import RepositoryFull
+from crawler.errors import RepositoryFull
 from node import api as node_api
 from node.client import AsyncNodeClient, NodeError, NodeUnreachable, Unauthorised
 from node.config import Config, replace_settings

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from crawler.crawl_stats import CrawlStats
-from crawler.repository import QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import QUEUED
 from node.cli import main
 from node.cli.crawl import ProgressPrinter, summary
 from simnet.web import serve_web_in_subprocess

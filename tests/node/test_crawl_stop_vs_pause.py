@@ -11,7 +11,8 @@ import time
 import pytest
 import trio
 
-from crawler.repository import QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import QUEUED
 from node.cli.demo import NodeProcess, stop_processes, wait_until_ready
 from node.cli.status import crawl_lines
 from node.client import AsyncNodeClient, NodeClient

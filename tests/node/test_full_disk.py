@@ -12,7 +12,7 @@ import pytest
 import tomli_w
 import trio
 
-from crawler.repository import DONE
+from crawler.repository_schema import DONE
 from node.cli.demo import demo_crawler_settings, map_bookmarks
 from node.client import AsyncNodeClient
 from node.config import parse_config

@@ -11,7 +11,8 @@ import sys
 import pytest
 import trio
 
-from crawler.repository import QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import QUEUED
 from node.cli import main
 from node.cli.demo import map_bookmarks
 from node.cli.status import NOT_RUNNING

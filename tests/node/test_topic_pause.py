@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from crawler.repository import DONE, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import DONE
 from crawler.taxonomy import parse_bookmarks, store_taxonomy
 from node.cli.demo import map_bookmarks
 from node.cli.topics import fetch_training_pages

@@ -8,7 +8,8 @@ import pytest
 import tomli_w
 import trio
 
-from crawler.repository import FAILED, QUEUED, Repository
+from crawler.repository import Repository
+from crawler.repository_schema import FAILED, QUEUED
 from node.cli.demo import demo_crawler_settings, map_bookmarks
 from node.cli.status import crawl_lines
 from node.client import AsyncNodeClient
