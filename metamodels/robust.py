@@ -89,13 +89,10 @@ def weighted_trimmed_mean(
     """
     if not 0.0 <= trim < 0.5:
         raise MetaInputError(f"trim must lie in [0, 0.5), got {trim}")
-    values, w = _checked(confidences, weights)
-    total = w.sum()
-    if total <= 0:
-        return np.zeros(values.shape[0])
-    order = np.argsort(values, axis=1, kind="stable")
-    sorted_values = np.take_along_axis(values, order, axis=1)
-    sorted_weights = w[order] / total
+    ranked = _ranked(confidences, weights)
+    if ranked is None:
+        return np.zeros(np.asarray(confidences).shape[0])
+    sorted_values, sorted_weights = ranked
     upper = np.cumsum(sorted_weights, axis=1)
     lower = upper - sorted_weights
     kept = np.clip(np.minimum(upper, 1.0 - trim) - np.maximum(lower, trim), 0.0, None)
@@ -106,15 +103,26 @@ def weighted_median(
     confidences: np.ndarray | Sequence[Sequence[float]], weights: Sequence[float] | np.ndarray
 ) -> np.ndarray:
     """Per document: the value where the cumulative weight first reaches half (lower weighted median)."""
+    ranked = _ranked(confidences, weights)
+    if ranked is None:
+        return np.zeros(np.asarray(confidences).shape[0])
+    sorted_values, sorted_weights = ranked
+    cumulative = np.cumsum(sorted_weights, axis=1)
+    index = np.argmax(cumulative >= 0.5 - 1e-12, axis=1)
+    return sorted_values[np.arange(sorted_values.shape[0]), index]
+
+
+def _ranked(
+    confidences: np.ndarray | Sequence[Sequence[float]], weights: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per document, the models' values in ascending order and their weights as shares of the total, in
+    the same order; None when every weight is zero (no evidence)."""
     values, w = _checked(confidences, weights)
     total = w.sum()
     if total <= 0:
-        return np.zeros(values.shape[0])
+        return None
     order = np.argsort(values, axis=1, kind="stable")
-    sorted_values = np.take_along_axis(values, order, axis=1)
-    cumulative = np.cumsum(w[order], axis=1)
-    index = np.argmax(cumulative >= 0.5 * total - 1e-12, axis=1)
-    return sorted_values[np.arange(values.shape[0]), index]
+    return np.take_along_axis(values, order, axis=1), w[order] / total
 
 
 def robust_combine(
