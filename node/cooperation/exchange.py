@@ -17,7 +17,7 @@ from crawler.focus import HARVESTING
 from metamodels.linear import LinearModel
 from node.cooperation import store, training, weighing
 from node.cooperation.backoff import Backoff
-from node.cooperation.settings import CooperationSettings
+from node.cooperation.part import LayerPart
 from node.cooperation.wiremodels import (
     centroids_from_payload,
     feature_config_of,
@@ -35,12 +35,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class ModelExchange:
+class ModelExchange(LayerPart):
     """The model half of one node's cooperation layer (`Cooperation.exchange`): its own models and its
     peers'."""
 
     def __init__(self, layer: Cooperation) -> None:
-        self.layer = layer
+        super().__init__(layer)
         self._held: dict[tuple[str, str], int] = {}  # (topic, origin) -> version of the received model
         self._asked: dict[tuple[str, str], Backoff] = {}  # (peer, topic) of first-contact model fetches
         # (topic, origin) -> (deadline, arrival) of a model fetch under way, so that an announcement, a
@@ -49,10 +49,6 @@ class ModelExchange:
         self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
         self._learning_pages: int | None = None  # the crawler's page count at the last look
         self._pages_moved_at = 0.0  # and when it last changed (trio clock)
-
-    @property
-    def settings(self) -> CooperationSettings:
-        return self.layer.settings
 
     async def load_held(self) -> None:
         """The versions of the received models stored by the last run: only newer ones are fetched."""

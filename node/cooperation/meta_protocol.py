@@ -34,7 +34,7 @@ from metamodels.estimators import (
 )
 from metamodels.linear import LinearModel
 from node.cooperation import filtering, store, weighing
-from node.cooperation.settings import CooperationSettings
+from node.cooperation.part import LayerPart
 from node.cooperation.wiremodels import linear_from_payload
 from p2p.errors import P2PError, WireError
 from p2p.messages.meta_classifier import (
@@ -53,11 +53,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class MetaProtocol:
+class MetaProtocol(LayerPart):
     """The meta-classifier protocol of one node's cooperation layer (`Cooperation.meta_protocol`)."""
 
     def __init__(self, layer: Cooperation) -> None:
-        self.layer = layer
+        super().__init__(layer)
         # topic -> (model origin, version) -> reporter -> (correct, evaluated): the community's
         # cross-validation reports (3.15), the newest per reporter; and the model versions they were for
         self.reports: dict[str, dict[tuple[str, int], dict[str, tuple[int, int]]]] = {}
@@ -66,10 +66,6 @@ class MetaProtocol:
         # over the same models and peers reuses it (cross-validation does not depend on the loss)
         self._estimates: dict[str, tuple[Any, frozenset[str], list[Any]]] = {}
         self._held_before: dict[str, tuple[tuple[str, int], ...]] = {}  # models held at the last round
-
-    @property
-    def settings(self) -> CooperationSettings:
-        return self.layer.settings
 
     def forget(self, peer: str) -> None:
         """A blocked peer's reports and the reports on its models no longer count."""

@@ -20,7 +20,8 @@ from metamodels.features import Featurizer, tokenize
 from metamodels.meta_clustering import apply_models, consensus
 from metamodels.meta_functions import ABSTAIN_LABEL
 from node.cooperation import filtering, store
-from node.cooperation.settings import MAX_CLUSTERS, CooperationSettings
+from node.cooperation.part import LayerPart
+from node.cooperation.settings import MAX_CLUSTERS
 from node.cooperation.wiremodels import centroids_from_payload, centroids_payload
 from node.errors import shown
 from p2p.errors import P2PError
@@ -28,7 +29,7 @@ from p2p.messages.models import SignedModel
 from p2p.signing import sign_model
 
 if TYPE_CHECKING:
-    from node.cooperation.service import Cooperation
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +37,8 @@ MAX_SUBTOPIC_NAME = 80
 """The longest name an accepted proposal's subtopic may take (it is part of every key under it)."""
 
 
-class Refinement:
+class Refinement(LayerPart):
     """The clustering half of one node's cooperation layer (`Cooperation.refinement`)."""
-
-    def __init__(self, layer: Cooperation) -> None:
-        self.layer = layer
-
-    @property
-    def settings(self) -> CooperationSettings:
-        return self.layer.settings
 
     def _topic_matrix(self, topic: str) -> tuple[filtering.TopicDocuments, Any]:
         docs = filtering.topic_documents(self.layer.repo, topic, include_pooled=False)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from crawler.repository import Repository
 from node.cooperation import store
 from node.cooperation.backoff import Backoff
+from node.cooperation.part import LayerPart
 from node.cooperation.previews import result_previews
-from node.cooperation.settings import CooperationSettings
 from node.stored_state import topic_keys
 from p2p.errors import P2PError, WireError
 from p2p.message_limits import MAX_TITLE_LEN
@@ -42,17 +42,13 @@ HELD_SCAN = 4
 """A result page with a held-URL filter looks at up to this many times its limit of documents to fill it."""
 
 
-class ResultSync:
+class ResultSync(LayerPart):
     """The pooled-results half of one node's cooperation layer (`Cooperation.results`)."""
 
     def __init__(self, layer: Cooperation) -> None:
-        self.layer = layer
+        super().__init__(layer)
         self._synced: dict[tuple[str, str], Backoff] = {}  # (peer, topic) -> when to ask again
         self._pulled: dict[tuple[str, str], int] = {}  # (peer, topic) -> round of the last pull
-
-    @property
-    def settings(self) -> CooperationSettings:
-        return self.layer.settings
 
     # -- serving --------------------------------------------------------------------------------------------
     async def answer(self, peer: str, request: ResultSyncRequest) -> list[ResultSyncResponse]:
