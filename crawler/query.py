@@ -94,6 +94,11 @@ class PlainQuery:
             return expression
         return f"({expression})" + "".join(f" NOT {_phrase(words)}" for words in self.excluded)
 
+    def excluded_match(self) -> str:
+        """The FTS5 expression matching any excluded word or phrase ("" when none is): a query without
+        words to match browses, and leaves out the pages this matches."""
+        return " OR ".join(_phrase(words) for words in self.excluded)
+
     def site_filter(self) -> tuple[list[str], list[object]]:
         """SQL conditions (to be ANDed) and parameters for the `site:` filters."""
         where: list[str] = []

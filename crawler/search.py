@@ -73,21 +73,23 @@ def text_document(
 
 
 def _parsed(query: str, syntax: str) -> PlainQuery | None:
-    """The plain query, or None for FTS5 syntax; a query with nothing to look for is an error, and so is
-    one longer than `MAX_QUERY_CHARS`."""
+    """The plain query, or None for FTS5 syntax (which must have something to match); a query longer than
+    `MAX_QUERY_CHARS` is an error. A plain query may be empty: `ranked_search` then browses."""
     if len(query) > MAX_QUERY_CHARS:
         raise SearchError(f"the query is {len(query)} characters long: at most {MAX_QUERY_CHARS}, please")
     if syntax != "plain":
         if not query.strip():
             raise SearchError("the query is empty: give at least one word")
         return None
-    parsed = parse_query(query)
-    if parsed.empty:
+    return parse_query(query)
+
+
+def _refuse_empty(parsed: PlainQuery | None) -> None:
+    if parsed is not None and parsed.empty:
         raise SearchError(
             "the query is empty: give at least one word to look for"
             + (" (-word and site: only narrow a search)" if parsed != PlainQuery() else "")
         )
-    return parsed
 
 
 def search(
@@ -105,6 +107,7 @@ def search(
     `include_duplicates`, so one page reachable under several URLs shows once.
     """
     parsed = _parsed(query, syntax)
+    _refuse_empty(parsed)
     where = ["documents_fts MATCH ?"]
     params: list[object] = [parsed.match() if parsed else query.strip()]
     if parsed:
@@ -190,9 +193,15 @@ class SearchResults:
     hits: tuple[RankedHit, ...]
     total: int  # matching results after filters and collapsing (counted to `CANDIDATES` depth exactly)
     prefix: bool = False  # the words as typed matched few results: words they start are matched too
+    browsed: bool = False  # no words to look for: the most confident results under the filters
 
     def to_api(self) -> dict[str, object]:
-        return {"hits": [h.to_api() for h in self.hits], "total": self.total, "prefix": self.prefix}
+        return {
+            "hits": [h.to_api() for h in self.hits],
+            "total": self.total,
+            "prefix": self.prefix,
+            "browsed": self.browsed,
+        }
 
 
 @dataclass(frozen=True)
@@ -301,9 +310,14 @@ def ranked_search(
     (`_candidate_tiers`); a budget of at least the repository's size ranks exactly.
     Plain words that match fewer than `WIDEN_BELOW` results under the filters are searched again as
     the starts of words too, and those results are kept when they are more (`prefix` in the results).
+    A plain query with no words to match (none at all, or only -word and site: filters) browses: the
+    documents under the filters, the most confident of them (in `context`'s view) ranked by the same
+    combination, whose text signal is then 0 for all; a user looks through a topic or a peer's results
+    without guessing their words.
     """
     weights = weights or RankingWeights()
     parsed = _parsed(query, syntax)
+    browsing = parsed is not None and parsed.empty
     match = parsed.match() if parsed else query.strip()
     if limit < 0 or offset < 0:
         raise SearchError("limit and offset must not be negative")
@@ -322,13 +336,19 @@ def ranked_search(
         confidence_sql = f"CASE WHEN d.accepted = 1 AND {clause} THEN d.confidence ELSE 0 END"
     topic_filter = topic_clause("topic", topic, include_descendants) if topic is not None else None
     filters = (where, params)
-    ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
     prefix = False
-    widened = parsed.match(prefix=True) if parsed and total < WIDEN_BELOW else match
-    if widened != match:
-        more, more_total = _bm25_candidates(repo, widened, filters, topic_filter, depth, query, bm25_budget)
-        if more_total > total:
-            ranked, total, prefix = more, more_total, True
+    if browsing:
+        assert parsed is not None
+        order = (confidence_sql, confidence_params)
+        ranked, total = _browsed_candidates(repo, parsed.excluded_match(), filters, order, depth, query)
+    else:
+        ranked, total = _bm25_candidates(repo, match, filters, topic_filter, depth, query, bm25_budget)
+        widened = parsed.match(prefix=True) if parsed and total < WIDEN_BELOW else match
+        if widened != match:
+            budget = bm25_budget
+            more, more_total = _bm25_candidates(repo, widened, filters, topic_filter, depth, query, budget)
+            if more_total > total:
+                ranked, total, prefix = more, more_total, True
     text_of = dict(ranked)
     ids = list(text_of)
     sql = (
@@ -383,7 +403,7 @@ def ranked_search(
             )
         )
     shown_total = len(groups) if len(rows) < depth else max(total, len(groups))
-    return SearchResults(tuple(hits), shown_total, prefix)
+    return SearchResults(tuple(hits), shown_total, prefix, browsing)
 
 
 def _candidate(row: tuple) -> _Candidate:
@@ -435,6 +455,33 @@ def _bm25_candidates(
     passed = int(rows[0][2]) if rows else 0
     total = passed if scored >= n_matches else round(n_matches * passed / max(scored, 1))
     return [(int(doc_id), float(rank)) for doc_id, rank, _ in rows], total
+
+
+def _browsed_candidates(
+    repo: Repository,
+    excluded: str,
+    filters: tuple[list[str], list[object]],
+    order: tuple[str, list[object]],
+    depth: int,
+    query: str,
+) -> tuple[list[tuple[int, float]], int]:
+    """The `depth` most confident (doc id, 0.0) pairs under the filters, surest first (the newest among
+    equals), leaving out the documents FTS5 matches to `excluded`; and the number of results."""
+    where, params = filters
+    conditions, values = list(where), list(params)
+    if excluded:
+        conditions.append("d.id NOT IN (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?)")
+        values.append(excluded)
+    confidence, confidence_params = order
+    sql = (
+        "WITH listed AS MATERIALIZED ("
+        f"SELECT d.id AS id, {confidence} AS c, d.near_duplicate_of IS NULL AS one FROM documents d "
+        f"WHERE {' AND '.join(conditions)}"
+        ") SELECT id, sum(one) OVER () FROM listed ORDER BY c DESC, id DESC LIMIT ?"
+    )
+    rows = _run(repo, sql, [*confidence_params, *values, depth], query)
+    total = int(rows[0][1]) if rows else 0
+    return [(int(doc_id), 0.0) for doc_id, _ in rows], total
 
 
 def _candidate_tiers(

@@ -194,7 +194,7 @@ class _Endpoints:
 
     def search(
         self,
-        q: str,
+        q: str = "",
         *,
         topic: str | None = None,
         include_descendants: bool = True,
@@ -206,8 +206,9 @@ class _Endpoints:
         user: str | None = None,
         syntax: str = "plain",
     ) -> Any:
-        """`weights`: "SIGNAL=W,..."; `user`: whose feedback-fitted weights rank (default: the default
-        user's); `syntax`: "plain" words or "fts5" query syntax."""
+        """`q` without words to match browses (the most confident results under the filters); `weights`:
+        "SIGNAL=W,..."; `user`: whose feedback-fitted weights rank (default: the default user's); `syntax`:
+        "plain" words or "fts5" query syntax."""
         params: dict[str, Any] = {
             "q": q,
             "include_descendants": int(include_descendants),

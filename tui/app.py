@@ -83,6 +83,7 @@ class TopicSwarmApp(App[None]):
         self.problem = ""
         self.problem_at = 0.0
         self.reachable = True
+        self.results_topic: str | None = None  # a topic whose results the Results screen lists next
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -102,6 +103,14 @@ class TopicSwarmApp(App[None]):
     def action_show(self, name: str) -> None:
         if name != self.current_mode:
             self.switch_mode(name)
+
+    def show_results(self, topic: str) -> None:
+        """The Results screen listing the topic's most confident results (the Topics screen's `v`)."""
+        self.results_topic = topic
+        if self.current_mode == "results":
+            self.screen.reload()  # type: ignore[attr-defined]
+        else:
+            self.switch_mode("results")
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

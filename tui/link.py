@@ -91,7 +91,8 @@ class NodeLink:
         widened_total = None
         if not total and (topic or origin != "any" or verdict != "any"):  # filters to blame, or not?
             widened_total = int((await self.client.search(q, verdict="any", limit=0)).get("total", 0))
-        return SearchResults(q, hits, total, answer.get("prefix") is True, widened_total)
+        prefix, browsed = answer.get("prefix") is True, answer.get("browsed") is True
+        return SearchResults(q, hits, total, prefix, widened_total, browsed)
 
     async def document(self, doc_id: int) -> Document:
         return Document.from_json(await self.client.document(doc_id))

@@ -236,6 +236,7 @@ class SearchResults:
     total: int
     prefix: bool = False  # few pages had the words whole: the hits include words they start
     widened_total: int | None = None  # no hits: the results without the filters (None: not asked)
+    browsed: bool = False  # no words to look for: the most confident results under the filters
 
 
 @dataclass(frozen=True)

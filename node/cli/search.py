@@ -40,9 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_arg(parser)
     parser.add_argument(
         "query",
-        nargs="+",
+        nargs="*",
         help='words to look for, quoted or not; "a phrase", -word or -"a phrase" to leave pages out, '
-        "site:HOST[/PATH]; with --fts: SQLite FTS5 query syntax",
+        "site:HOST[/PATH]; none: the most confident results under the filters; with --fts: SQLite FTS5 "
+        "query syntax",
     )
     parser.add_argument("--limit", type=count, default=10, metavar="N", help="most hits shown (default 10)")
     parser.add_argument("--offset", type=count, default=0, metavar="N", help="skip the first N hits (paging)")
@@ -169,6 +170,8 @@ def print_hits(answer: dict, args: argparse.Namespace) -> None:
         return
     if answer.get("prefix"):
         print(prefix_note(args.query, "these results include"))
+    if answer.get("browsed"):
+        print(browse_heading(args))
     bold = sys.stdout.isatty()
     for rank, hit in enumerate(hits, start=1 + args.offset):
         confidence = f"{hit['confidence']:.2f}" if hit["confidence"] is not None else "-"
@@ -186,16 +189,25 @@ def prefix_note(query: str, shown: str) -> str:
     return f"few pages have the words {query!r}; {shown} words that start with them"
 
 
+def browse_heading(args: argparse.Namespace) -> str:
+    """What a search without words lists, so its order is not read as an answer to words."""
+    of = f" of --topic {args.topic}" if args.topic else ""
+    matching = f" for {args.query.strip()!r}" if args.query.strip() else ""
+    ranked = "no words to search for: ranked by confidence and links"
+    return f"the most confident results{of}{matching} ({ranked})"
+
+
 def no_hits_text(args: argparse.Namespace, widened_total: int | None = None) -> str:
     """No hits, with the filters that narrowed the search and how to widen them (a bare "no hits" left a
     user of `--origin pooled` on an offline node, or of the default verdict filter, guessing), unless
     the search without them (`widened_total`) found nothing either: then no filter is to blame."""
     narrowing = narrowing_filters(args)
+    none = f"no hits for {args.query!r}" if args.query.strip() else "no results"
     if not narrowing:
-        return f"no hits for {args.query!r}"
+        return none if args.query.strip() else f"{none}: nothing stored yet"
     if widened_total == 0:
-        return f"no hits for {args.query!r}: {NOTHING_MATCHES}"
-    return f"no hits for {args.query!r} with {', '.join(narrowing)}{without_filters(widened_total)}"
+        return f"{none}: {NOTHING_MATCHES}" if args.query.strip() else f"{none}: nothing stored yet"
+    return f"{none} with {', '.join(narrowing)}{without_filters(widened_total)}"
 
 
 def narrowing_filters(args: argparse.Namespace) -> list[str]:

@@ -11,7 +11,8 @@ mix is drawn from the stored texts with a fixed seed: common and rare single ter
 multi-term queries, each with and without a topic filter. Prints one JSON line: wall-clock percentiles
 (`p50_ms`, `p95_ms`), the same in CPU time (`p95_cpu_ms`: comparable on a shared, loaded machine), and
 `top10_overlap`, the mean share of each query's exact top 10 (BM25 scored on every match, the full
-combination) that the bounded search returns too.
+combination) that the bounded search returns too. `browse_p50_ms` and `browse_p95_ms` time searches without
+words (the most confident results of all topics and of each topic, as the UI's Results screen opens).
 """
 
 from __future__ import annotations
@@ -133,6 +134,18 @@ def top_overlap(got: tuple, expected: tuple) -> float:
     return len(wanted & {h.doc_id for h in got}) / len(wanted) if wanted else 1.0
 
 
+def browse_latencies(repo: Repository, rounds: int = 3) -> list[float]:
+    """Milliseconds of each search without words (every topic, then each one, `rounds` times), sorted."""
+    topics = [row[0] for row in repo.db.execute("SELECT DISTINCT topic FROM documents ORDER BY topic")]
+    times = []
+    for _ in range(rounds):
+        for topic in [None, *topics]:
+            start = time.perf_counter()
+            ranked_search(repo, "", topic=topic)
+            times.append((time.perf_counter() - start) * 1000)
+    return sorted(times)
+
+
 def run(n: int, keep: Path | None, seed: int = 0) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = (keep or Path(tmp)) / "search-bench.db"
@@ -154,6 +167,7 @@ def run(n: int, keep: Path | None, seed: int = 0) -> dict[str, float]:
                     repo, query, topic=topic, syntax="fts5", previews=False, bm25_budget=docs
                 )
                 overlaps.append(top_overlap(bounded.hits, exact.hits))
+            browse_times = browse_latencies(repo)
         size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     times.sort()
     cpu_times.sort()
@@ -166,6 +180,9 @@ def run(n: int, keep: Path | None, seed: int = 0) -> dict[str, float]:
         "p50_cpu_ms": round(statistics.median(cpu_times), 2),
         "p95_cpu_ms": round(cpu_times[int(0.95 * (len(cpu_times) - 1))], 2),
         "top10_overlap": round(statistics.mean(overlaps), 3),
+        "browse_queries": len(browse_times),
+        "browse_p50_ms": round(statistics.median(browse_times), 2),
+        "browse_p95_ms": round(browse_times[int(0.95 * (len(browse_times) - 1))], 2),
         "index_mb": round(size / 2**20, 1),
         **{k: round(v, 1) for k, v in build.items()},
     }

@@ -122,9 +122,18 @@ def test_the_simple_search_applies_the_same_query_language(repo):
     assert {h.url for h in hits} == {"http://notpostgresql.org/log.html"}
 
 
-def test_a_query_of_filters_alone_says_it_needs_a_word(repo):
+def test_a_query_of_filters_alone_browses_what_they_leave(repo):
+    assert urls(repo, "site:postgresql.org -vacuum") == {
+        "http://www.postgresql.org/docs/wal.html",
+        "http://www.postgresql.org/docs/mvcc.html",
+    }
+    assert urls(repo, "-site:postgresql.org -loopback -mysql") == {"http://notpostgresql.org/log.html"}
+    assert parse_query("-mysql site:mysql.com").empty
+
+
+def test_a_query_of_filters_alone_is_no_simple_search(repo):
     with pytest.raises(SearchError, match="only narrow"):
-        ranked_search(repo, "-mysql site:mysql.com")
+        search(repo, "-mysql site:mysql.com", syntax="plain")
     assert parse_query("-mysql site:mysql.com") != PlainQuery()
 
 

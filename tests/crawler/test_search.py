@@ -97,6 +97,55 @@ def test_empty_query_is_an_error(repo):
         search(repo, "  ")
     with pytest.raises(SearchError, match="empty"):
         search(repo, "!!! ''", syntax="plain")
+    with pytest.raises(SearchError, match="empty"):  # FTS5 syntax must say what to match
+        ranked_search(repo, "  ", syntax="fts5")
+
+
+def browsing_repo(repo: Repository) -> Repository:
+    with repo.transaction():
+        store(repo, "http://h/sure", "Sure", "indexes and joins", topic="db", confidence=0.95)
+        store(repo, "http://h/unsure", "Unsure", "a page about vacuum", topic="db", confidence=0.55)
+        store(repo, "http://h/math", "Math", "integrals", topic="math", confidence=0.8)
+        store(repo, "http://h/noise", "Noise", "nothing", topic=None, confidence=None, accepted=False)
+        store(repo, "http://h/peer", "Peer", "a peer's joins", topic="db", confidence=0.7, origin="peerA")
+    return repo
+
+
+@pytest.mark.parametrize("query", ["", "   ", "!!!"])
+def test_a_query_without_words_browses_the_most_confident_results(repo, query):
+    results = ranked_search(browsing_repo(repo), query, previews=False)
+    urls = [h.url for h in results.hits]
+    assert urls[:4] == ["http://h/sure", "http://h/math", "http://h/peer", "http://h/unsure"]
+    assert "http://h/noise" not in urls  # the default verdict filter holds: no topic accepted it
+    assert results.total == len(urls) == 4 + 3  # and the fixture's three accepted pages without a topic
+    assert all(h.signals["text"] == 0.0 for h in results.hits) and not results.prefix and results.browsed
+    assert not ranked_search(repo, "joins", previews=False).browsed
+
+
+def test_browsing_keeps_the_filters_and_pages(repo):
+    browsing_repo(repo)
+    topic = ranked_search(repo, "", topic="db", previews=False)
+    assert [h.url for h in topic.hits] == ["http://h/sure", "http://h/peer", "http://h/unsure"]
+    pooled = ranked_search(repo, "", origin="pooled", previews=False)
+    assert [h.url for h in pooled.hits] == ["http://h/peer"] and pooled.total == 1
+    second = ranked_search(repo, "", topic="db", limit=1, offset=1, previews=False)
+    assert [h.url for h in second.hits] == ["http://h/peer"] and second.total == 3
+    every = ranked_search(repo, "", verdict="any", previews=False)
+    assert every.total == 8 and "http://h/noise" in {h.url for h in every.hits[4:]}  # no confidence: after
+
+
+def test_browsing_with_exclusions_or_sites_only_narrows_the_list(repo):
+    browsing_repo(repo)
+    without = ranked_search(repo, '-joins -"routine vacuuming"', topic="db", previews=False)
+    assert [h.url for h in without.hits] == ["http://h/unsure"]
+    site = ranked_search(repo, "site:h/p", previews=False)
+    assert [h.url for h in site.hits] == ["http://h/peer", "http://h/plot"]
+
+
+def test_a_browsed_result_previews_its_topic_passages(repo):
+    results = ranked_search(browsing_repo(repo), "", topic="db")
+    assert results.hits[0].preview.startswith("indexes and joins")
+    assert "[[" not in results.hits[0].preview  # no query terms to mark
 
 
 @pytest.mark.parametrize("syntax", ["plain", "fts5"])

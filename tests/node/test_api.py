@@ -134,7 +134,7 @@ async def test_crawl_state_persists_across_restart(tmp_path):
 async def test_errors_are_json_with_what_to_do(node):
     service, client = node
     with pytest.raises(NodeError) as caught:
-        await client.search("   ")
+        await client.search("   ", syntax="fts5")  # plain words browse without words; FTS5 cannot
     assert caught.value.status == 400 and "give at least one word" in caught.value.detail
     with pytest.raises(NodeError) as caught:
         await client.document(12345)
@@ -176,7 +176,7 @@ async def test_hostile_bodies_and_parameters_are_refused_with_what_was_wrong_and
         digits = b'{"doc_id": ' + b"9" * 5001 + b', "opened": true}'
         assert "cannot be read" in await refused("POST", "/api/feedback", content=digits)
         assert "out of range" in await refused("GET", "/api/search?q=sql&weights=text=1e308,confidence=1e308")
-        assert "?q=words" in await refused("GET", "/api/search")
+        assert "give at least one word" in await refused("GET", "/api/search?syntax=fts5")
         assert b"413" in await declared_too_large(service.api_url, client._http.headers["authorization"])
         huge = {"topic": "Databases", "loss": 10**400}
         assert "too large a number" in await refused("PUT", "/api/meta/loss", content=json.dumps(huge))
@@ -385,7 +385,8 @@ async def test_cooperation_endpoints_say_what_to_do_offline(node):
 async def test_search_and_metrics_shapes(node):
     _, client = node
     found = await client.search("anything")
-    assert found == {"hits": [], "total": 0, "prefix": False}
+    assert found == {"hits": [], "total": 0, "prefix": False, "browsed": False}
+    assert (await client.search())["browsed"] is True
     with trio.fail_after(10):
         while not (await client.metrics())["samples"]:
             await trio.sleep(0.1)

@@ -41,6 +41,7 @@ def test_an_unquoted_minus_word_leaves_pages_out_instead_of_failing_as_an_unknow
 
 def test_a_hit_shows_rounded_confidence_and_a_one_line_preview(capsys):
     args = build_parser().parse_args(["search", "sql"])
+    args.query = "sql"  # as `run` joins the words
     print_hits(ANSWER, args)
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "    Databases  conf 1.23  from local  doc 7"
@@ -62,7 +63,9 @@ def test_hits_found_as_the_starts_of_words_say_so_before_the_list(capsys):
 def test_a_hit_stored_with_terminal_escapes_prints_without_them(capsys):
     # A repository filled before pages lost their control characters may still hold some
     hit = {**ANSWER["hits"][0], "title": "SQL\x1b]0;owned\x07", "preview": "text\x1b[2J here"}
-    print_hits({**ANSWER, "hits": [hit]}, build_parser().parse_args(["search", "sql"]))
+    args = build_parser().parse_args(["search", "sql"])
+    args.query = "sql"
+    print_hits({**ANSWER, "hits": [hit]}, args)
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "SQL ]0;owned" in out and "text [2J here" in out

@@ -46,6 +46,14 @@ def test_cli_search_reads_phrases_exclusions_and_sites(data, capsys):
     assert cli_urls(data, capsys, "tuples -site:a.test") == ["http://b.test/vacuum"]
 
 
+def test_cli_search_without_words_lists_what_the_filters_leave(data, capsys):
+    assert set(cli_urls(data, capsys, "")) == set(PAGES)
+    assert cli_urls(data, capsys, "site:b.test") == ["http://b.test/vacuum"]
+    assert main(["search", "--data", str(data.root), "--topic", "Databases"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the most confident results of --topic Databases") and "2 of 2 results" in out
+
+
 def test_cli_search_with_a_bad_site_says_what_to_give(data, capsys):
     assert main(["search", "--data", str(data.root), "tuples site:/docs"]) != 0
     assert "site: needs a host name such as site:docs.python.org" in capsys.readouterr().err
@@ -58,8 +66,12 @@ async def test_api_search_reads_the_operators_and_answers_a_bad_site_with_bad_qu
         await nursery.start(service.run)
         async with AsyncNodeClient.from_data_dir(data) as client:
             narrowed = await client.search("vacuum -cleaners site:a.test")
+            browsed = await client.search("-dust")
+            everything = await client.search()
             with pytest.raises(NodeError) as failed:
-                await client.search("-dust site:a.test")
+                await client.search("tuples site:/docs")
         service.request_stop()
     assert [h["url"] for h in narrowed["hits"]] == ["http://docs.a.test/vacuum"]
-    assert failed.value.kind == "bad_query" and "only narrow" in str(failed.value)
+    assert [h["url"] for h in browsed["hits"]] == ["http://docs.a.test/vacuum"]
+    assert {h["url"] for h in everything["hits"]} == set(PAGES) and everything["total"] == 2
+    assert failed.value.kind == "bad_query" and "site: needs a host name" in str(failed.value)

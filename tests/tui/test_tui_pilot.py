@@ -56,10 +56,15 @@ async def search(pilot, app, words: str) -> None:
 
 
 async def searched(pilot, app, words: str, messages: list) -> SearchResults:
-    """The results of searching `words` on the Results screen, as the node answered them."""
+    """The results of searching `words` on the Results screen, as the node answered them (the screen
+    lists the most confident results as it opens, before the words are typed)."""
+
+    def answers() -> list[SearchResults]:
+        return [m.results for m in messages if isinstance(m, ResultsFetched) and m.results.query == words]
+
     await search(pilot, app, words)
-    await settle(pilot, lambda: any(isinstance(m, ResultsFetched) for m in messages))
-    return next(m for m in messages if isinstance(m, ResultsFetched)).results
+    await settle(pilot, lambda: bool(answers()))
+    return answers()[0]
 
 
 async def test_every_screen_is_reachable_by_keys(node_data):
@@ -106,6 +111,30 @@ async def test_search_finds_a_known_page(node_data, fixture_web):
         await pilot.press("enter")  # the first hit's stored page, from GET /api/documents/ID
         await settle(pilot, lambda: app.screen.document_shown == results.hits[0].doc_id)
         assert results.hits[0].url in str(app.screen.query_one("#preview").content)
+
+
+async def test_results_open_on_the_most_confident_and_a_topic_lists_its_own(node_data):
+    messages: list = []
+    app = TopicSwarmApp(node_data.root)
+
+    def listed() -> list[SearchResults]:
+        return [m.results for m in messages if isinstance(m, ResultsFetched) and m.results.browsed]
+
+    async with app.run_test(size=SIZE, message_hook=recorder(messages)) as pilot:
+        await pilot.press("3")  # nothing typed
+        await settle(pilot, lambda: bool(listed()))
+        table = app.screen.query_one(DataTable)
+        await settle(pilot, lambda: table.row_count == len(listed()[0].hits) > 0)
+        assert table.border_title.endswith("most confident")
+        assert {hit.topic for hit in listed()[0].hits} >= {"Databases", "Mathematics"}
+        await pilot.press("escape", "2")
+        await settle(pilot, lambda: isinstance(app.screen, TopicsScreen) and app.screen.topics)
+        tree = app.screen.query_one(Tree)
+        key = tree.cursor_node.data
+        await pilot.press("v")
+        await settle(pilot, lambda: isinstance(app.screen, ResultsScreen) and len(listed()) > 1)
+        await settle(pilot, lambda: app.screen.query_one("#topic-filter", Select).value == key)
+        assert {hit.topic for hit in listed()[-1].hits} == {key} and table.row_count > 0
 
 
 async def test_words_no_page_holds_are_not_blamed_on_the_filters(node_data):

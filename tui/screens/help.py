@@ -28,12 +28,13 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
             ("s / p / x", "start / pause / stop crawling the selected topic"),
             ("i", "import bookmarks from a file path"),
             ("k", "edit the selected topic's indicator keywords"),
+            ("v", "the selected topic's most confident results, here and pooled"),
         ],
     ),
     (
         "results",
         [
-            ("/", "focus the search box (Enter searches)"),
+            ("/", "focus the search box (Enter searches; with no words: the most confident results)"),
             ("enter", "the selected result's stored page (again: back to the result)"),
             ("+ / -", "mark the selected result relevant / irrelevant"),
             ("o", "open it in the browser (without a display: copy its URL)"),

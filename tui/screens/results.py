@@ -1,4 +1,6 @@
-"""Search over local and pooled results: a ranked table, a preview pane, feedback and opening in a browser."""
+"""Search over local and pooled results: a ranked table, a preview pane, feedback and opening in a browser.
+Without words the screen lists the most confident results under its filters, so a user browses a topic or
+the peers' results before knowing what to type."""
 
 from __future__ import annotations
 
@@ -135,6 +137,7 @@ class ResultsScreen(NodeScreen):
         self.results = SearchResults("", (), 0)
         self.feedback_given: dict[int, bool] = {}
         self.document_shown: int | None = None  # the hit whose stored page the preview pane shows
+        self.wanted_topic: str | None = None  # the topic filter to set once the node's topics are listed
 
     def body(self) -> ComposeResult:
         with Horizontal(id="search-row"):
@@ -149,7 +152,7 @@ class ResultsScreen(NodeScreen):
             table: DataTable[str | Text] = DataTable(id="hits", cursor_type="row", zebra_stripes=True)
             yield table
             with VerticalScroll(id="preview-pane"):
-                yield Static("search for something: results appear here", id="preview")
+                yield Static("the most confident results appear here; type words to search", id="preview")
 
     def on_mount(self) -> None:
         table = self.query_one("#hits", DataTable)
@@ -161,9 +164,11 @@ class ResultsScreen(NodeScreen):
         self.query_one("#query", Input).focus()
 
     def reload(self) -> None:
+        if self.swarm.results_topic is not None:  # the Topics screen asked for one topic's results
+            self.wanted_topic, self.swarm.results_topic = self.swarm.results_topic, None
+            self.query_one("#query", Input).value = ""
         self.fetch_topics()
-        if self.results.query:
-            self.submit()
+        self.submit()
 
     @work(exclusive=True, group="topics")
     async def fetch_topics(self) -> None:
@@ -174,7 +179,8 @@ class ResultsScreen(NodeScreen):
         current = select.value
         select.set_options([("all topics", ALL_TOPICS), *((t.key, t.key) for t in topics)])
         keys = {ALL_TOPICS, *(t.key for t in topics)}
-        select.value = current if current in keys else ALL_TOPICS
+        wanted, self.wanted_topic = self.wanted_topic, None
+        select.value = wanted if wanted in keys else current if current in keys else ALL_TOPICS
 
     def action_focus_search(self) -> None:
         self.query_one("#query", Input).focus()
@@ -185,15 +191,12 @@ class ResultsScreen(NodeScreen):
             self.query_one("#hits", DataTable).focus()
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        if self.results.query or self.query_one("#query", Input).value.strip():
-            self.submit()
+        self.submit()
 
     def submit(self) -> None:
+        """The query typed, or without words the most confident results under the filters."""
         q = self.query_one("#query", Input).value.strip()
-        if not q:
-            self.notify("type the words to search for, then Enter", severity="warning", timeout=4)
-            return
-        topic = self.query_one("#topic-filter", Select).value
+        topic = self.wanted_topic or self.query_one("#topic-filter", Select).value
         self.post_message(
             QuerySubmitted(
                 q,
@@ -228,9 +231,10 @@ class ResultsScreen(NodeScreen):
             table.add_row(*self._cells(hit), key=str(hit.doc_id))
         shown = len(self.results.hits)
         widened = " and words it starts" if self.results.prefix and shown else ""
-        table.border_title = f"{shown} of {self.results.total} for “{self.results.query}”{widened}"
+        table.border_title = f"{shown} of {self.results.total} {self._searched()}{widened}"
         if message.why_none:
-            table.border_title = f"no search for “{self.results.query}”"
+            query = self.results.query
+            table.border_title = f"no search for “{query}”" if query else "no results"
             self.query_one("#preview", Static).update(escape(message.why_none))
         elif shown:
             table.move_cursor(row=0)
@@ -238,10 +242,16 @@ class ResultsScreen(NodeScreen):
         else:
             self.query_one("#preview", Static).update(self._nothing_found())
 
+    def _searched(self) -> str:
+        """What the table answers: the words, or with none the most confident results."""
+        if not self.results.browsed:
+            return f"for “{self.results.query}”"
+        return "most confident" + (f" for “{self.results.query}”" if self.results.query else "")
+
     def _nothing_found(self) -> str:
         """No hits, and the filters that narrowed the search (as `topicswarm search` names them); on a node
         with no documents at all, how to get some."""
-        found = f"nothing found for “{self.results.query}”"
+        found = f"nothing found for “{self.results.query}”" if self.results.query else "no results"
         status = self.swarm.telemetry.status
         if status is not None and status.local_documents + status.pooled_documents == 0:
             return f"{found}: the node holds no pages yet (the Topics screen, 2, imports bookmarks with i)"

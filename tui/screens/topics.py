@@ -63,7 +63,7 @@ def topic_details(topic: Topic, node_crawl: CrawlFigures | None = None) -> str:
         f"meta-classifier accuracy: {accuracy}\n"
         f"model version: {topic.model_version or '–'}\n\n"
         f"indicator keywords:\n{keywords}\n\n"
-        "[dim]s start · p pause · x stop · k keywords · i import bookmarks[/dim]"
+        "[dim]s start · p pause · x stop · k keywords · i import bookmarks · v its results[/dim]"
     )
 
 
@@ -77,6 +77,7 @@ class TopicsScreen(NodeScreen):
         Binding("x", "crawl('stop')", "Stop"),
         Binding("k", "keywords", "Keywords"),
         Binding("i", "import_bookmarks", "Import"),
+        Binding("v", "view_results", "Results"),
     ]
 
     def __init__(self) -> None:
@@ -166,6 +167,13 @@ class TopicsScreen(NodeScreen):
             self.notify("select a topic first" if self.topics else self.why_no_topic(), severity="warning")
             return
         self.set_crawl(action, key)
+
+    def action_view_results(self) -> None:
+        key = self.selected_key()
+        if key is None:
+            self.notify("select a topic first" if self.topics else self.why_no_topic(), severity="warning")
+            return
+        self.swarm.show_results(key)
 
     @work(exclusive=True, group="topic-action")
     async def set_crawl(self, action: str, key: str) -> None:
