@@ -126,6 +126,9 @@ def _demo(root: Path, args: argparse.Namespace, bookmarks: str, stack: ExitStack
         subprocess.run(
             [sys.executable, "-m", "node.cli", "tui", "--data", str(nodes[0].data.root)], check=False
         )
+        # the UI took the terminal: its figures were all the user saw, and quitting left an empty screen
+        print(format_summary(summary))
+        say("stopping the nodes and the simulated web")
         return 0
     if args.json:
         print(json.dumps({"nodes": summary, "loss": META_LOSS, "targets": truth.targets}))
