@@ -220,7 +220,7 @@ class StatusReport:
             return "exhausted" if crawler.stats.total_pages else "no_seeds"
         if crawler.frontier.servable_size() == 0:
             return "topics_held"
-        if self._last_reason in ("blocked", "disk_full"):
+        if self._last_reason == "disk_full" or (self._last_reason == "blocked" and crawler.blocked()):
             return self._last_reason
         return "starting"
 

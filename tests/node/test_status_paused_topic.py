@@ -1,0 +1,74 @@
+"""`crawl start --topic` on a crawl that waits for hosts that failed repeatedly (as offline, on links to the
+real Web) while the topic started has links on hosts that never failed: the answer describes the crawl the
+start brings about, not the wait it ends ("it will not fetch ... tried again in 0 s").
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+
+from crawler.repository import Repository
+from crawler.taxonomy import parse_bookmarks
+from crawler.urls import host_of
+from node import metrics
+from node.cli.demo import map_bookmarks
+from node.client import AsyncNodeClient
+from node.datadir import DataDir
+from node.service import NodeService
+from node.topics import taxonomy_seeds
+from node.wording import crawl_answer_text
+from simnet.web import serve_web
+from tests.node.test_cli_status import BOOKMARKS, HANG_GUARD, loopback_config, store_bookmarks, wait_for
+
+PAUSED = "Databases"
+
+
+def pause_with_the_other_topics_hosts_bad(data: DataDir, bookmarks: str) -> int:
+    """Databases paused and the hosts of every other topic's bookmarks bad for an hour, as a previous run
+    left them: the node queues the bookmarks and has nothing it may fetch but Databases'. Returns how many
+    bookmarks Databases holds."""
+    seeds = taxonomy_seeds(parse_bookmarks(bookmarks))
+    now = time.time()
+    repo = Repository(data.repository)
+    try:
+        metrics.ensure_schema(repo)
+        metrics.save_crawl_state(repo, PAUSED, metrics.PAUSED, now)
+        with repo.transaction():
+            for host in {host_of(url) for topic, urls in seeds.items() if topic != PAUSED for url in urls}:
+                repo.record_host(host, "bad", now, failures=3, bad_spells=1, retry_at=now + 3600)
+    finally:
+        repo.close()
+    return len(seeds[PAUSED])
+
+
+async def run_until_blocked(data: DataDir, then=None) -> tuple[dict, object]:
+    """Run an offline node until its crawl waits for the bad hosts; its status then, and what `then(client)`
+    answered before the node stopped."""
+    service = NodeService(data, loopback_config(), offline=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        async with AsyncNodeClient.from_data_dir(data) as client:
+            status = await wait_for(client, lambda crawl: crawl["reason"] == "blocked", "blocked")
+            answer = await then(client) if then else None
+        service.request_stop()
+    return status, answer
+
+
+async def start_paused(client: AsyncNodeClient) -> dict:
+    return await client.crawl("start", topic=PAUSED)
+
+
+@pytest.mark.trio
+async def test_starting_the_paused_topic_answers_with_the_crawl_it_starts_not_the_wait_it_ends(tmp_path):
+    data = DataDir(tmp_path / "node").ensure()
+    with trio.fail_after(HANG_GUARD):
+        async with serve_web("fixture") as web:
+            bookmarks = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+            store_bookmarks(data, bookmarks)
+            pause_with_the_other_topics_hosts_bad(data, bookmarks)
+            _, answer = await run_until_blocked(data, then=start_paused)
+    assert answer["crawl"]["reason"] == "starting"  # its hosts never failed: it fetches at once
+    assert crawl_answer_text(answer, PAUSED) == f"crawl running for {PAUSED}"
