@@ -17,7 +17,7 @@ from node.cli.common import (
 )
 from node.client import NodeStopping, NodeUnreachable, node_address
 from node.datadir import DataDir
-from node.wording import counted, finishing_first, readable
+from node.wording import counted, finishing_first, held_topics_text, readable, start_held
 
 NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
 
@@ -105,6 +105,15 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
     lines += _stored_lines(status, _known_peer_lines(status))
     print("\n".join(lines))
     return NOT_RUNNING
+
+
+def held_topics_lines(held: dict[str, str] | None, links: int) -> list[str]:
+    """The topics the user paused or stopped while the crawl runs for the others, the links they hold and
+    how to start one (none held: no line). A running node's status and a stopped one's say it alike."""
+    if not held:
+        return []
+    holding = f", holding {counted(links, 'queued link')}" if links else ""
+    return [f"           not crawled: {held_topics_text(held)}{holding}; {start_held(held)}"]
 
 
 def waiting_hosts_lines(waiting: dict[str, Any] | None) -> list[str]:
@@ -196,10 +205,8 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
             f"           {size}; {since}",
         ]
     lines += waiting_hosts_lines(crawl.get("hosts_waiting"))
-    held = crawl.get("held_topics") or {}
-    if held and crawl.get("state") == "running":
-        topics = ", ".join(f"{topic} ({state})" for topic, state in held.items())
-        lines.append(f"           not crawled: {topics}; `topicswarm crawl start --topic T` resumes one")
+    if crawl.get("state") == "running":
+        lines += held_topics_lines(crawl.get("held_topics"), crawl.get("held_links", 0))
     revisits = crawl.get("revisits") or {}
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")

@@ -1,6 +1,7 @@
-"""`crawl start --topic` on a crawl that waits for hosts that failed repeatedly (as offline, on links to the
-real Web) while the topic started has links on hosts that never failed: the answer describes the crawl the
-start brings about, not the wait it ends ("it will not fetch ... tried again in 0 s").
+"""What `topicswarm status` and `crawl start --topic` say about a crawl one of whose topics the user paused
+while the links of the others wait for hosts that failed repeatedly (as offline, on links to the real Web):
+the paused topic is named as what holds the crawl, and starting it answers with the crawl it starts, not with
+the wait it ends ("it will not fetch ... tried again in 0 s").
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from crawler.taxonomy import parse_bookmarks
 from crawler.urls import host_of
 from node import metrics
 from node.cli.demo import map_bookmarks
+from node.cli.status import crawl_lines
 from node.client import AsyncNodeClient
 from node.datadir import DataDir
 from node.service import NodeService
@@ -24,6 +26,7 @@ from simnet.web import serve_web
 from tests.node.test_cli_status import BOOKMARKS, HANG_GUARD, loopback_config, store_bookmarks, wait_for
 
 PAUSED = "Databases"
+START = f"start it with `topicswarm crawl start --topic {PAUSED}`"
 
 
 def pause_with_the_other_topics_hosts_bad(data: DataDir, bookmarks: str) -> int:
@@ -59,6 +62,26 @@ async def run_until_blocked(data: DataDir, then=None) -> tuple[dict, object]:
 
 async def start_paused(client: AsyncNodeClient) -> dict:
     return await client.crawl("start", topic=PAUSED)
+
+
+@pytest.mark.trio
+async def test_a_crawl_waiting_for_failing_hosts_names_the_paused_topic_that_holds_its_other_links(tmp_path):
+    data = DataDir(tmp_path / "node").ensure()
+    with trio.fail_after(HANG_GUARD):
+        async with serve_web("fixture") as web:
+            bookmarks = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
+            store_bookmarks(data, bookmarks)
+            held = pause_with_the_other_topics_hosts_bad(data, bookmarks)
+            status, _ = await run_until_blocked(data)
+    crawl = status["crawl"]
+    assert crawl["detail"].startswith(
+        f"{held} links queued belong to {PAUSED} (paused): {START} (in the UI: s on the Topics "
+        "screen); every other queued link belongs to a host that failed repeatedly"
+    )
+    assert "tried again in 60 min" in crawl["detail"]  # the bad hosts' next try
+    assert crawl["held_topics"] == {PAUSED: "paused"} and crawl["held_links"] == held
+    text = "\n".join(crawl_lines(crawl))
+    assert f"not crawled: {PAUSED} (paused), holding {held} queued links; {START}" in text
 
 
 @pytest.mark.trio
