@@ -9,6 +9,7 @@ peer lists through `node.network`.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from crawler.repository import Repository
@@ -141,8 +142,8 @@ def waiting_hosts(repo: Repository, now: float) -> dict[str, Any]:
 
 
 def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
-    """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
-    of its last metrics sample, and the peers it rejoins when it starts again."""
+    """The status of a node that does not run: what it stored, the state its crawl resumes in (the topics
+    held in it too), the figures of its last metrics sample, and the peers it rejoins when it starts again."""
     from node.network import read_blocked_peers, read_known_peers
 
     queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", [QUEUED]).fetchone()[0]
@@ -150,10 +151,15 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
         "frontier_size": int(queued),
         "hosts_waiting": waiting_hosts(repo, time.time()),
         "resumes": RUNNING,
+        "held_topics": {},
+        "held_links": 0,
         "last_sample": None,
     }
     if table_exists(repo, "node_metrics"):  # the node's tables: none before a node first ran here
-        crawl["resumes"] = load_crawl_states(repo).get(ALL_TOPICS, RUNNING)
+        states = load_crawl_states(repo)
+        crawl["resumes"] = states.get(ALL_TOPICS, RUNNING)
+        crawl["held_topics"] = held = stored_held_topics(repo, states)
+        crawl["held_links"] = queued_in_topics(repo, held)
         last = samples_since(repo, limit=1)
         crawl["last_sample"] = last[0].to_dict() if last else None
     try:
@@ -169,3 +175,24 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
         "known_peers": len(read_known_peers(data.known_peers)),
         "blocked_peers": blocked,
     }
+
+
+def stored_held_topics(repo: Repository, states: dict[str, str]) -> dict[str, str]:
+    """The topics paused or stopped (key -> state) that the crawl leaves out when the node starts again, as
+    `NodeService.held_topics` has them while it runs (a topic no longer imported holds nothing)."""
+    keys = set(topic_keys(repo))
+    return {
+        key: state
+        for key, state in sorted(states.items())
+        if key != ALL_TOPICS and state != RUNNING and key in keys
+    }
+
+
+def queued_in_topics(repo: Repository, topics: Iterable[str]) -> int:
+    """Links queued in these topics' queues."""
+    keys = list(topics)
+    if not keys:
+        return 0
+    marks = ", ".join("?" * len(keys))
+    sql = f"SELECT count(*) FROM frontier WHERE state = ? AND topic IN ({marks})"
+    return int(repo.db.execute(sql, [QUEUED, *keys]).fetchone()[0])

@@ -95,6 +95,8 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
         state = crawl["resumes"]
         resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
     lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
+    if crawl["resumes"] == RUNNING:
+        lines += held_topics_lines(crawl.get("held_topics"), crawl.get("held_links", 0))
     lines += waiting_hosts_lines(crawl["hosts_waiting"])
     sample = crawl["last_sample"]
     if sample:

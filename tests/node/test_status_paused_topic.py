@@ -1,11 +1,12 @@
 """What `topicswarm status` and `crawl start --topic` say about a crawl one of whose topics the user paused
 while the links of the others wait for hosts that failed repeatedly (as offline, on links to the real Web):
-the paused topic is named as what holds the crawl, and starting it answers with the crawl it starts, not with
-the wait it ends ("it will not fetch ... tried again in 0 s").
+the paused topic is named as what holds the crawl, before and after the node stops, and starting it answers
+with the crawl it starts, not with the wait it ends ("it will not fetch ... tried again in 0 s").
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -15,8 +16,9 @@ from crawler.repository import Repository
 from crawler.taxonomy import parse_bookmarks
 from crawler.urls import host_of
 from node import metrics
+from node.cli import main
 from node.cli.demo import map_bookmarks
-from node.cli.status import crawl_lines
+from node.cli.status import NOT_RUNNING, crawl_lines
 from node.client import AsyncNodeClient
 from node.datadir import DataDir
 from node.service import NodeService
@@ -95,3 +97,32 @@ async def test_starting_the_paused_topic_answers_with_the_crawl_it_starts_not_th
             _, answer = await run_until_blocked(data, then=start_paused)
     assert answer["crawl"]["reason"] == "starting"  # its hosts never failed: it fetches at once
     assert crawl_answer_text(answer, PAUSED) == f"crawl running for {PAUSED}"
+
+
+def test_a_stopped_node_names_the_topics_its_crawl_leaves_out_when_it_starts(tmp_path, capsys):
+    data = DataDir(tmp_path / "node").ensure()
+    store_bookmarks(data, BOOKMARKS.read_text())
+    now = time.time()
+    repo = Repository(data.repository)
+    try:
+        metrics.ensure_schema(repo)  # as a node that ran here left it
+        metrics.save_crawl_state(repo, PAUSED, metrics.PAUSED, now)
+        metrics.save_crawl_state(repo, "Sysadmin", metrics.RUNNING, now)
+        with repo.transaction() as db:
+            for url, topic in (("http://a/1", PAUSED), ("http://a/2", PAUSED), ("http://b/1", "Sysadmin")):
+                db.conn.execute(
+                    "INSERT INTO frontier (url, host, topic, priority, depth) VALUES (?, ?, ?, 1.0, 0)",
+                    [url, host_of(url), topic],
+                )
+    finally:
+        repo.close()
+
+    assert main(["status", "--data", str(data.root)]) == NOT_RUNNING
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:3] == [
+        "crawl      3 links queued; the crawl resumes when the node starts",
+        f"           not crawled: {PAUSED} (paused), holding 2 queued links; {START}",
+    ]
+    assert main(["status", "--data", str(data.root), "--json"]) == NOT_RUNNING
+    crawl = json.loads(capsys.readouterr().out)["crawl"]
+    assert crawl["held_topics"] == {PAUSED: "paused"} and crawl["held_links"] == 2
