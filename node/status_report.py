@@ -20,7 +20,7 @@ from crawler.errors import RepositoryError, RepositoryFull
 from crawler.revisits import next_revisit_at
 from node.datadir import free_bytes
 from node.metrics import PAUSED, RUNNING, STOPPED, MetricsSample, record_sample, samples_since
-from node.stored_state import document_counts, harvest_rates
+from node.stored_state import document_counts, harvest_figures, harvest_rates
 from node.wording import counted, held_topics_text, readable, start_held
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class StatusReport:
             "networked": service.network is not None,
             "cooperation": service.cooperation is not None,
             "crawl": figures,
-            "harvest": await service.db(harvest_rates),
+            **await service.db(harvest_figures),
             "peers_online": self._peers_online(),
             "bytes_exchanged": self._traffic(),
             "bytes_by_message": self._traffic_by_message(),

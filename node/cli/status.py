@@ -89,12 +89,7 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
         print_json({**status, "why": why})
         return NOT_RUNNING
     crawl = status["crawl"]
-    if crawl["resumes"] == RUNNING:
-        resumes = "the crawl resumes when the node starts"
-    else:
-        state = crawl["resumes"]
-        resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
-    lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
+    lines = [f"node       {why}", _stopped_crawl_line(crawl)]
     if crawl["resumes"] == RUNNING:
         lines += held_topics_lines(crawl.get("held_topics"), crawl.get("held_links", 0))
     lines += waiting_hosts_lines(crawl["hosts_waiting"])
@@ -107,6 +102,25 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
     lines += _stored_lines(status, _known_peer_lines(status))
     print("\n".join(lines))
     return NOT_RUNNING
+
+
+def _stopped_crawl_line(crawl: dict[str, Any]) -> str:
+    """The links a stopped node has queued and the state its crawl resumes in; before it first ran, the
+    bookmarks it queues when it starts (nothing queued is not a failure then)."""
+    from node.metrics import RUNNING
+
+    state = crawl["resumes"]
+    if state == RUNNING:
+        resumes = "the crawl resumes when the node starts"
+    else:
+        resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
+    bookmarks = crawl.get("bookmarks_to_queue")
+    if crawl["frontier_size"] or not bookmarks:
+        return f"crawl      {crawl['frontier_size']} links queued; {resumes}"
+    queues = f"nothing queued yet: the node queues the imported topics' {counted(bookmarks, 'bookmark')}"
+    if state == RUNNING:
+        return f"crawl      {queues} when it starts and crawls from them"
+    return f"crawl      {queues} when it starts; {resumes}"
 
 
 def held_topics_lines(held: dict[str, str] | None, links: int) -> list[str]:
@@ -139,7 +153,9 @@ def _stored_lines(status: dict[str, Any], peers: list[str]) -> list[str]:
     lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled", *peers]
     if status["harvest"]:
         lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
-    lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
+    unfetched = set(status.get("unfetched_topics") or ())
+    for topic, rate in sorted(status["harvest"].items()):
+        lines.append(f"           {topic:<30} {'not crawled yet' if topic in unfetched else f'{rate:.2f}'}")
     return lines
 
 

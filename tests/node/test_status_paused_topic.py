@@ -1,7 +1,8 @@
 """What `topicswarm status` and `crawl start --topic` say about a crawl one of whose topics the user paused
 while the links of the others wait for hosts that failed repeatedly (as offline, on links to the real Web):
 the paused topic is named as what holds the crawl, before and after the node stops, and starting it answers
-with the crawl it starts, not with the wait it ends ("it will not fetch ... tried again in 0 s").
+with the crawl it starts, not with the wait it ends. And right after `topics import`, before any node ran,
+status says the bookmarks are queued when the node starts instead of "0 links queued" and harvests of 0.00.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ async def test_a_crawl_waiting_for_failing_hosts_names_the_paused_topic_that_hol
     )
     assert "tried again in 60 min" in crawl["detail"]  # the bad hosts' next try
     assert crawl["held_topics"] == {PAUSED: "paused"} and crawl["held_links"] == held
+    assert status["unfetched_topics"] == ["Databases", "Mathematics", "Sysadmin"]  # nothing fetched yet
     text = "\n".join(crawl_lines(crawl))
     assert f"not crawled: {PAUSED} (paused), holding {held} queued links; {START}" in text
 
@@ -126,3 +128,31 @@ def test_a_stopped_node_names_the_topics_its_crawl_leaves_out_when_it_starts(tmp
     assert main(["status", "--data", str(data.root), "--json"]) == NOT_RUNNING
     crawl = json.loads(capsys.readouterr().out)["crawl"]
     assert crawl["held_topics"] == {PAUSED: "paused"} and crawl["held_links"] == 2
+
+
+def test_topics_imported_before_any_node_ran_say_the_node_queues_their_bookmarks(tmp_path, capsys):
+    data = DataDir(tmp_path / "node").ensure()
+    store_bookmarks(data, BOOKMARKS.read_text())
+    seeds = taxonomy_seeds(parse_bookmarks(BOOKMARKS.read_text()))
+    bookmarks = len({url for urls in seeds.values() for url in urls})
+
+    assert main(["status", "--data", str(data.root)]) == NOT_RUNNING
+    assert capsys.readouterr().out.splitlines()[1] == (
+        f"crawl      nothing queued yet: the node queues the imported topics' {bookmarks} bookmarks when it "
+        "starts and crawls from them"
+    )
+
+
+def test_topics_nothing_was_fetched_for_read_not_crawled_yet_not_a_harvest_of_0(tmp_path, capsys):
+    data = DataDir(tmp_path / "node").ensure()
+    store_bookmarks(data, BOOKMARKS.read_text())
+    topics = sorted(taxonomy_seeds(parse_bookmarks(BOOKMARKS.read_text())))
+
+    assert main(["status", "--data", str(data.root)]) == NOT_RUNNING
+    lines = capsys.readouterr().out.splitlines()
+    heading = "harvest    share of the pages fetched for each topic that its classifier accepted"
+    assert lines[lines.index(heading) + 1 :] == [
+        f"           {topic:<30} not crawled yet" for topic in topics
+    ]
+    assert main(["status", "--data", str(data.root), "--json"]) == NOT_RUNNING
+    assert json.loads(capsys.readouterr().out)["unfetched_topics"] == topics
