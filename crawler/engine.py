@@ -332,6 +332,12 @@ class Crawler:
             return "blocked"  # every queued host is bad (its links wait for its next try) or capped
         return ""
 
+    def blocked(self) -> bool:
+        """Whether every link the crawl may serve now belongs to a host that failed repeatedly (or a capped
+        one), judged from the present frontier: a run that ended "blocked" may no longer be, once a topic
+        with links on other hosts was started."""
+        return self._dry_reason(self.politeness.ready_at) == "blocked"
+
     def _is_bad(self, host: str) -> bool:
         return str(self.politeness.state(host)) == "bad"  # str: test politeness doubles answer strings
 

@@ -160,13 +160,17 @@ class Frontier:
 
     def servable_size(self) -> int:
         """Queued entries outside paused topics: 0 with entries left means every one of them waits."""
-        held = sum(
-            len(heap)
+        return self._size - sum(self.held_per_topic().values())
+
+    def held_per_topic(self) -> dict[str | None, int]:
+        """The entries each paused topic holds queued (none: not listed), so a crawl that waits can name
+        the topics that hold it besides its hosts."""
+        held = {
+            topic: sum(len(heap) for heap in queue.by_host.values())
             for topic in self._paused
             if (queue := self._queues.get(topic)) is not None
-            for heap in queue.by_host.values()
-        )
-        return self._size - held
+        }
+        return {topic: count for topic, count in held.items() if count}
 
     # -- adding -------------------------------------------------------------------------------------------
     def add(self, entry: FrontierEntry) -> bool:

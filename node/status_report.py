@@ -20,8 +20,8 @@ from crawler.errors import RepositoryError, RepositoryFull
 from crawler.revisits import next_revisit_at
 from node.datadir import free_bytes
 from node.metrics import PAUSED, RUNNING, STOPPED, MetricsSample, record_sample, samples_since
-from node.stored_state import document_counts, harvest_rates
-from node.wording import readable
+from node.stored_state import document_counts, harvest_figures, harvest_rates
+from node.wording import counted, held_topics_text, readable, start_held
 
 if TYPE_CHECKING:
     from crawler.crawl_stats import CrawlStats
@@ -82,7 +82,7 @@ class StatusReport:
             "networked": service.network is not None,
             "cooperation": service.cooperation is not None,
             "crawl": figures,
-            "harvest": await service.db(harvest_rates),
+            **await service.db(harvest_figures),
             "peers_online": self._peers_online(),
             "bytes_exchanged": self._traffic(),
             "bytes_by_message": self._traffic_by_message(),
@@ -180,6 +180,7 @@ class StatusReport:
             },
             "relisted": stats.relisted,  # failed URLs a sitemap or feed dated later, queued again
             "held_topics": service.held_topics(),  # topics paused or stopped while the others are crawled
+            "held_links": sum(crawler.frontier.held_per_topic().values()),  # the links queued they hold
         }
 
     def _activity(self, idle_reason: str) -> str:
@@ -220,7 +221,7 @@ class StatusReport:
             return "exhausted" if crawler.stats.total_pages else "no_seeds"
         if crawler.frontier.servable_size() == 0:
             return "topics_held"
-        if self._last_reason in ("blocked", "disk_full"):
+        if self._last_reason == "disk_full" or (self._last_reason == "blocked" and crawler.blocked()):
             return self._last_reason
         return "starting"
 
@@ -240,8 +241,7 @@ class StatusReport:
             "exhausted": self._exhausted_detail() if reason == "exhausted" else "",
             "no_seeds": "nothing to crawl: import topics with `topicswarm topics import FILE` or give "
             "`topicswarm node run --seed URL`",
-            "topics_held": "what is queued belongs to paused or stopped topics: start one with "
-            "`topicswarm crawl start --topic KEY` (in the UI: s on the Topics screen)",
+            "topics_held": f"what is queued belongs to {self._held_by()}" if reason == "topics_held" else "",
             "blocked": self._blocked_detail() if reason == "blocked" else "",
             PAUSED: "by the user; `topicswarm crawl start` resumes (in the UI: ctrl+p, Start crawling)",
             STOPPED: "by the user; `topicswarm crawl start` resumes (in the UI: ctrl+p, Start crawling)",
@@ -273,14 +273,32 @@ class StatusReport:
         return detail + "; add start URLs with `topicswarm node run --seed URL` or import more topics"
 
     def _blocked_detail(self) -> str:
-        assert self.service.crawler is not None
-        wait = self.service.crawler.next_ready_in()
+        """Why the crawl waits: first the topics the user paused or stopped that hold queued links, as
+        starting one crawls at once (naming only the failing hosts sent a user who had paused a topic after
+        the wrong fix), then the hosts that failed repeatedly and their next try."""
+        crawler = self.service.crawler
+        assert crawler is not None
+        wait = crawler.next_ready_in()
         when = "never: they were given up" if wait == math.inf else f"in {readable(wait)}"
-        return (
-            "every queued link belongs to a host that failed repeatedly (down, or this computer offline); "
-            f"its links wait, and the next such host is tried again {when} "
-            "([crawler] host_bad_retry_delay in config.toml)"
+        hosts = (
+            "belongs to a host that failed repeatedly (down, or this computer offline); its links wait, and "
+            f"the next such host is tried again {when} ([crawler] host_bad_retry_delay in config.toml)"
         )
+        held = sum(crawler.frontier.held_per_topic().values())
+        if not held:
+            return f"every queued link {hosts}"
+        belong = "belongs" if held == 1 else "belong"
+        return (
+            f"{counted(held, 'link')} queued {belong} to {self._held_by()}; every other queued link {hosts}"
+        )
+
+    def _held_by(self) -> str:
+        """The topics the user paused or stopped that hold queued links, and how to start them."""
+        crawler = self.service.crawler
+        assert crawler is not None
+        holding = crawler.frontier.held_per_topic()
+        held = {key: state for key, state in self.service.held_topics().items() if key in holding}
+        return f"{held_topics_text(held)}: {start_held(held)} (in the UI: s on the Topics screen)"
 
     # -- network figures ----------------------------------------------------------------------------------
     def _peers_online(self) -> int:

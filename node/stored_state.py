@@ -9,6 +9,7 @@ peer lists through `node.network`.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from crawler.repository import Repository
@@ -44,15 +45,24 @@ def harvest_rates(repo: Repository) -> dict[str, float]:
     """Per topic: accepted / fetched over everything its queue fetched (the focus loop's topic_stats), else
     the accepted share of local documents; a folder above topics with figures of their own has none (its
     pages are theirs: `Science`, holding only `Science/Mathematics`, showed 0.39 beside its subtopic's
-    0.98)."""
-    rates: dict[str, float] = {}
+    0.98). 0.0 for a topic nothing was fetched for yet (`harvest_figures` tells those apart)."""
+    return _rates(harvest_counts(repo))
+
+
+def _rates(counts: dict[str, tuple[int, int]]) -> dict[str, float]:
+    return {topic: accepted / fetched if fetched else 0.0 for topic, (accepted, fetched) in counts.items()}
+
+
+def harvest_counts(repo: Repository) -> dict[str, tuple[int, int]]:
+    """Per topic, the (accepted, fetched) pages `harvest_rates` divides."""
+    counts: dict[str, tuple[int, int]] = {}
     if table_exists(repo, "topic_stats"):
         for topic, accepted, fetched in repo.db.execute(
             "SELECT topic, sum(accepted), sum(fetched) FROM topic_stats WHERE topic != '' GROUP BY topic"
         ):
-            rates[topic] = float(accepted) / fetched if fetched else 0.0
+            counts[topic] = (int(accepted), int(fetched))
     keys = topic_keys(repo)
-    missing = [k for k in keys if k not in rates and not any(t.startswith(k + "/") for t in rates)]
+    missing = [k for k in keys if k not in counts and not any(t.startswith(k + "/") for t in counts)]
     if missing:
         total = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
         for key in missing:
@@ -61,8 +71,18 @@ def harvest_rates(repo: Repository) -> dict[str, float]:
                 "(topic = ? OR topic LIKE ? ESCAPE '\\')",
                 [key, subtopic_pattern(key)],
             ).fetchone()[0]
-            rates[key] = accepted / total if total else 0.0
-    return rates
+            counts[key] = (int(accepted), int(total))
+    return counts
+
+
+def harvest_figures(repo: Repository) -> dict[str, Any]:
+    """A status's `harvest` and `unfetched_topics`: the topics nothing was fetched for yet, whose harvest
+    of 0.0 measures nothing (right after `topics import` every topic's read as a crawl that failed)."""
+    counts = harvest_counts(repo)
+    return {
+        "harvest": _rates(counts),
+        "unfetched_topics": sorted(topic for topic, (_, fetched) in counts.items() if not fetched),
+    }
 
 
 def document_details(repo: Repository, doc_id: int) -> dict[str, Any] | None:
@@ -141,8 +161,8 @@ def waiting_hosts(repo: Repository, now: float) -> dict[str, Any]:
 
 
 def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
-    """The status of a node that does not run: what it stored, the state its crawl resumes in, the figures
-    of its last metrics sample, and the peers it rejoins when it starts again."""
+    """The status of a node that does not run: what it stored, the state its crawl resumes in (the topics
+    held in it too), the figures of its last metrics sample, and the peers it rejoins when it starts again."""
     from node.network import read_blocked_peers, read_known_peers
 
     queued = repo.db.execute("SELECT count(*) FROM frontier WHERE state = ?", [QUEUED]).fetchone()[0]
@@ -150,10 +170,16 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
         "frontier_size": int(queued),
         "hosts_waiting": waiting_hosts(repo, time.time()),
         "resumes": RUNNING,
+        "held_topics": {},
+        "held_links": 0,
+        "bookmarks_to_queue": bookmarks_to_queue(repo),
         "last_sample": None,
     }
     if table_exists(repo, "node_metrics"):  # the node's tables: none before a node first ran here
-        crawl["resumes"] = load_crawl_states(repo).get(ALL_TOPICS, RUNNING)
+        states = load_crawl_states(repo)
+        crawl["resumes"] = states.get(ALL_TOPICS, RUNNING)
+        crawl["held_topics"] = held = stored_held_topics(repo, states)
+        crawl["held_links"] = queued_in_topics(repo, held)
         last = samples_since(repo, limit=1)
         crawl["last_sample"] = last[0].to_dict() if last else None
     try:
@@ -165,7 +191,41 @@ def stopped_status(data: DataDir, repo: Repository) -> dict[str, Any]:
         "data_dir": str(data.root),
         "crawl": crawl,
         "documents": document_counts(repo),
-        "harvest": harvest_rates(repo),
+        **harvest_figures(repo),
         "known_peers": len(read_known_peers(data.known_peers)),
         "blocked_peers": blocked,
     }
+
+
+def stored_held_topics(repo: Repository, states: dict[str, str]) -> dict[str, str]:
+    """The topics paused or stopped (key -> state) that the crawl leaves out when the node starts again, as
+    `NodeService.held_topics` has them while it runs (a topic no longer imported holds nothing)."""
+    keys = set(topic_keys(repo))
+    return {
+        key: state
+        for key, state in sorted(states.items())
+        if key != ALL_TOPICS and state != RUNNING and key in keys
+    }
+
+
+def queued_in_topics(repo: Repository, topics: Iterable[str]) -> int:
+    """Links queued in these topics' queues."""
+    keys = list(topics)
+    if not keys:
+        return 0
+    marks = ", ".join("?" * len(keys))
+    sql = f"SELECT count(*) FROM frontier WHERE state = ? AND topic IN ({marks})"
+    return int(repo.db.execute(sql, [QUEUED, *keys]).fetchone()[0])
+
+
+def bookmarks_to_queue(repo: Repository) -> int:
+    """The imported topics' bookmarks a node queues when it first starts here (`Topics.resume_stored`), while
+    nothing was ever queued: `topics import` stores them, and "0 links queued" alone read as a failure."""
+    from crawler.taxonomy import POSITIVE
+
+    if not table_exists(repo, "training_documents"):
+        return 0
+    if repo.db.execute("SELECT 1 FROM frontier LIMIT 1").fetchone() is not None:
+        return 0
+    sql = "SELECT count(DISTINCT url) FROM training_documents WHERE polarity = ? AND url != ''"
+    return int(repo.db.execute(sql, [POSITIVE]).fetchone()[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -16,6 +18,19 @@ def readable(seconds: float) -> str:
 def counted(number: int, noun: str) -> str:
     """ "1 link", "2 links": a count with its noun (plural by an s)."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def held_topics_text(held: Mapping[str, str]) -> str:
+    """ "Databases (paused), Sysadmin (stopped)": the topics the user held, with the state each was given."""
+    return ", ".join(f"{topic} ({state})" for topic, state in held.items())
+
+
+def start_held(held: Mapping[str, str]) -> str:
+    """How to start a held topic: with the topic's own key when only one is held, so the user can run the
+    command as it is."""
+    if len(held) == 1:
+        return f"start it with `topicswarm crawl start --topic {shlex.quote(next(iter(held)))}`"
+    return "start one with `topicswarm crawl start --topic KEY`"
 
 
 NOTHING_MATCHES = "no page or pooled result here matches it, whatever the filters"

@@ -17,7 +17,7 @@ from node.cli.common import (
 )
 from node.client import NodeStopping, NodeUnreachable, node_address
 from node.datadir import DataDir
-from node.wording import counted, finishing_first, readable
+from node.wording import counted, finishing_first, held_topics_text, readable, start_held
 
 NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
 
@@ -89,12 +89,9 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
         print_json({**status, "why": why})
         return NOT_RUNNING
     crawl = status["crawl"]
+    lines = [f"node       {why}", _stopped_crawl_line(crawl)]
     if crawl["resumes"] == RUNNING:
-        resumes = "the crawl resumes when the node starts"
-    else:
-        state = crawl["resumes"]
-        resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
-    lines = [f"node       {why}", f"crawl      {crawl['frontier_size']} links queued; {resumes}"]
+        lines += held_topics_lines(crawl.get("held_topics"), crawl.get("held_links", 0))
     lines += waiting_hosts_lines(crawl["hosts_waiting"])
     sample = crawl["last_sample"]
     if sample:
@@ -105,6 +102,34 @@ def run_stopped_status(args: argparse.Namespace, data: DataDir, why: str) -> int
     lines += _stored_lines(status, _known_peer_lines(status))
     print("\n".join(lines))
     return NOT_RUNNING
+
+
+def _stopped_crawl_line(crawl: dict[str, Any]) -> str:
+    """The links a stopped node has queued and the state its crawl resumes in; before it first ran, the
+    bookmarks it queues when it starts (nothing queued is not a failure then)."""
+    from node.metrics import RUNNING
+
+    state = crawl["resumes"]
+    if state == RUNNING:
+        resumes = "the crawl resumes when the node starts"
+    else:
+        resumes = f"the crawl stays {state} when the node starts (`topicswarm crawl start` resumes it)"
+    bookmarks = crawl.get("bookmarks_to_queue")
+    if crawl["frontier_size"] or not bookmarks:
+        return f"crawl      {crawl['frontier_size']} links queued; {resumes}"
+    queues = f"nothing queued yet: the node queues the imported topics' {counted(bookmarks, 'bookmark')}"
+    if state == RUNNING:
+        return f"crawl      {queues} when it starts and crawls from them"
+    return f"crawl      {queues} when it starts; {resumes}"
+
+
+def held_topics_lines(held: dict[str, str] | None, links: int) -> list[str]:
+    """The topics the user paused or stopped while the crawl runs for the others, the links they hold and
+    how to start one (none held: no line). A running node's status and a stopped one's say it alike."""
+    if not held:
+        return []
+    holding = f", holding {counted(links, 'queued link')}" if links else ""
+    return [f"           not crawled: {held_topics_text(held)}{holding}; {start_held(held)}"]
 
 
 def waiting_hosts_lines(waiting: dict[str, Any] | None) -> list[str]:
@@ -128,7 +153,9 @@ def _stored_lines(status: dict[str, Any], peers: list[str]) -> list[str]:
     lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled", *peers]
     if status["harvest"]:
         lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
-    lines += [f"           {topic:<30} {rate:.2f}" for topic, rate in sorted(status["harvest"].items())]
+    unfetched = set(status.get("unfetched_topics") or ())
+    for topic, rate in sorted(status["harvest"].items()):
+        lines.append(f"           {topic:<30} {'not crawled yet' if topic in unfetched else f'{rate:.2f}'}")
     return lines
 
 
@@ -196,10 +223,8 @@ def crawl_lines(crawl: dict[str, Any]) -> list[str]:
             f"           {size}; {since}",
         ]
     lines += waiting_hosts_lines(crawl.get("hosts_waiting"))
-    held = crawl.get("held_topics") or {}
-    if held and crawl.get("state") == "running":
-        topics = ", ".join(f"{topic} ({state})" for topic, state in held.items())
-        lines.append(f"           not crawled: {topics}; `topicswarm crawl start --topic T` resumes one")
+    if crawl.get("state") == "running":
+        lines += held_topics_lines(crawl.get("held_topics"), crawl.get("held_links", 0))
     revisits = crawl.get("revisits") or {}
     if revisits.get("fetched"):
         lines.append(f"           {revisit_line(revisits['fetched'], revisits['changed'], revisits['gone'])}")

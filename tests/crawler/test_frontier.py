@@ -156,6 +156,18 @@ def test_paused_topics_are_not_served_until_resumed():
     assert drain(f) == ["http://a/1"]
 
 
+def test_the_entries_paused_topics_hold_are_counted_per_topic():
+    f = Frontier()
+    f.add(entry("http://a/1", topic="Paused"))
+    f.add(entry("http://a/2", topic="Paused"))
+    f.add(entry("http://b/1", topic="Other"))
+    f.set_paused_topics({"Paused", "Empty"})
+    assert f.held_per_topic() == {"Paused": 2}  # a paused topic with nothing queued holds nothing
+    assert f.servable_size() == 1
+    f.set_paused_topics(())
+    assert f.held_per_topic() == {}
+
+
 def test_reprioritize_moves_entries_and_is_persisted(tmp_path):
     repo = Repository(tmp_path / "r.db")
     f = Frontier()

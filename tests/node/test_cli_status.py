@@ -252,7 +252,8 @@ def test_topics_held_while_the_crawl_runs_are_named_with_how_to_resume_them():
     crawl = {"state": "running", "active": True, "pages_per_s": 1.0, "frontier_size": 9, "session": {}}
     held = {**crawl, "held_topics": {"Databases": "paused", "Sysadmin": "stopped"}}
     text = "\n".join(crawl_lines(held))
-    assert "not crawled: Databases (paused), Sysadmin (stopped); `topicswarm crawl start --topic T`" in text
+    start = "start one with `topicswarm crawl start --topic KEY`"
+    assert f"not crawled: Databases (paused), Sysadmin (stopped); {start}" in text
     assert "not crawled" not in "\n".join(crawl_lines(crawl))
     assert "not crawled" not in "\n".join(crawl_lines({**held, "state": "paused"}))  # the whole crawl is
 
