@@ -49,6 +49,15 @@ def existing_data_dir(args: argparse.Namespace) -> DataDir:
     return data
 
 
+def data_dir_set_up(args: argparse.Namespace) -> DataDir:
+    """The data directory a node runs on: one `topicswarm init` set up (or a crawl filled), else a CLI error
+    saying so. Run on a mistyped --data, a node started from nothing, without topics, and seemed to work."""
+    data = data_dir(args)
+    if (why := data.not_set_up()) is not None:
+        raise CliError(why)
+    return data
+
+
 def data_dir_for_writing(args: argparse.Namespace) -> DataDir:
     """The data directory, made when missing, with a word on stderr when it was: a mistyped --data used
     to start a second node from nothing without a sign."""

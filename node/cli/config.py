@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from node.cli.common import CliError, add_data_arg, data_dir
+from node.cli.common import CliError, add_data_arg, existing_data_dir
 from node.config import ConfigError, default_config_toml, load_config, settings_markdown
 
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "table":
         print(settings_markdown())
         return 0
-    path = data_dir(args).config
+    path = existing_data_dir(args).config  # a mistyped --data is no config.toml of defaults
     try:
         load_config(path)
     except ConfigError as exc:

@@ -9,6 +9,7 @@ import pytest
 
 from crawler.repository import Repository
 from node.cli import build_parser, main
+from node.cli.common import CliError
 from node.cli.demo import build_line
 from node.cli.search import print_hits
 from node.client import Unauthorised, _raise_for
@@ -19,6 +20,11 @@ def failure(capsys, argv: list[str]) -> str:
     capsys.readouterr()
     assert main(argv) == 2
     return capsys.readouterr().err
+
+
+def node_started(*args, **kwargs):
+    """Stands in for the node service where none may start (a refused `node run` ran one till Ctrl-C)."""
+    raise AssertionError("a node was started")
 
 
 def test_offline_with_listen_or_bootstrap_is_refused_instead_of_ignored(tmp_path, capsys):
@@ -118,12 +124,21 @@ def test_every_command_help_says_what_the_command_does_and_every_option_what_it_
 
 @pytest.mark.parametrize(
     "command",
-    [["status"], ["search", "sql"], ["show", "3"], ["topics", "list"], ["export", "--format", "jsonl"]],
-    ids=lambda command: command[0],
+    [
+        ["status"],
+        ["search", "sql"],
+        ["show", "3"],
+        ["topics", "list"],
+        ["export", "--format", "jsonl"],
+        ["node", "run", "--offline"],  # it made the folder and ran a node without topics there
+        ["config", "check"],  # it said "config.toml: absent, defaults apply" and exit 0
+    ],
+    ids=lambda command: "-".join(command[:2]),
 )
 def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_start(
-    tmp_path, capsys, command
+    tmp_path, capsys, command, monkeypatch
 ):
+    monkeypatch.setattr("node.service.NodeService", node_started)
     missing = tmp_path / "swram"
     argv = [*command, "--data", str(missing)]
     if command[0] == "export":
@@ -131,6 +146,18 @@ def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_
     err = failure(capsys, argv)
     assert f"there is no data directory {missing}" in err and "topicswarm init" in err
     assert "node run" not in err and "nothing crawled" not in err and not missing.exists()
+
+
+def test_a_node_is_not_run_on_a_folder_that_holds_no_data_directory(tmp_path, capsys, monkeypatch):
+    """`node run --data ~` (or any folder `topicswarm init` never set up) filled it with a repository."""
+    from node.cli.tui import ensure_node
+
+    monkeypatch.setattr("node.service.NodeService", node_started)
+    err = failure(capsys, ["node", "run", "--data", str(tmp_path), "--offline"])
+    assert f"{tmp_path} is no data directory" in err and f"`topicswarm init --data {tmp_path}`" in err
+    with pytest.raises(CliError, match="is no data directory"):  # `topicswarm tui` starts none there either
+        ensure_node(DataDir(tmp_path))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_importing_into_a_directory_that_did_not_exist_says_it_made_one(tmp_path, capsys):
