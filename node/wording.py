@@ -18,6 +18,11 @@ def counted(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
+def alternatives(words: list[str]) -> str:
+    """ "build, show or loss": the choices a person picks one of."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 NOTHING_MATCHES = "no page or pooled result here matches it, whatever the filters"
 
 

@@ -14,6 +14,7 @@ from node.cli.demo import build_line
 from node.cli.search import print_hits
 from node.client import Unauthorised, _raise_for
 from node.datadir import DataDir
+from node.wording import alternatives
 
 
 def failure(capsys, argv: list[str]) -> str:
@@ -187,3 +188,38 @@ def test_counts_and_seeds_out_of_shape_are_refused_by_the_option_itself(argv, sa
     with pytest.raises(SystemExit):
         build_parser().parse_args(argv)
     assert said in capsys.readouterr().err
+
+
+def command_groups() -> dict[str, list[str]]:
+    """Every command with subcommands and its subcommands (`meta`: build, show, loss), from the parser."""
+    groups: dict[str, list[str]] = {}
+    for words, _ in subcommands(build_parser()):
+        if len(words) == 2:
+            groups.setdefault(words[0], []).append(words[1])
+    return groups
+
+
+@pytest.mark.parametrize("extra", [[], ["--data", "/tmp/swram"]], ids=["alone", "with-data"])
+def test_a_command_group_without_its_subcommand_names_the_subcommands(capsys, extra):
+    """`meta --data DIR` said "invalid choice: '/tmp/...'", taking the directory for a subcommand."""
+    assert {"meta", "topics", "node", "simweb", "config"} <= set(command_groups())
+    for group, choices in command_groups().items():
+        with pytest.raises(SystemExit):
+            main([group, *extra])
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: topicswarm {group} ")
+        assert f"{group} needs a subcommand: {alternatives(choices)}" in err, err
+
+
+def test_the_meta_group_names_its_subcommands_in_plain_words(capsys):
+    with pytest.raises(SystemExit):
+        main(["meta", "--data", "/tmp/swram"])
+    assert "topicswarm meta: error: meta needs a subcommand: build, show or loss" in capsys.readouterr().err
+
+
+def test_an_argument_a_command_does_not_take_is_refused_with_that_commands_usage(capsys):
+    """`search sql --exact-topic Databases` printed the top level's usage (`topicswarm [-h] COMMAND ...`)."""
+    with pytest.raises(SystemExit):
+        main(["search", "sql", "--exact-topic", "Databases"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: topicswarm search ") and "topicswarm search: error: unrecognized" in err
