@@ -223,3 +223,23 @@ def test_an_argument_a_command_does_not_take_is_refused_with_that_commands_usage
         main(["search", "sql", "--exact-topic", "Databases"])
     err = capsys.readouterr().err
     assert err.startswith("usage: topicswarm search ") and "topicswarm search: error: unrecognized" in err
+
+
+def test_topic_keywords_without_a_key_asks_only_for_the_key(capsys):
+    """ "required: KEY, words" though the words are optional (without them the keywords are shown)."""
+    with pytest.raises(SystemExit):
+        main(["topics", "keywords"])
+    assert capsys.readouterr().err.rstrip().endswith("the following arguments are required: KEY")
+
+
+def test_exact_topic_without_a_topic_is_refused_instead_of_ignored(tmp_path, capsys):
+    Repository(tmp_path / "repository.db").close()
+    err = failure(capsys, ["search", "sql", "--exact-topic", "--data", str(tmp_path)])
+    assert "--exact-topic" in err and "needs --topic KEY" in err
+
+
+def test_stored_pages_fetched_again_are_counted_in_plain_english():
+    from node.cli.common import revisit_line
+
+    assert revisit_line(1, 0, 1) == "1 stored page fetched again: 0 had changed, 1 was gone"
+    assert revisit_line(5, 2, 3) == "5 stored pages fetched again: 2 had changed, 3 were gone"
