@@ -44,7 +44,7 @@ from tui.widgets.status_bar import StatusBar
 
 SIZE = (100, 30)
 T0 = 1_700_000_000.0
-OFFLINE = "a meta-classifier needs peers: this node runs offline; restart it without --offline"
+OFFLINE = "meta needs peers: this node runs offline; restart it without --offline"
 FINISHED = CrawlFigures(
     "running", False, 200, 0.0, 568, {}, 0, "finished", "reached max_pages (200 of 200 documents)", 3.5
 )
