@@ -190,10 +190,10 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
 
         return Route(path, endpoint, methods=methods)
 
-    async def cooperation_topic(topic: str, what: str) -> None:
-        """Cooperation requests about a topic: first whether the node cooperates at all, then whether it
-        knows the topic (each answer says what to do)."""
-        service.require_cooperation(what)
+    async def cooperation_topic(topic: str, method: str) -> None:
+        """Cooperation requests about a topic (`method` of `service.cooperate`): first whether the node
+        cooperates at all, then whether it knows the topic (each answer says what to do)."""
+        service.require_cooperation(method)
         await service.topics.require(topic)
 
     async def status(request: Request) -> Any:
@@ -312,7 +312,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
             raise NodeServiceError("bad_request", "error_goal must be a number between 0 and 1")
         if loss is not None:
             _check_fraction("loss", loss)
-        await cooperation_topic(topic, "build meta")
+        await cooperation_topic(topic, "meta_protocol.build")
         return await service.cooperate("meta_protocol.build", topic, loss=loss, error_goal=goal)
 
     async def meta(request: Request) -> Any:
@@ -327,7 +327,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
         loss = _number(body, "loss")
         _check_fraction("loss", loss)
         topic = _require(body, "topic", str)
-        await cooperation_topic(topic, "set loss")
+        await cooperation_topic(topic, "set_loss")
         return await service.cooperate("set_loss", topic, loss)
 
     async def refine(request: Request) -> Any:
@@ -338,7 +338,7 @@ def build_app(service: NodeService, token: str) -> ASGIApp:
                 "bad_request", f"k (the number of clusters) must be between 2 and {MAX_CLUSTERS}"
             )
         topic = _require(body, "topic", str)
-        await cooperation_topic(topic, "refine")
+        await cooperation_topic(topic, "refinement.refine")
         return {"proposals": await service.cooperate("refinement.refine", topic, k)}
 
     async def refine_list(request: Request) -> Any:

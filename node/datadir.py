@@ -58,6 +58,20 @@ class DataDir:
             f"with `topicswarm init --data {self.root}`"
         )
 
+    def not_set_up(self) -> str | None:
+        """Why a node cannot run here, None when it can: no data directory, or a folder that holds none of a
+        node's files (`topicswarm init` writes config.toml and the identity; a crawl, the repository). A node
+        started on a mistyped --data (or on `--data ~`) ran from nothing, without topics, and filled the
+        folder with a repository."""
+        if (absent := self.absence()) is not None:
+            return absent
+        if any(path.exists() for path in (self.config, self.identity, self.repository)):
+            return None
+        return (
+            f"{self.root} is no data directory (no config.toml, identity or repository.db): give the --data "
+            f"your node uses, or set this one up with `topicswarm init --data {self.root}`"
+        )
+
     def ensure(self) -> DataDir:
         self.root.mkdir(parents=True, exist_ok=True)
         return self

@@ -71,6 +71,18 @@ DISK_CHECK_S = 30.0  # after a full disk, how often the crawl checks whether spa
 DISK_ROOM_BYTES = 16 * 2**20  # free space gained since the disk filled that resumes the crawl
 ABANDON_WAIT_S = 5.0  # how long a shutdown waits for the crawl to end once its requests are cancelled
 STOP_ANSWER_SECONDS = 0.2  # how long a stop through the API waits for its answer to leave
+# The cooperation layer's methods (`NodeService.cooperate`) as the work a refusal names: "building a
+# meta-classifier needs peers", where the method's name ("build meta") read as an internal action.
+COOPERATION_WORK = {
+    "models": "listing peers' models",
+    "meta": "a meta-classifier",
+    "meta_protocol.build": "building a meta-classifier",
+    "set_loss": "setting a meta-classifier's loss",
+    "refinement.refine": "refining a topic into subtopics",
+    "refinement.proposals": "listing subtopic proposals",
+    "refinement.accept_proposal": "accepting a subtopic proposal",
+    "refinement.reject_proposal": "dismissing a subtopic proposal",
+}
 
 
 class NodeService:
@@ -397,7 +409,7 @@ class NodeService:
         if self.crawler is not None:
             self.crawler.revisit_soon()
         self.poke()
-        self.publish("log", {"message": f"{due} stored pages due for a revisit now"})
+        self.publish("log", {"message": f"{counted(due, 'stored page')} due for a revisit now"})
         answer: dict[str, Any] = {"due": due, "not_revisited": missing, "state": self.crawl_state()}
         if due and not self.wants_crawl():
             answer["detail"] = "the crawl is not running: `topicswarm crawl start` fetches them"
@@ -501,7 +513,10 @@ class NodeService:
         return [] if self.network is None else list(self.network.addrs())
 
     # -- API: cooperation ---------------------------------------------------------------------------------
-    def require_cooperation(self, what: str) -> Any:
+    def require_cooperation(self, method: str) -> Any:
+        """The cooperation layer, which `method` (its name in `cooperate`) needs; a refusal in plain words
+        when it is missing ("build meta needs peers" named the method, not the work)."""
+        what = COOPERATION_WORK.get(method, method.rpartition(".")[2].replace("_", " "))
         if self.cooperation is None:
             if self.network is None:
                 raise unavailable(
@@ -514,7 +529,7 @@ class NodeService:
     async def cooperate(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call a public method of the cooperation layer ("models") or of one of its parts
         ("refinement.refine"), mapping its errors to API errors."""
-        coop = self.require_cooperation(method.rpartition(".")[2].replace("_", " "))
+        coop = self.require_cooperation(method)
         fn = coop
         for name in method.split("."):
             fn = getattr(fn, name, None)

@@ -33,6 +33,11 @@ def start_held(held: Mapping[str, str]) -> str:
     return "start one with `topicswarm crawl start --topic KEY`"
 
 
+def alternatives(words: list[str]) -> str:
+    """ "build, show or loss": the choices a person picks one of."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 NOTHING_MATCHES = "no page or pooled result here matches it, whatever the filters"
 
 

@@ -13,6 +13,7 @@ import sqlite3
 import sys
 
 from node.cli.common import CliError, data_dir
+from node.wording import alternatives
 
 # Modules of this package that add commands, in the order `--help` lists them.
 COMMAND_MODULES = [
@@ -91,13 +92,51 @@ def describe_by_help(parser: argparse.ArgumentParser) -> None:
 
 def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """The parsed command line; a search's unquoted `-word` is a word of its query (argparse took it for
-    an option it did not know, and refused the command with the top-level usage)."""
+    an option it did not know, and refused the command with the top-level usage). Arguments the command
+    does not take are refused with its own usage, not the top level's."""
+    argv = sys.argv[1:] if argv is None else argv
+    refuse_missing_subcommand(parser, argv)
     args, extras = parser.parse_known_args(argv)
     if extras and getattr(args, "words_from_dashes", False) and all(_excluded_word(e) for e in extras):
         args.query += extras
     elif extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        named_command(parser, argv)[0].error(f"unrecognized arguments: {' '.join(extras)}")
     return args
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser] | None:
+    """The subcommands of a command group (`meta`: build, show, loss), None for a command without."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return None
+
+
+def named_command(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser of the command (or subcommand) the arguments name, for errors in its own usage, and the
+    words that name it."""
+    words: list[str] = []
+    for arg in argv:
+        subcommands = _subcommands(parser)
+        if subcommands is None or arg not in subcommands:
+            break
+        parser = subcommands[arg]
+        words.append(arg)
+    return parser, words
+
+
+def refuse_missing_subcommand(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """A command group given no subcommand is told which it needs: `meta --data DIR` took DIR for one
+    ("invalid choice: '/tmp/...'"), and `meta` alone said "required: COMMAND"."""
+    group, words = named_command(parser, argv)
+    subcommands = _subcommands(group)
+    if not words or subcommands is None:  # the top level alone prints its help
+        return
+    rest = argv[len(words) :]
+    if not rest or (rest[0].startswith("-") and rest[0] not in ("-h", "--help")):
+        group.error(f"{' '.join(words)} needs a subcommand: {alternatives(list(subcommands))}")
 
 
 def _excluded_word(arg: str) -> bool:

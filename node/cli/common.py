@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from node.datadir import DataDir, default_data_dir
+from node.wording import counted
 
 if TYPE_CHECKING:
     from crawler.repository import Repository
@@ -46,6 +47,15 @@ def existing_data_dir(args: argparse.Namespace) -> DataDir:
     data = data_dir(args)
     if (absent := data.absence()) is not None:
         raise CliError(absent)
+    return data
+
+
+def data_dir_set_up(args: argparse.Namespace) -> DataDir:
+    """The data directory a node runs on: one `topicswarm init` set up (or a crawl filled), else a CLI error
+    saying so. Run on a mistyped --data, a node started from nothing, without topics, and seemed to work."""
+    data = data_dir(args)
+    if (why := data.not_set_up()) is not None:
+        raise CliError(why)
     return data
 
 
@@ -112,13 +122,14 @@ def print_json(answer: Any) -> None:
 def listing_line(noun: str, read: int, queued: int, unchanged: int = 0) -> str:
     """Sitemaps of on-topic hosts (crawler.sitemaps) or feeds pages named (crawler.feeds), `noun` saying
     which ("sitemap", "feed"), in words."""
-    line = f"{read} {noun}{'' if read == 1 else 's'} read, {queued} pages they list queued"
+    line = f"{counted(read, noun)} read, {queued} pages they list queued"
     return line + (f"; {unchanged} found unchanged when due again" if unchanged else "")
 
 
 def revisit_line(fetched: int, changed: int, gone: int) -> str:
     """Stored pages fetched again (crawler.revisits), in words."""
-    return f"{fetched} stored pages fetched again: {changed} had changed, {gone} were gone"
+    were_gone = f"{gone} {'was' if gone == 1 else 'were'} gone"
+    return f"{counted(fetched, 'stored page')} fetched again: {changed} had changed, {were_gone}"
 
 
 MAX_COUNT = (

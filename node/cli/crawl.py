@@ -169,7 +169,8 @@ def revisit_pages(args: argparse.Namespace) -> int:
     if args.json:
         print_json(answer)
         return 0
-    lines = [f"{answer['due']} stored pages due for a revisit now; the crawl fetches them before new links"]
+    due, them = counted(answer["due"], "stored page"), "it" if answer["due"] == 1 else "them"
+    lines = [f"{due} due for a revisit now; the crawl fetches {them} before new links"]
     lines += [
         f"not revisited: {url} (not stored by this node's crawl, off-topic or a duplicate)"
         for url in answer["not_revisited"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.charsets import without_controls
 from crawler.query import DEFAULT_USER
@@ -23,6 +23,9 @@ from node.cli.common import (
     print_json,
 )
 from node.datadir import DataDir
+
+if TYPE_CHECKING:
+    from node.client import NodeClient
 
 PREVIEW_WIDTH = 100
 NOT_JUDGED = "not filtered yet (no meta-classifier has judged it)"
@@ -50,7 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_data_arg(mark)
     mark.add_argument("doc_id", type=_doc_id, metavar="DOC", help="the document's number from a search hit")
-    mark.add_argument("mark", choices=("relevant", "irrelevant"), help="what the page is to you")
+    mark.add_argument(  # named by the metavar when left out: "required: mark" said not what to give
+        "mark",
+        choices=("relevant", "irrelevant"),
+        metavar="relevant|irrelevant",
+        help="what the page is to you",
+    )
     mark.add_argument("--query", help="the search that found it (its ranking signals fit your weights)")
     mark.add_argument("--user", default=DEFAULT_USER, help="whose mark it is (`search --user` ranks by it)")
     mark.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -69,7 +77,7 @@ def run_show(args: argparse.Namespace) -> int:
     client = node_client_or_none(data)
     if client is not None:
         with api_errors(), client:
-            details = client.document(args.doc_id)
+            details = _node_document(client, args.doc_id)
     else:
         details = _stored_document(args)
     if args.json:
@@ -89,8 +97,25 @@ def _stored_document(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         repo.close()
     if details is None:
-        raise CliError(f"no document {args.doc_id}: take its number from a search hit (`doc N`)")
+        raise CliError(no_document(args.doc_id))
     return details
+
+
+def _node_document(client: NodeClient, doc_id: int) -> dict[str, Any]:
+    """The running node's document; a number it does not hold is worded as without a node (the API's own
+    detail names the JSON field, doc_id, which a CLI user never sees)."""
+    from node.client import NodeError
+
+    try:
+        return client.document(doc_id)
+    except NodeError as exc:
+        if exc.status == 404:
+            raise CliError(no_document(doc_id)) from exc
+        raise
+
+
+def no_document(doc_id: int) -> str:
+    return f"no document {doc_id}: take its number from a search hit (`doc N`)"
 
 
 def document_lines(doc: dict[str, Any]) -> list[str]:
@@ -144,7 +169,7 @@ def run_feedback(args: argparse.Namespace) -> int:
     client = node_client_or_none(data)
     if client is not None:
         with api_errors(), client:
-            document = client.document(args.doc_id)
+            document = _node_document(client, args.doc_id)
             answer = client.feedback(args.doc_id, relevant=relevant, query=args.query, user=args.user)
     else:
         document = _stored_document(args)

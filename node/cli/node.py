@@ -9,7 +9,7 @@ import time
 from logging.handlers import RotatingFileHandler
 from typing import Any
 
-from node.cli.common import CliError, add_data_arg, connect, count, data_dir, data_dir_for_writing, http_url
+from node.cli.common import CliError, add_data_arg, connect, count, data_dir, data_dir_set_up, http_url
 from node.client import node_running
 from node.config import ConfigError, load_config
 from node.datadir import DataDir
@@ -97,7 +97,7 @@ def run_node(args: argparse.Namespace) -> int:
     from node.service import NodeService
 
     check_run_args(args)  # before anything is made
-    data = data_dir_for_writing(args)
+    data = data_dir_set_up(args)
     if node_running(data):
         raise CliError(
             f"a node already runs for {data.root}: stop it first (`topicswarm node stop --data "

@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     """Through the node's API when a node runs on the data directory (its repository has one writer),
     directly otherwise; both print the API's hit shape the same way."""
     args.query = " ".join(args.query)  # `search sql join` reads as `search "sql join"`
+    if args.exact_topic and not args.topic:  # it was ignored without a word
+        raise CliError("--exact-topic leaves a topic's subtopics out, so it needs --topic KEY")
     client = node_client_or_none(data_dir(args))
     if client is not None:
         with api_errors(), client:

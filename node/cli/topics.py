@@ -67,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_data_arg(keywords)
     keywords.add_argument("topic", metavar="KEY", help='the topic key, e.g. "Databases"')
-    keywords.add_argument("words", nargs="*", help='the new keywords, a "quoted phrase" for several words')
+    keywords.add_argument(  # a default, or argparse counts the optional words as required beside KEY
+        "words", nargs="*", default=[], help='the new keywords, a "quoted phrase" for several words'
+    )
     keywords.add_argument("--clear", action="store_true", help="remove the topic's keywords")
     keywords.add_argument("--json", action="store_true", help='print {"key", "keywords"} as JSON')
     keywords.set_defaults(func=run_keywords)

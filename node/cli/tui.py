@@ -32,7 +32,8 @@ def ensure_node(data: DataDir, timeout: float = START_TIMEOUT) -> subprocess.Pop
     """Start `topicswarm node run` detached for `data` unless a node serves it; wait until its API answers."""
     if node_running(data):
         return None
-    data.root.mkdir(parents=True, exist_ok=True)
+    if (why := data.not_set_up()) is not None:  # said here: the node's own refusal would go to a log in it
+        raise CliError(why)
     log_path = data.root / "node.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(

@@ -382,6 +382,26 @@ async def test_cooperation_endpoints_say_what_to_do_offline(node):
 
 
 @pytest.mark.trio
+async def test_offline_refusals_name_the_work_in_plain_words(node):
+    """They named the cooperation layer's methods: "build meta needs peers", "set loss needs peers"."""
+    _, client = node
+    refusals = {
+        "building a meta-classifier": lambda: client.build_meta("T", 0.2),
+        "setting a meta-classifier's loss": lambda: client.set_loss("T", 0.3),
+        "accepting a subtopic proposal": lambda: client.accept_proposal(1),
+        "listing peers' models": client.models,
+        "refining a topic into subtopics": lambda: client.refine("T", 3),
+        "a meta-classifier": lambda: client.meta("T"),
+    }
+    for work, call in refusals.items():
+        with pytest.raises(NodeError) as caught:
+            await call()
+        assert caught.value.detail.startswith(f"{work} needs peers: this node runs offline"), (
+            caught.value.detail
+        )
+
+
+@pytest.mark.trio
 async def test_search_and_metrics_shapes(node):
     _, client = node
     found = await client.search("anything")

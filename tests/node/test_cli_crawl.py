@@ -100,7 +100,7 @@ def test_progress_prints_lines_off_a_terminal_and_the_summary_lists_errors():
     assert "frontier exhausted" in text and "timeout" in text
     assert "revisits" not in text and "sitemaps" not in text
     revisited = summary(CrawlStats(revisits=5, changed=2, gone=1, reason="max_pages"))
-    assert "5 stored pages fetched again: 2 had changed, 1 were gone" in revisited
+    assert "5 stored pages fetched again: 2 had changed, 1 was gone" in revisited
     assert "2 sitemaps read, 40 pages they list queued" in summary(CrawlStats(sitemaps=2, sitemap_urls=40))
     waiting = {"hosts": 2, "links": 31, "next_try_in_s": 540.0}
     blocked = summary(CrawlStats(reason="blocked"), waiting=waiting)
@@ -142,3 +142,20 @@ def test_a_crawl_stopped_by_a_full_disk_says_so_and_how_to_resume(web, tmp_path,
 def test_revisit_arguments_are_checked_before_any_node_is_asked(tmp_path, capsys, argv, said):
     assert main([*argv, "--data", str(tmp_path / "node")]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_one_stored_page_due_for_a_revisit_is_counted_in_plain_english(tmp_path, capsys, monkeypatch):
+    """ "1 stored pages due for a revisit now; the crawl fetches them": the count helper says it right."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    answer = {"due": 1, "not_revisited": [], "state": "running"}
+
+    @contextmanager
+    def node(args):
+        yield SimpleNamespace(revisit=lambda urls: answer)
+
+    monkeypatch.setattr("node.cli.crawl.connect", node)
+    assert main(["crawl", "revisit", "--data", str(tmp_path), "--url", "http://h.test/a"]) == 0
+    said = capsys.readouterr().out.strip()
+    assert said == "1 stored page due for a revisit now; the crawl fetches it before new links"

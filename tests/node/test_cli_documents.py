@@ -164,3 +164,31 @@ async def test_a_users_marks_fit_that_users_ranking_only(data, capsys):
         default, ana = personal_weights(repo, DEFAULT_USER), personal_weights(repo, "ana")
     assert users == [("ana", "relevant"), ("bob", "irrelevant")]
     assert ana != default  # her mark weighs in her ranking, not in the default user's
+
+
+@pytest.mark.trio
+async def test_an_unknown_document_is_worded_the_same_with_a_node_running(data, capsys):
+    """With a node the CLI printed the API's "take doc_id from a search hit", a field no CLI user sees."""
+    without = [main(["show", "--data", str(data.root), "99999"]), capsys.readouterr().err]
+    service = NodeService(data, loopback_config(), offline=True, max_pages=0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        for command in (["show"], ["feedback"]):
+            argv = [
+                *command,
+                "--data",
+                str(data.root),
+                "99999",
+                *(["relevant"] if command == ["feedback"] else []),
+            ]
+            code = await trio.to_thread.run_sync(main, argv)
+            assert [code, capsys.readouterr().err] == without
+        service.request_stop()
+    assert without == [2, "topicswarm: no document 99999: take its number from a search hit (`doc N`)\n"]
+
+
+def test_a_mark_left_out_is_named_by_what_to_give(capsys):
+    """ "required: mark" named the argument's variable while the usage showed {relevant,irrelevant}."""
+    with pytest.raises(SystemExit):
+        main(["feedback", "40"])
+    assert "the following arguments are required: relevant|irrelevant" in capsys.readouterr().err

@@ -9,16 +9,23 @@ import pytest
 
 from crawler.repository import Repository
 from node.cli import build_parser, main
+from node.cli.common import CliError
 from node.cli.demo import build_line
 from node.cli.search import print_hits
 from node.client import Unauthorised, _raise_for
 from node.datadir import DataDir
+from node.wording import alternatives
 
 
 def failure(capsys, argv: list[str]) -> str:
     capsys.readouterr()
     assert main(argv) == 2
     return capsys.readouterr().err
+
+
+def node_started(*args, **kwargs):
+    """Stands in for the node service where none may start (a refused `node run` ran one till Ctrl-C)."""
+    raise AssertionError("a node was started")
 
 
 def test_offline_with_listen_or_bootstrap_is_refused_instead_of_ignored(tmp_path, capsys):
@@ -118,12 +125,21 @@ def test_every_command_help_says_what_the_command_does_and_every_option_what_it_
 
 @pytest.mark.parametrize(
     "command",
-    [["status"], ["search", "sql"], ["show", "3"], ["topics", "list"], ["export", "--format", "jsonl"]],
-    ids=lambda command: command[0],
+    [
+        ["status"],
+        ["search", "sql"],
+        ["show", "3"],
+        ["topics", "list"],
+        ["export", "--format", "jsonl"],
+        ["node", "run", "--offline"],  # it made the folder and ran a node without topics there
+        ["config", "check"],  # it said "config.toml: absent, defaults apply" and exit 0
+    ],
+    ids=lambda command: "-".join(command[:2]),
 )
 def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_start(
-    tmp_path, capsys, command
+    tmp_path, capsys, command, monkeypatch
 ):
+    monkeypatch.setattr("node.service.NodeService", node_started)
     missing = tmp_path / "swram"
     argv = [*command, "--data", str(missing)]
     if command[0] == "export":
@@ -131,6 +147,18 @@ def test_a_mistyped_data_directory_is_named_as_missing_rather_than_as_a_node_to_
     err = failure(capsys, argv)
     assert f"there is no data directory {missing}" in err and "topicswarm init" in err
     assert "node run" not in err and "nothing crawled" not in err and not missing.exists()
+
+
+def test_a_node_is_not_run_on_a_folder_that_holds_no_data_directory(tmp_path, capsys, monkeypatch):
+    """`node run --data ~` (or any folder `topicswarm init` never set up) filled it with a repository."""
+    from node.cli.tui import ensure_node
+
+    monkeypatch.setattr("node.service.NodeService", node_started)
+    err = failure(capsys, ["node", "run", "--data", str(tmp_path), "--offline"])
+    assert f"{tmp_path} is no data directory" in err and f"`topicswarm init --data {tmp_path}`" in err
+    with pytest.raises(CliError, match="is no data directory"):  # `topicswarm tui` starts none there either
+        ensure_node(DataDir(tmp_path))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_importing_into_a_directory_that_did_not_exist_says_it_made_one(tmp_path, capsys):
@@ -160,3 +188,58 @@ def test_counts_and_seeds_out_of_shape_are_refused_by_the_option_itself(argv, sa
     with pytest.raises(SystemExit):
         build_parser().parse_args(argv)
     assert said in capsys.readouterr().err
+
+
+def command_groups() -> dict[str, list[str]]:
+    """Every command with subcommands and its subcommands (`meta`: build, show, loss), from the parser."""
+    groups: dict[str, list[str]] = {}
+    for words, _ in subcommands(build_parser()):
+        if len(words) == 2:
+            groups.setdefault(words[0], []).append(words[1])
+    return groups
+
+
+@pytest.mark.parametrize("extra", [[], ["--data", "/tmp/swram"]], ids=["alone", "with-data"])
+def test_a_command_group_without_its_subcommand_names_the_subcommands(capsys, extra):
+    """`meta --data DIR` said "invalid choice: '/tmp/...'", taking the directory for a subcommand."""
+    assert {"meta", "topics", "node", "simweb", "config"} <= set(command_groups())
+    for group, choices in command_groups().items():
+        with pytest.raises(SystemExit):
+            main([group, *extra])
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: topicswarm {group} ")
+        assert f"{group} needs a subcommand: {alternatives(choices)}" in err, err
+
+
+def test_the_meta_group_names_its_subcommands_in_plain_words(capsys):
+    with pytest.raises(SystemExit):
+        main(["meta", "--data", "/tmp/swram"])
+    assert "topicswarm meta: error: meta needs a subcommand: build, show or loss" in capsys.readouterr().err
+
+
+def test_an_argument_a_command_does_not_take_is_refused_with_that_commands_usage(capsys):
+    """`search sql --exact-topic Databases` printed the top level's usage (`topicswarm [-h] COMMAND ...`)."""
+    with pytest.raises(SystemExit):
+        main(["search", "sql", "--exact-topic", "Databases"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: topicswarm search ") and "topicswarm search: error: unrecognized" in err
+
+
+def test_topic_keywords_without_a_key_asks_only_for_the_key(capsys):
+    """ "required: KEY, words" though the words are optional (without them the keywords are shown)."""
+    with pytest.raises(SystemExit):
+        main(["topics", "keywords"])
+    assert capsys.readouterr().err.rstrip().endswith("the following arguments are required: KEY")
+
+
+def test_exact_topic_without_a_topic_is_refused_instead_of_ignored(tmp_path, capsys):
+    Repository(tmp_path / "repository.db").close()
+    err = failure(capsys, ["search", "sql", "--exact-topic", "--data", str(tmp_path)])
+    assert "--exact-topic" in err and "needs --topic KEY" in err
+
+
+def test_stored_pages_fetched_again_are_counted_in_plain_english():
+    from node.cli.common import revisit_line
+
+    assert revisit_line(1, 0, 1) == "1 stored page fetched again: 0 had changed, 1 was gone"
+    assert revisit_line(5, 2, 3) == "5 stored pages fetched again: 2 had changed, 3 were gone"

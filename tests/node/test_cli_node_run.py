@@ -20,7 +20,8 @@ def test_a_listen_port_in_use_is_refused_in_one_line(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        (tmp_path / "node").mkdir()  # an existing one: a new one is said first on stderr
+        (tmp_path / "node").mkdir()  # a data directory: `node run` refuses a folder without a node's files
+        (tmp_path / "node" / "config.toml").write_text("")
         command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(tmp_path / "node")]
         command += ["--listen", f"/ip4/127.0.0.1/tcp/{port}"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)

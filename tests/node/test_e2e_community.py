@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from node.cli import main
 from node.cli.demo import (
     BOOKMARKS,
     bookmark_subset,
@@ -109,7 +110,8 @@ def test_three_nodes_crawl_and_a_killed_node_resumes_with_nothing_lost(tmp_path)
 def test_node_run_stops_cleanly_on_sigterm_and_removes_api_file(tmp_path):
     from node.datadir import DataDir
 
-    data = DataDir(tmp_path / "solo").ensure()
+    data = DataDir(tmp_path / "solo")
+    assert main(["init", "--data", str(data.root)]) == 0  # `node run` runs only on a data directory set up
     node = start_node(data, [], offline=True)
     try:
         wait_until_ready(node)

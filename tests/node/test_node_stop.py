@@ -48,6 +48,7 @@ def test_a_second_node_run_is_told_how_to_stop_the_first_and_node_stop_returns_o
     tmp_path, capsys
 ):
     data = DataDir(tmp_path / "node")
+    assert main(["init", "--data", str(data.root)]) == 0  # `node run` runs only on a data directory set up
     command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root), "--offline"]
     node = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT

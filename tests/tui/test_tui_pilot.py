@@ -9,6 +9,7 @@ import pytest
 from textual.command import CommandList
 from textual.widgets import DataTable, Input, Select, Static, Tree
 
+from node.cli import main
 from node.client import NodeClient, NodeError, node_running
 from node.datadir import DataDir
 from tests.waiting import wait_until
@@ -336,6 +337,7 @@ def highlighted_command(app) -> str:
 async def test_stop_the_node_in_the_command_palette_stops_the_node_and_quits(tmp_path):
     """`q` leaves the node running; a node `topicswarm tui` started in the background is stopped here."""
     data = DataDir(tmp_path / "node")
+    assert main(["init", "--data", str(data.root)]) == 0  # `node run` runs only on a data directory set up
     command = [sys.executable, "-m", "node.cli", "node", "run", "--data", str(data.root), "--offline"]
     node = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
