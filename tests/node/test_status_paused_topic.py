@@ -67,15 +67,22 @@ async def start_paused(client: AsyncNodeClient) -> dict:
     return await client.crawl("start", topic=PAUSED)
 
 
-@pytest.mark.trio
-async def test_a_crawl_waiting_for_failing_hosts_names_the_paused_topic_that_holds_its_other_links(tmp_path):
+async def blocked_beside_a_paused_topic(tmp_path, then=None) -> tuple[int, dict, dict | None]:
+    """The links the paused topic holds, the status of the crawl waiting for the other topics' failed
+    hosts, and the answer of `then`."""
     data = DataDir(tmp_path / "node").ensure()
     with trio.fail_after(HANG_GUARD):
         async with serve_web("fixture") as web:
             bookmarks = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
             store_bookmarks(data, bookmarks)
             held = pause_with_the_other_topics_hosts_bad(data, bookmarks)
-            status, _ = await run_until_blocked(data)
+            status, answer = await run_until_blocked(data, then=then)
+    return held, status, answer
+
+
+@pytest.mark.trio
+async def test_a_crawl_waiting_for_failing_hosts_names_the_paused_topic_that_holds_its_other_links(tmp_path):
+    held, status, _ = await blocked_beside_a_paused_topic(tmp_path)
     crawl = status["crawl"]
     assert crawl["detail"].startswith(
         f"{held} links queued belong to {PAUSED} (paused): {START} (in the UI: s on the Topics "
@@ -90,13 +97,8 @@ async def test_a_crawl_waiting_for_failing_hosts_names_the_paused_topic_that_hol
 
 @pytest.mark.trio
 async def test_starting_the_paused_topic_answers_with_the_crawl_it_starts_not_the_wait_it_ends(tmp_path):
-    data = DataDir(tmp_path / "node").ensure()
-    with trio.fail_after(HANG_GUARD):
-        async with serve_web("fixture") as web:
-            bookmarks = map_bookmarks(BOOKMARKS.read_text(), web.map_upstream)
-            store_bookmarks(data, bookmarks)
-            pause_with_the_other_topics_hosts_bad(data, bookmarks)
-            _, answer = await run_until_blocked(data, then=start_paused)
+    _, _, answer = await blocked_beside_a_paused_topic(tmp_path, then=start_paused)
+    assert answer is not None
     assert answer["crawl"]["reason"] == "starting"  # its hosts never failed: it fetches at once
     assert crawl_answer_text(answer, PAUSED) == f"crawl running for {PAUSED}"
 
