@@ -49,8 +49,12 @@ def harvest_rates(repo: Repository) -> dict[str, float]:
     return _rates(harvest_counts(repo))
 
 
+def harvest_rate(accepted: int, fetched: int) -> float:
+    return accepted / fetched if fetched else 0.0
+
+
 def _rates(counts: dict[str, tuple[int, int]]) -> dict[str, float]:
-    return {topic: accepted / fetched if fetched else 0.0 for topic, (accepted, fetched) in counts.items()}
+    return {topic: harvest_rate(*figures) for topic, figures in counts.items()}
 
 
 def harvest_counts(repo: Repository) -> dict[str, tuple[int, int]]:

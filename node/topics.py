@@ -26,7 +26,7 @@ from node.errors import NodeServiceError, not_found, shown
 from node.heldout import FOLDS, accuracy_at
 from node.heldout_cache import HeldOutCurves
 from node.metrics import RUNNING
-from node.stored_state import harvest_rates, subtopic_pattern, table_exists, topic_keys
+from node.stored_state import harvest_counts, harvest_rate, subtopic_pattern, table_exists, topic_keys
 
 if TYPE_CHECKING:
     from node.service import NodeService
@@ -276,11 +276,12 @@ def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:
 
 
 def topic_rows(repo: Repository) -> list[dict[str, Any]]:
-    """The API's topic list: the taxonomy with local/pooled counts, harvest rate, keywords."""
+    """The API's topic list: the taxonomy with local/pooled counts, harvest rate (with the pages it is of,
+    `fetched`: a rate of 0 over none measures nothing), keywords."""
     if not table_exists(repo, "topics"):
         return []
     keywords = load_keywords(repo)
-    rates = harvest_rates(repo)
+    counts = harvest_counts(repo)
     rows = []
     for key, name, parent in repo.db.execute("SELECT key, name, parent FROM topics ORDER BY key").fetchall():
         local, pooled = repo.db.execute(
@@ -295,7 +296,8 @@ def topic_rows(repo: Repository) -> list[dict[str, Any]]:
                 "parent": parent or None,
                 "local": int(local),
                 "pooled": int(pooled),
-                "harvest_rate": rates.get(key, 0.0),
+                "harvest_rate": harvest_rate(*counts.get(key, (0, 0))),
+                "fetched": counts.get(key, (0, 0))[1],
                 "quality": {"accuracy": None},
                 "keywords": list(keywords.get(key, ())),
                 "crawl": RUNNING,

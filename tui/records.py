@@ -173,6 +173,7 @@ class Topic:
     accuracy_on: str = ""  # how the accuracy was measured
     accuracy_why: str = ""  # why there is none
     measuring: bool = False  # the node is measuring the accuracy now: ask again soon
+    fetched: int | None = None  # pages fetched for the topic (0: not crawled yet; None: the node did not say)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Topic:
@@ -193,7 +194,13 @@ class Topic:
             accuracy_on=str(quality.get("measured_on") or "") if isinstance(quality, dict) else "",
             accuracy_why=str(quality.get("why") or "") if isinstance(quality, dict) else "",
             measuring=bool(quality.get("measuring")) if isinstance(quality, dict) else False,
+            fetched=None if data.get("fetched") is None else _i(data.get("fetched")),
         )
+
+    @property
+    def harvest(self) -> str:
+        """The harvest rate to show: none before a page was fetched for the topic (0.00 read as a failure)."""
+        return "not crawled yet" if self.fetched == 0 else f"{self.harvest_rate:.2f}"
 
 
 @dataclass(frozen=True)

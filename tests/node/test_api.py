@@ -450,10 +450,12 @@ async def test_import_topics_through_api_lists_topics_and_keywords(node):
         "local",
         "pooled",
         "harvest_rate",
+        "fetched",
         "quality",
         "keywords",
         "crawl",
     } <= set(topics[0])
+    assert topics[0]["fetched"] == 0  # its one bookmark could not be fetched: no harvest to speak of
     updated = await client.set_keywords("Databases", ["sql", " index "])
     assert updated["keywords"] == ["sql", "index"]
     with pytest.raises(NodeError) as caught:

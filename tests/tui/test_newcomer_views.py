@@ -161,6 +161,15 @@ def test_a_topic_set_running_says_when_the_node_fetches_nothing():
     assert topic_label(TOPIC, CRAWLING).plain.startswith("▶ ")
 
 
+def test_a_topic_nothing_was_fetched_for_shows_no_harvest_of_zero():
+    fresh = Topic.from_json({"key": "Databases", "harvest_rate": 0.0, "fetched": 0})
+    assert "harvest not crawled yet" in topic_label(fresh).plain
+    assert "harvest rate: not crawled yet" in topic_details(fresh)
+    crawled = Topic.from_json({"key": "Databases", "harvest_rate": 0.0, "fetched": 12})
+    assert "harvest 0.00" in topic_label(crawled).plain  # fetched and all rejected: a real 0
+    assert "harvest 0.78" in topic_label(TOPIC).plain  # an older node that does not say: its rate
+
+
 def test_a_topic_whose_accuracy_is_being_measured_says_so_not_that_it_has_none():
     answer = {
         "key": "Databases",

@@ -39,7 +39,7 @@ def topic_label(topic: Topic, node_crawl: CrawlFigures | None = None) -> Text:
     label = Text(no_wrap=True)
     label.append(f"{mark} ", style=colour)
     label.append(topic.name, style="bold")
-    figures = f"  {topic.local}+{topic.pooled}  harvest {topic.harvest_rate:.2f}  held-out acc {accuracy}"
+    figures = f"  {topic.local}+{topic.pooled}  harvest {topic.harvest}  held-out acc {accuracy}"
     label.append(figures, style="dim")
     return label
 
@@ -59,7 +59,7 @@ def topic_details(topic: Topic, node_crawl: CrawlFigures | None = None) -> str:
         f"[b]{escape(topic.name)}[/b]  ({escape(topic.key)})\n\n"
         f"crawl: {crawl}\n"
         f"documents: {topic.local} local, {topic.pooled} pooled\n"
-        f"harvest rate: {topic.harvest_rate:.3f}\n"
+        f"harvest rate: {'not crawled yet' if topic.fetched == 0 else f'{topic.harvest_rate:.3f}'}\n"
         f"meta-classifier accuracy: {accuracy}\n"
         f"model version: {topic.model_version or '–'}\n\n"
         f"indicator keywords:\n{keywords}\n\n"
