@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App, ScreenStackError, SystemCommand
@@ -21,6 +21,7 @@ from textual.screen import Screen
 from node.client import ClientError, NodeError, NodeUnreachable, Unauthorised
 from tui.link import NodeLink
 from tui.messages import MetricsFetched, NodeEvent, NodeProblem, NodeReachable, StatsUpdated, StatusFetched
+from tui.records import short_peer_id
 from tui.screens.base import NodeScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.help import HelpScreen
@@ -103,6 +104,12 @@ class TopicSwarmApp(App[None]):
     def action_show(self, name: str) -> None:
         if name != self.current_mode:
             self.switch_mode(name)
+
+    def notify(self, message: str, **options: Any) -> None:
+        """Every notification is plain text (the screens' too, which come through here): they carry the
+        node's words, whose brackets ("[node] max_pages in config.toml") Textual's markup took for styles
+        and dropped."""
+        super().notify(message, **{**options, "markup": False})
 
     def show_results(self, topic: str) -> None:
         """The Results screen listing the topic's most confident results (the Topics screen's `v`)."""
@@ -219,9 +226,9 @@ class TopicSwarmApp(App[None]):
             topic = message.data.get("topic") or "a topic"
             if message.kind == "model":
                 origin = str(message.data.get("origin") or "a peer")
-                source = "this node retrained it" if origin == "local" else f"from {origin[:8]}…{origin[-6:]}"
+                source = "this node retrained it" if origin == "local" else f"from {short_peer_id(origin)}"
                 self.notify(f"new model for {topic}: {source}", timeout=3)
-            else:
+            elif self.current_mode != "refine":  # the Refine screen shows them as they come
                 self.notify(f"subtopic proposals for {topic}: see Refine (6)", timeout=3)
 
     def on_node_problem(self, message: NodeProblem) -> None:

@@ -158,6 +158,12 @@ class MetricSample:
         )
 
 
+def short_peer_id(peer_id: str) -> str:
+    """A peer id as every screen shows it: its start and its end (every id starts "12D3KooW", so the start
+    alone named every peer alike)."""
+    return peer_id if len(peer_id) <= 14 else f"{peer_id[:6]}…{peer_id[-6:]}"
+
+
 @dataclass(frozen=True)
 class Topic:
     key: str

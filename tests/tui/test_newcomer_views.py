@@ -29,11 +29,12 @@ from tui.records import (
     SearchResults,
     Status,
     Topic,
+    short_peer_id,
 )
 from tui.screens.base import NO_TOPICS
 from tui.screens.dashboard import summary
 from tui.screens.meta import MetaScreen, build_report
-from tui.screens.peers import PeersScreen, short
+from tui.screens.peers import PeersScreen
 from tui.screens.refine import RefineScreen
 from tui.screens.results import ResultsScreen, document_view, highlighted, preview
 from tui.screens.topics import TopicsScreen, topic_details, topic_label
@@ -357,8 +358,8 @@ async def test_peers_screen_shows_the_weight_a_model_has_in_the_meta_classifier_
         await settle(pilot, lambda: table.row_count == 3)
         rows = {(str(r[1]), str(r[2])): [str(c) for c in r[4:]] for r in map(table.get_row_at, range(3))}
     assert rows[("local", "linear")] == ["0.80 of 20", "1.22", "0.65"]
-    assert rows[(short(PEER), "linear")] == ["–", "0.00", "4.60"]
-    assert rows[(short(PEER), "centroids")] == ["–", "–", ""]
+    assert rows[(short_peer_id(PEER), "linear")] == ["–", "0.00", "4.60"]
+    assert rows[(short_peer_id(PEER), "centroids")] == ["–", "–", ""]
 
 
 def test_a_build_report_counts_the_own_model_and_peer_models_in_plain_english():

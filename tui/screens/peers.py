@@ -11,14 +11,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from tui.records import Peer, ReceivedModel
+from tui.records import Peer, ReceivedModel, short_peer_id
 from tui.screens.base import NodeScreen
 from tui.widgets.prompt import Prompt
 from tui.widgets.status_bar import human_bytes
-
-
-def short(peer_id: str) -> str:
-    return peer_id if len(peer_id) <= 14 else f"{peer_id[:6]}…{peer_id[-6:]}"
 
 
 def _fraction(value: float | None) -> str:
@@ -86,11 +82,11 @@ class PeersScreen(NodeScreen):
         for peer in self.rows:
             if peer.blocked:
                 since = time.strftime("%Y-%m-%d %H:%M", time.localtime(peer.last_seen))
-                table.add_row(short(peer.peer_id), f"blocked since {since}", "–", "–", "–", "–")
+                table.add_row(short_peer_id(peer.peer_id), f"blocked since {since}", "–", "–", "–", "–")
                 continue
             refusals = sum(r.count for r in peer.rejected)
             table.add_row(
-                short(peer.peer_id),
+                short_peer_id(peer.peer_id),
                 ", ".join(peer.shared_topics) or "–",
                 human_bytes(peer.bytes_in),
                 human_bytes(peer.bytes_out),
@@ -98,7 +94,7 @@ class PeersScreen(NodeScreen):
                 peer.addrs[0] if peer.addrs else "–",
             )
             for r in peer.rejected:
-                rejected.add_row(short(peer.peer_id), r.reason, str(r.count))
+                rejected.add_row(short_peer_id(peer.peer_id), r.reason, str(r.count))
         keep_cursor(table, rows)
         keep_cursor(rejected, rejected_at)
         blocked = sum(peer.blocked for peer in peers)
@@ -131,8 +127,8 @@ class PeersScreen(NodeScreen):
         else:
             self.app.push_screen(
                 Prompt(
-                    f"Block {short(peer.peer_id)}? It is refused from now on, and its models and results "
-                    "are removed. Enter blocks this peer id:",
+                    f"Block {short_peer_id(peer.peer_id)}? It is refused from now on, and its models and "
+                    "results are removed. Enter blocks this peer id:",
                     peer.peer_id,
                 ),
                 lambda answer: self.change_block(answer.strip(), block=True) if answer else None,
@@ -146,11 +142,11 @@ class PeersScreen(NodeScreen):
             return
         if block:
             self.notify(
-                f"blocked {short(answer['peer_id'])}: {answer['models_forgotten']} models and "
+                f"blocked {short_peer_id(answer['peer_id'])}: {answer['models_forgotten']} models and "
                 f"{answer['results_removed']} results removed"
             )
         else:
-            self.notify(f"unblocked {short(answer['peer_id'])}")
+            self.notify(f"unblocked {short_peer_id(answer['peer_id'])}")
         self.fetch()
 
     def show_own_address(self) -> str | None:
@@ -177,7 +173,7 @@ class PeersScreen(NodeScreen):
         ):
             table.add_row(
                 m.topic,
-                short(m.origin),
+                short_peer_id(m.origin),
                 m.kind,
                 m.version[:10],
                 _accuracy_of(m),

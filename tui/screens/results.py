@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from node.wording import NOTHING_MATCHES, without_filters
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
-from tui.records import Document, Hit, SearchResults
+from tui.records import Document, Hit, SearchResults, short_peer_id
 from tui.screens.base import NodeScreen
 from tui.widgets.status_bar import human_bytes
 
@@ -29,9 +29,7 @@ ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
 NO_VERDICT = "not filtered yet (accepted by the crawler; no meta-classifier has judged it)"
-DOCUMENT_KEYS = (
-    "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser · f fetch again[/dim]"
-)
+DOCUMENT_KEYS = "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser{fetch}[/dim]"
 
 
 def graphical_session() -> bool:
@@ -43,7 +41,7 @@ def graphical_session() -> bool:
 
 
 def origin_label(hit: Hit) -> str:
-    return "this node" if hit.is_local else f"peer {hit.origin[:10]}"
+    return "this node" if hit.is_local else f"peer {short_peer_id(hit.origin)}"
 
 
 QUERY_TERM = re.compile(r"\[\[(.+?)\]\]")  # the node marks query terms in previews as [[term]]
@@ -86,10 +84,13 @@ def document_view(doc: Document) -> str:
     ]
     if doc.origin != "local":  # a pooled result: its preview is all this node holds of it
         lines.append(
-            f"a result of peer {escape(doc.origin[:10])}, received {fetched}: this node holds its preview"
+            f"a result of peer {escape(short_peer_id(doc.origin))}, received {fetched}: this node holds its "
+            "preview"
         )
+        if doc.feedback:
+            lines.append(f"your feedback: {escape(', '.join(doc.feedback))}")
         lines += ["", "[dim]the peer's preview:[/dim]", escape(" ".join(doc.text.split()))]
-        lines += ["", DOCUMENT_KEYS]
+        lines += ["", DOCUMENT_KEYS.format(fetch="")]  # a peer's result is not this node's to fetch
         return "\n".join(lines)
     lines.append(
         f"fetched {fetched} · depth {doc.depth} · {human_bytes(doc.size)} · {doc.links} links · "
@@ -104,7 +105,7 @@ def document_view(doc: Document) -> str:
         f"all {doc.text_length:,}" if shown >= doc.text_length else f"first {shown:,} of {doc.text_length:,}"
     )
     lines += ["", f"[dim]text ({extent} characters):[/dim]", escape(" ".join(doc.text.split()))]
-    lines += ["", DOCUMENT_KEYS]
+    lines += ["", DOCUMENT_KEYS.format(fetch=" · f fetch again")]
     return "\n".join(lines)
 
 
@@ -156,17 +157,22 @@ class ResultsScreen(NodeScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#hits", DataTable)
-        # 22 + 10 + 10 + 4 plus a padding of 2 per column fit the table's 56 columns at 100x30
-        table.add_column("title", width=22, key="title")
-        table.add_column("origin", width=10, key="origin")
+        # 21 + 13 + 10 + 4 plus a padding of 2 per column fit the table's 56 columns at 100x30
+        table.add_column("title", width=21, key="title")
+        table.add_column("origin", width=13, key="origin")
         table.add_column("topic", width=10, key="topic")
         table.add_column("conf", width=4, key="conf")
         self.query_one("#query", Input).focus()
 
     def reload(self) -> None:
+        """The answer again, for the words last searched: words typed and left without Enter were searched
+        silently when the screen came back, under a title naming the previous ones."""
+        query = self.query_one("#query", Input)
         if self.swarm.results_topic is not None:  # the Topics screen asked for one topic's results
             self.wanted_topic, self.swarm.results_topic = self.swarm.results_topic, None
-            self.query_one("#query", Input).value = ""
+            self.results = SearchResults("", (), 0)
+            self.query_one("#hits", DataTable).focus()  # the user came to look through them
+        query.value = self.results.query
         self.fetch_topics()
         self.submit()
 
@@ -224,6 +230,7 @@ class ResultsScreen(NodeScreen):
         self.post_message(ResultsFetched(SearchResults(query.query, (), 0), why_none=why))
 
     def on_results_fetched(self, message: ResultsFetched) -> None:
+        kept = self.selected() if message.results.query == self.results.query else None  # a refresh
         self.results = message.results
         table = self.query_one("#hits", DataTable)
         table.clear()
@@ -237,8 +244,10 @@ class ResultsScreen(NodeScreen):
             table.border_title = f"no search for “{query}”" if query else "no results"
             self.query_one("#preview", Static).update(escape(message.why_none))
         elif shown:
-            table.move_cursor(row=0)
-            self._preview(self.results.hits[0])
+            ids = [hit.doc_id for hit in self.results.hits]
+            row = ids.index(kept.doc_id) if kept is not None and kept.doc_id in ids else 0
+            table.move_cursor(row=row)  # a refresh keeps the user's place
+            self._preview(self.results.hits[row])
         else:
             self.query_one("#preview", Static).update(self._nothing_found())
 
@@ -271,8 +280,8 @@ class ResultsScreen(NodeScreen):
         mark = {True: "✔ ", False: "✘ "}.get(self.feedback_given.get(hit.doc_id), "")  # type: ignore[call-overload]
         return (
             Text(mark + hit.title, no_wrap=True, overflow="ellipsis"),
-            origin_label(hit),
-            hit.topic.rsplit("/", 1)[-1] or "–",
+            "this node" if hit.is_local else short_peer_id(hit.origin),  # as the Peers screen names it
+            Text(hit.topic.rsplit("/", 1)[-1] or "–", no_wrap=True, overflow="ellipsis"),
             f"{hit.confidence:.2f}",
         )
 
