@@ -84,8 +84,11 @@ class NodeLink:
         origin: str = "any",
         verdict: str = "accepted",
         limit: int = 50,
+        offset: int = 0,
     ) -> SearchResults:
-        answer = await self.client.search(q, topic=topic, origin=origin, verdict=verdict, limit=limit)
+        answer = await self.client.search(
+            q, topic=topic, origin=origin, verdict=verdict, limit=limit, offset=offset
+        )
         hits = tuple(Hit.from_json(h) for h in answer.get("hits", []))
         total = int(answer.get("total", len(hits)))
         widened_total = None

@@ -37,6 +37,17 @@ class ListingLink(StandInLink):
         return SearchResults(q, hits, len(hits), browsed=not q.strip())
 
 
+class PagingLink(StandInLink):
+    """An answer of 120 results, given 50 at a time from the offset asked."""
+
+    def __init__(self) -> None:
+        super().__init__(NodeError("not_found", "none", 404))
+
+    async def search(self, q: str, offset: int = 0, **options) -> SearchResults:
+        hits = tuple(hit(i) for i in range(offset + 1, min(offset + 50, 120) + 1))
+        return SearchResults(q, hits, 120, browsed=not q.strip())
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
@@ -114,3 +125,17 @@ async def test_a_notification_keeps_the_nodes_brackets():
         await pilot.pause()
         shown = [n for n in app._notifications if "max_pages" in n.message]
         assert shown and not shown[-1].markup  # as markup, "[node]" was taken for a style and dropped
+
+
+@pytest.mark.anyio
+async def test_the_rest_of_a_long_answer_comes_as_the_cursor_reaches_its_end():
+    app = TopicSwarmApp(Path("/nonexistent"), link=PagingLink())
+    async with app.run_test(size=SIZE) as pilot:
+        table = await listed(pilot, app)
+        assert table.row_count == 50 and table.border_title == "50 of 120 most confident (more below)"
+        await pilot.press("escape", "ctrl+end")
+        await settle(pilot, lambda: table.row_count == 100)
+        await pilot.press("ctrl+end")
+        await settle(pilot, lambda: table.row_count == 120)
+        assert table.border_title == "120 of 120 most confident"
+        assert [h.doc_id for h in app.screen.results.hits] == list(range(1, 121))

@@ -126,7 +126,7 @@ async def test_results_open_on_the_most_confident_and_a_topic_lists_its_own(node
         await settle(pilot, lambda: bool(listed()))
         table = app.screen.query_one(DataTable)
         await settle(pilot, lambda: table.row_count == len(listed()[0].hits) > 0)
-        assert table.border_title.endswith("most confident")
+        assert "most confident" in table.border_title
         assert {hit.topic for hit in listed()[0].hits} >= {"Databases", "Mathematics"}
         await pilot.press("escape", "2")
         await settle(pilot, lambda: isinstance(app.screen, TopicsScreen) and app.screen.topics)

@@ -9,6 +9,7 @@ import re
 import sys
 import time
 import webbrowser
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -139,6 +140,7 @@ class ResultsScreen(NodeScreen):
         self.feedback_given: dict[int, bool] = {}
         self.document_shown: int | None = None  # the hit whose stored page the preview pane shows
         self.wanted_topic: str | None = None  # the topic filter to set once the node's topics are listed
+        self.asked: QuerySubmitted | None = None  # the search the table answers, for its next page
 
     def body(self) -> ComposeResult:
         with Horizontal(id="search-row"):
@@ -213,6 +215,7 @@ class ResultsScreen(NodeScreen):
         )
 
     def on_query_submitted(self, message: QuerySubmitted) -> None:
+        self.asked = message
         self.search(message)
 
     @work(exclusive=True, group="search")
@@ -237,8 +240,7 @@ class ResultsScreen(NodeScreen):
         for hit in self.results.hits:
             table.add_row(*self._cells(hit), key=str(hit.doc_id))
         shown = len(self.results.hits)
-        widened = " and words it starts" if self.results.prefix and shown else ""
-        table.border_title = f"{shown} of {self.results.total} {self._searched()}{widened}"
+        table.border_title = self._title()
         if message.why_none:
             query = self.results.query
             table.border_title = f"no search for “{query}”" if query else "no results"
@@ -250,6 +252,13 @@ class ResultsScreen(NodeScreen):
             self._preview(self.results.hits[row])
         else:
             self.query_one("#preview", Static).update(self._nothing_found())
+
+    def _title(self) -> str:
+        """How many of the answer's results the table holds, and what it answers."""
+        shown = len(self.results.hits)
+        widened = " and words it starts" if self.results.prefix and shown else ""
+        more = " (more below)" if shown < self.results.total else ""
+        return f"{shown} of {self.results.total} {self._searched()}{widened}{more}"
 
     def _searched(self) -> str:
         """What the table answers: the words, or with none the most confident results."""
@@ -295,6 +304,33 @@ class ResultsScreen(NodeScreen):
         hit = self.selected()
         if hit is not None:
             self._preview(hit)
+        if hit is not None and hit == self.results.hits[-1] and len(self.results.hits) < self.results.total:
+            self.load_more()
+
+    @work(exclusive=True, group="more")
+    async def load_more(self) -> None:
+        """The next page of the answer once the cursor reaches the last row: "50 of 106" left 56 out of
+        reach."""
+        asked, shown = self.asked, self.results
+        if asked is None:
+            return
+        page = await self.ask(
+            self.link.search,
+            asked.query,
+            topic=asked.topic,
+            origin=asked.origin,
+            verdict=asked.verdict,
+            offset=len(shown.hits),
+        )
+        if page is None or self.results is not shown:  # another search answered meanwhile
+            return
+        known = {hit.doc_id for hit in shown.hits}
+        more = tuple(hit for hit in page.hits if hit.doc_id not in known)
+        self.results = replace(shown, hits=shown.hits + more, total=max(page.total, len(known) + len(more)))
+        table = self.query_one("#hits", DataTable)
+        for hit in more:
+            table.add_row(*self._cells(hit), key=str(hit.doc_id))
+        table.border_title = self._title()
 
     def _preview(self, hit: Hit) -> None:
         self.document_shown = None
