@@ -684,15 +684,30 @@ async def test_the_dashboard_marks_its_figures_as_last_known_while_the_node_does
 def test_the_dashboard_line_counts_revisits_once_there_are_any():
     crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling"}
     revisited = CrawlFigures.from_json({**crawl, "revisits": {"fetched": 3, "changed": 1, "gone": 0}})
-    assert summary(revisited, None).endswith("crawled · 3 revisited, 1 changed")
+    assert summary(revisited, None).endswith("crawled\n3 revisited, 1 changed")  # a line of its own
     assert "revisited" not in summary(CrawlFigures.from_json(crawl), None)
 
 
 def test_the_dashboard_line_counts_the_hosts_down_and_their_waiting_links_once_there_are_any():
     crawl = {"state": "running", "active": True, "pages": 20, "activity": "crawling"}
     waiting = {**crawl, "hosts_waiting": {"hosts": 2, "links": 31, "next_try_in_s": 60.0}}
-    assert summary(CrawlFigures.from_json(waiting), None).endswith("crawled · 2 hosts down, 31 links waiting")
+    assert summary(CrawlFigures.from_json(waiting), None).endswith("crawled\n2 hosts down, 31 links waiting")
     assert "down" not in summary(CrawlFigures.from_json({**crawl, "hosts_waiting": "garbled"}), None)
+
+
+def test_the_dashboard_says_why_the_crawl_waits_right_under_its_headline():
+    paused = {
+        "state": "paused",
+        "active": False,
+        "pages": 20,
+        "activity": "paused",
+        "detail": "by the user; `topicswarm crawl start` resumes",
+        "revisits": {"fetched": 1, "changed": 0, "gone": 0},
+    }
+    lines = summary(CrawlFigures.from_json(paused), None).splitlines()
+    assert lines[0].startswith("[b]crawl paused[/b] · 20 pages")
+    assert lines[1] == "[dim]by the user; `topicswarm crawl start` resumes[/dim]"
+    assert lines[2] == "1 revisited, 0 changed"  # after the reason: "0 changed by the user" read as one
 
 
 def test_the_dashboard_line_counts_the_requests_in_flight_while_the_crawl_runs():

@@ -75,23 +75,28 @@ class DashboardScreen(NodeScreen):
 
 
 def summary(figures: CrawlFigures, status: Status | None) -> str:
-    """The crawl in one line, then why it does not run (and what to do) or the node's documents and peers."""
-    text = (
+    """The crawl in one line, why it does not run (and what to do) on its own line beneath, then the rest:
+    revisits, hosts down, the node's documents and peers. Appended to one line, they wrapped at 100
+    columns into "1 revisited, 0 changed" above "by the user; ...", which read as one phrase."""
+    lines = [
         f"[b]{escape(figures.headline())}[/b] · {figures.pages} pages · {figures.rate_text()} · "
         f"frontier {figures.frontier_size} · {human_bytes(figures.bytes_crawled)} crawled"
-    )
+    ]
     if figures.active and figures.in_flight:
-        text += f" · {figures.in_flight} in flight"
-    if figures.revisited:
-        text += f" · {figures.revisited} revisited, {figures.changed} changed"
-    if figures.hosts_waiting:  # failed repeatedly: their links wait for a try (crawler.politeness)
-        text += f" · {counted(figures.hosts_waiting, 'host')} down, {figures.links_waiting} links waiting"
+        lines[0] += f" · {figures.in_flight} in flight"
     if figures.detail:  # why the crawler does not run, and what to do
-        return text + f"\n[dim]{escape(figures.detail)}[/dim]"
+        lines.append(f"[dim]{escape(figures.detail)}[/dim]")
+    rest = []
+    if figures.revisited:
+        rest.append(f"{figures.revisited} revisited, {figures.changed} changed")
+    if figures.hosts_waiting:  # failed repeatedly: their links wait for a try (crawler.politeness)
+        rest.append(f"{counted(figures.hosts_waiting, 'host')} down, {figures.links_waiting} links waiting")
     if status is not None:
-        text += (
-            f"\ndocs {status.local_documents} local, {status.pooled_documents} pooled"
+        rest.append(
+            f"docs {status.local_documents} local, {status.pooled_documents} pooled"
             f" · {status.peers_online} peers · exchanged in {human_bytes(status.bytes_in)}"
             f" out {human_bytes(status.bytes_out)}"
         )
-    return text
+    if rest:
+        lines.append(" · ".join(rest))
+    return "\n".join(lines)
