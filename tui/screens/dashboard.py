@@ -35,7 +35,7 @@ class DashboardScreen(NodeScreen):
             yield SeriesPlot("frontier size", id="plot-frontier")
             yield BarPlot("errors by kind", id="plot-errors")
             yield SeriesPlot("peers online", id="plot-peers")
-            yield SeriesPlot("bytes exchanged", id="plot-bytes")
+            yield SeriesPlot("KB exchanged", id="plot-bytes")  # as the Peers screen counts them
 
     def on_mount(self) -> None:
         self.set_interval(REDRAW_INTERVAL, self._redraw_if_pending)
@@ -71,7 +71,11 @@ class DashboardScreen(NodeScreen):
         self.query_one("#plot-harvest", SeriesPlot).show(harvest)
         self.query_one("#plot-errors", BarPlot).show(data.errors)
         self.query_one("#plot-peers", SeriesPlot).show({"peers": data.peers_online})
-        self.query_one("#plot-bytes", SeriesPlot).show({"in": data.bytes_in, "out": data.bytes_out})
+        kilobytes = {
+            name: [(t, v / 1024) for t, v in series]
+            for name, series in (("in", data.bytes_in), ("out", data.bytes_out))
+        }
+        self.query_one("#plot-bytes", SeriesPlot).show(kilobytes)
 
 
 def summary(figures: CrawlFigures, status: Status | None) -> str:
