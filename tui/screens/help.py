@@ -13,13 +13,14 @@ from textual.widgets import Static
 
 KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     (
-        "anywhere (letter keys act while no text field has the focus)",
+        "on every screen, once this help is closed",  # "anywhere" listed 1-6, which do nothing in here
         [
             ("1-6", "dashboard, topics, results, peers, meta, refine"),
-            ("ctrl+p", "command palette (screens, start/pause/stop crawling, theme, Stop the node)"),
+            ("ctrl+p", "commands: screens, start/pause/stop crawling, theme, Stop the node"),
             ("tab, shift+tab", "move between fields and lists"),
-            ("escape", "leave a text field for the screen's list"),
-            ("r / q", "refresh from the node / quit (the node keeps running: ctrl+p Stop the node)"),
+            ("escape", "leave a text field for the screen's list (letter keys act again)"),
+            ("r", "refresh from the node"),
+            ("q", "quit; the node keeps running (to stop it: ctrl+p, Stop the node)"),
         ],
     ),
     (
@@ -34,7 +35,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "results",
         [
-            ("/", "focus the search box (Enter searches; with no words: the most confident results)"),
+            ("/", "search box (Enter searches; no words: the most confident results)"),
             ("enter", "the selected result's stored page (again: back to the result)"),
             ("+ / -", "mark the selected result relevant / irrelevant"),
             ("o", "open it in the browser (without a display: copy its URL)"),
@@ -48,9 +49,9 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "meta",
         [
-            ("[ / ]", "lower / raise the loss by 0.05"),
-            ("l", "type a loss (Enter applies)"),
-            ("b", "build the meta-classifier at the chosen loss"),
+            ("[ / ]", "lower / raise the loss by 0.05, from 0 to 0.95"),
+            ("l", "type a loss (Enter applies it, escape discards it)"),
+            ("b", "build the meta-classifier at the loss shown"),
         ],
     ),
     (
@@ -64,7 +65,8 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
 
 
 def help_text() -> str:
-    """One line per key, grouped by screen: a table with rules between rows showed a third of them."""
+    """One line per key, grouped by screen: a table with rules between rows showed a third of them. A line
+    fits the help box at 100x30 (what a key does in at most 66 columns): wrapped ones broke mid-phrase."""
     lines = []
     for where, keys in KEYS:
         lines.append(f"[b]{escape(where)}[/b]")
