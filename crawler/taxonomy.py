@@ -40,6 +40,9 @@ POSITIVE, NEGATIVE = 1, 0
 # Documents still to fetch, fetched, failed, read from a local file, or added by retraining.
 PENDING, FETCHED, FAILED, LOCAL = "pending", "fetched", "failed", "local"
 ARCHETYPE = "archetype"
+REFINED = (
+    "refine"  # topics.source of accepted refinement subtopics, training_documents.source of their examples
+)
 TEXT_SUFFIXES = {".txt", ".text", ".md"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
@@ -476,7 +479,7 @@ def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> None:
 def _kept_subtopics(db: Any, imported: set[str]) -> list[str]:
     """The accepted refinement subtopics (topics of source 'refine') whose parent stays, directly or
     through another kept subtopic."""
-    refined = dict(db.execute("SELECT key, parent FROM topics WHERE source = 'refine'").fetchall())
+    refined = dict(db.execute("SELECT key, parent FROM topics WHERE source = ?", [REFINED]).fetchall())
     kept: set[str] = set()
     grew = True
     while grew:
@@ -494,6 +497,34 @@ def _insert_documents(db: Any, docs: Iterable[TrainingDocument]) -> None:
         f"VALUES ({', '.join('?' * len(_DOC_COLUMNS))})",
         [tuple(getattr(d, c) for c in _DOC_COLUMNS) for d in docs],
     )
+
+
+def store_subtopic(
+    repo: Repository, key: str, name: str, document_ids: Sequence[int], examples: Sequence[TrainingDocument]
+) -> None:
+    """A subtopic accepted from a refinement, in one transaction: the topic (source `REFINED`, which later
+    imports keep), its documents moved there, the positive training documents the node learned from those
+    pages for the parent (archetypes, relevance marks) moved with them, and `examples` added. A topic
+    without training documents has no model: the crawl never filed a page in it, and its meta-classifier
+    could not be built; and a page left a positive of the parent while filed in the subtopic would train
+    the subtopic's model against its own pages."""
+    ensure_schema(repo)
+    parent = parent_key(key)
+    with repo.transaction() as db:
+        db.conn.execute(
+            "INSERT INTO topics (key, name, parent, source, imported_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(key) DO NOTHING",
+            [key, name, parent, REFINED, time.time()],
+        )
+        db.conn.executemany(
+            "UPDATE documents SET topic = ? WHERE id = ?", [(key, int(i)) for i in document_ids]
+        )
+        db.conn.execute(
+            "UPDATE training_documents SET topic = ? WHERE topic = ? AND polarity = ? AND source != 'import' "
+            "AND url IN (SELECT url FROM documents WHERE topic = ?)",
+            [key, parent, POSITIVE, key],
+        )
+        _insert_documents(db, examples)
 
 
 def add_training_documents(repo: Repository, docs: Sequence[TrainingDocument]) -> None:

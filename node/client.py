@@ -284,7 +284,9 @@ class _Endpoints:
         return self._call("GET", "/api/refine", params={"topic": topic} if topic else None)
 
     def accept_proposal(self, proposal_id: str | int, name: str | None = None) -> Any:
-        return self._call("POST", f"/api/refine/{proposal_id}/accept", body={"name": name} if name else {})
+        """The proposal made a subtopic; the crawl's topic model is retrained with it before the answer."""
+        body = {"name": name} if name else {}
+        return self._call("POST", f"/api/refine/{proposal_id}/accept", body=body, timeout=SLOW_TIMEOUT)
 
     def reject_proposal(self, proposal_id: str | int) -> Any:
         return self._call("POST", f"/api/refine/{proposal_id}/reject", body={})

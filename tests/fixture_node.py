@@ -24,13 +24,21 @@ TIMEOUT = 90.0  # hang guard only
 
 @asynccontextmanager
 async def crawled_fixture_node(
-    tmp_path: Path, config: dict, reason: str = "max_pages", bookmarks: str | None = None
+    tmp_path: Path,
+    config: dict,
+    reason: str = "max_pages",
+    bookmarks: str | None = None,
+    *,
+    offline: bool = True,
 ) -> AsyncIterator[tuple[NodeService, AsyncNodeClient]]:
     """A node that crawled the fixture web until its crawl stopped for `reason` (`max_pages`, `exhausted`),
     and its client; stopped on leaving. `bookmarks`: a bookmarks file's text in place of the fixture's, its
-    URLs upstream ones as there."""
+    URLs upstream ones as there. Not `offline`, it listens on loopback without peers: its cooperation layer
+    runs (refinement, meta-classifiers from its own model)."""
     data = DataDir(tmp_path / "node")
-    service = NodeService(data, parse_config(tomli_w.dumps(config)), offline=True)
+    if not offline:
+        config = {**config, "p2p": {"listen_addrs": ["/ip4/127.0.0.1/tcp/0"], "dht_enabled": False}}
+    service = NodeService(data, parse_config(tomli_w.dumps(config)), offline=offline)
     with serve_web_in_subprocess("fixture") as web, trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(service.run)

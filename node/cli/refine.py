@@ -71,6 +71,8 @@ def decide_proposal(args: argparse.Namespace) -> int:
         print_json(answer)
     elif answer.get("status") == "accepted":
         print(f"proposal {answer['id']} accepted: subtopic {answer['topic']}/{answer['label']}")
+        if answer.get("learns"):
+            print(f"  {answer['learns']}")
         if args.name is None:
             print("  named after the cluster's top terms (--name NAME gives a subtopic a name of your own)")
     else:

@@ -36,6 +36,7 @@ from metamodels.linear import LinearModel
 from node.cooperation import filtering, store, weighing
 from node.cooperation.part import LayerPart
 from node.cooperation.wiremodels import linear_from_payload
+from node.wording import counted
 from p2p.errors import P2PError, WireError
 from p2p.messages.meta_classifier import (
     CovarianceReport,
@@ -132,7 +133,7 @@ class MetaProtocol(LayerPart):
         used = await self._collect(topic, session, loss, error_goal, chosen)
         built = await self.layer.work(self.layer.combine, topic, used, loss)
         if built is None:
-            raise ValueError(f"topic {topic!r} has no model yet: import training documents for it first")
+            raise ValueError(await self._no_model(topic))
         answer = {
             "topic": topic,
             "peers_used": len(used),
@@ -144,6 +145,22 @@ class MetaProtocol(LayerPart):
         await self.layer.db(store.save_meta, topic, build=answer)
         self.layer.publish("meta", answer)
         return answer
+
+    async def _no_model(self, topic: str) -> str:
+        """Why a build found no model of the topic, and what gives it one: the local model needs
+        `min_training_docs` positive training documents and a negative one (a refinement's subtopic once
+        had none at all, and the advice "import training documents" sent its user to a re-import)."""
+        data = await self.layer.work(self.layer.labelled, topic)
+        needed = self.settings.min_training_docs
+        if data.positives < needed:
+            lacking = (
+                f"it has {counted(data.positives, 'positive training document')} and a model needs {needed}"
+            )
+            how = "import bookmarks for it, or mark pages of it relevant (`topicswarm feedback DOC relevant`)"
+        else:
+            lacking = "every training document of the node is a positive of it"
+            how = "import other topics, or mark pages irrelevant (`topicswarm feedback DOC irrelevant`)"
+        return f"topic {topic!r} has no model yet: {lacking}: {how}"
 
     async def _estimate(
         self,

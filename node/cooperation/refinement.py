@@ -4,17 +4,26 @@ restrictive meta clusters on its own documents, and a proposal becomes a subtopi
 from __future__ import annotations
 
 import logging
-import time
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from crawler.preview import without_repeated_lines
 from crawler.repository import MAX_ROW_ID, Repository
-from crawler.taxonomy import OTHERS, TOPICS_LISTED_API, unknown_topic
+from crawler.taxonomy import (
+    FETCHED,
+    OTHERS,
+    POSITIVE,
+    REFINED,
+    TOPICS_LISTED_API,
+    TrainingDocument,
+    store_subtopic,
+    unknown_topic,
+)
 from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
 from metamodels.features import Featurizer, tokenize
 from metamodels.meta_clustering import apply_models, consensus
@@ -24,17 +33,19 @@ from node.cooperation.part import LayerPart
 from node.cooperation.settings import MAX_CLUSTERS
 from node.cooperation.wiremodels import centroids_from_payload, centroids_payload
 from node.errors import shown
+from node.wording import counted
 from p2p.errors import P2PError
 from p2p.messages.models import SignedModel
 from p2p.signing import sign_model
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
 MAX_SUBTOPIC_NAME = 80
 """The longest name an accepted proposal's subtopic may take (it is part of every key under it)."""
+
+SUBTOPIC_EXAMPLES = 25
+"""Positive training documents an accepted subtopic gets from its cluster: its most confident members, as
+many as the focus loop takes of a topic with sparse bookmarks at its phase switch (`focus.n_conf`)."""
 
 
 class Refinement(LayerPart):
@@ -98,7 +109,10 @@ class Refinement(LayerPart):
         return [public_proposal(p) for p in await self.layer.db(store.load_proposals, topic)]
 
     async def accept_proposal(self, proposal_id: int | str, name: str | None = None) -> dict[str, Any]:
-        """The proposal becomes subtopic TOPIC/NAME and its documents move there."""
+        """The proposal becomes subtopic TOPIC/NAME: its documents move there, its most confident ones
+        become the subtopic's training documents (`subtopic_examples`), and the node's models learn it: the
+        crawl's topic model at once, the subtopic's own model and meta-classifier in the cooperation round
+        this starts (a meta build trains the model itself when it comes first)."""
         proposal = await self._open_proposal(proposal_id)
         label = " ".join((name or proposal["label"]).replace("/", " ").split())
         if not label:
@@ -109,23 +123,25 @@ class Refinement(LayerPart):
             raise ValueError(f"a subtopic's name is at most {MAX_SUBTOPIC_NAME} characters")
         key = f"{proposal['topic']}/{label}"
 
-        def accept(repo: Repository) -> None:
-            with repo.transaction() as db:
-                db.conn.execute(
-                    "INSERT INTO topics (key, name, parent, source, imported_at) "
-                    "VALUES (?, ?, ?, 'refine', ?) "
-                    "ON CONFLICT(key) DO NOTHING",
-                    [key, label, proposal["topic"], time.time()],
-                )
-                db.conn.executemany(
-                    "UPDATE documents SET topic = ? WHERE id = ?",
-                    [(key, int(i)) for i in proposal["doc_ids"]],
-                )
+        def accept(repo: Repository) -> int:
+            examples = subtopic_examples(repo, key, proposal["doc_ids"])
+            store_subtopic(repo, key, label, proposal["doc_ids"], examples)
             store.set_proposal_status(repo, int(proposal["id"]), "accepted", label)
+            return positive_examples(repo, key)
 
-        await self.layer.db(accept)
+        examples = await self.layer.db(accept)
         self.layer.publish("refine", {"topic": proposal["topic"], "accepted": key})
-        return await self._stored(int(proposal["id"]))
+        await self.layer.topics_changed([key])
+        await self._refocus_crawl()
+        answer = await self._stored(int(proposal["id"]))
+        return {**answer, **subtopic_answer(key, examples, self.settings.min_training_docs)}
+
+    async def _refocus_crawl(self) -> None:
+        """The crawl's topic model trained again on the taxonomy with the new subtopic, as after an import:
+        the focus loop holds the taxonomy it was trained on, and filed no page in the subtopic before."""
+        service = self.layer.service
+        if getattr(service, "crawler", None) is not None and hasattr(service, "topics"):
+            await service.topics.refresh_focus()
 
     async def reject_proposal(self, proposal_id: int | str, name: str | None = None) -> dict[str, Any]:
         proposal = await self._open_proposal(proposal_id)
@@ -156,6 +172,52 @@ def public_proposal(row: dict[str, Any]) -> dict[str, Any]:
         k: row[k]
         for k in ("id", "topic", "label", "top_terms", "sample_titles", "size", "abstained", "status")
     }
+
+
+def subtopic_examples(repo: Repository, key: str, doc_ids: Sequence[int]) -> list[TrainingDocument]:
+    """Positive training documents of an accepted subtopic: the first `SUBTOPIC_EXAMPLES` pages of its
+    cluster, most confident first (as `cluster_proposals` stores them), that have text and are no training
+    document yet (a page that is one already keeps its label: the first one counts, `training.training_rows`).
+    Without them the subtopic had no model, and neither the crawl nor a meta-classifier could learn it."""
+    taken = {url for (url,) in repo.db.execute("SELECT url FROM training_documents WHERE url != ''")}
+    examples: list[TrainingDocument] = []
+    for doc_id in doc_ids:
+        if len(examples) >= SUBTOPIC_EXAMPLES:
+            break
+        row = repo.db.execute("SELECT url, title, text FROM documents WHERE id = ?", [int(doc_id)]).fetchone()
+        if row is None or not row[0] or row[0] in taken or not (row[2] or "").strip():
+            continue
+        taken.add(row[0])
+        examples.append(
+            TrainingDocument(
+                key, POSITIVE, url=row[0], title=row[1] or "", text=row[2], status=FETCHED, source=REFINED
+            )
+        )
+    return examples
+
+
+def positive_examples(repo: Repository, key: str) -> int:
+    """The topic's own positive training documents with text (its subtopics' aside)."""
+    query = "SELECT count(*) FROM training_documents WHERE topic = ? AND polarity = ? AND text != ''"
+    return int(repo.db.execute(query, [key, POSITIVE]).fetchone()[0])
+
+
+def subtopic_answer(key: str, examples: int, needed: int) -> dict[str, Any]:
+    """What accepting a proposal made, beside the proposal: the subtopic's key, how many training documents
+    it has, and what happens next (a subtopic nobody else has is modelled by this node alone)."""
+    if examples >= needed:
+        build = f"`topicswarm meta build --topic {shlex.quote(key)}`"
+        learns = (
+            f"{counted(examples, 'training document')} (its cluster's most confident pages) train its model: "
+            "the crawl files pages in it from now on, and its meta-classifier (this node's model alone while "
+            f"no peer has the subtopic) is built within a cooperation round, or at once by {build}"
+        )
+    else:
+        learns = (
+            f"it has {counted(examples, 'training document')} with text and its model needs {needed}: "
+            "mark pages of it relevant (`topicswarm feedback DOC relevant`) to train one"
+        )
+    return {"subtopic": key, "training_documents": examples, "learns": learns}
 
 
 # -- collaborative clustering (3.3.3) ---------------------------------------------------------------------
@@ -199,7 +261,7 @@ def cluster_proposals(
                 "sample_titles": [docs.titles[i] for i in best[:5]],
                 "size": int(members.size),
                 "abstained": abstained,
-                "doc_ids": [int(docs.doc_ids[i]) for i in members],
+                "doc_ids": [int(docs.doc_ids[i]) for i in best],  # most confident first: examples
             }
         )
     return proposals

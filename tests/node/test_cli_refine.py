@@ -29,7 +29,10 @@ class Client:
 
     def accept_proposal(self, proposal_id, name=None):
         self.calls.append(("accept", proposal_id, name))
-        return dict(PROPOSAL, id=proposal_id, label=name or PROPOSAL["label"], status="accepted")
+        learns = "4 training documents (its cluster's most confident pages) train its model: ..."
+        return dict(
+            PROPOSAL, id=proposal_id, label=name or PROPOSAL["label"], status="accepted", learns=learns
+        )
 
     def reject_proposal(self, proposal_id):
         self.calls.append(("reject", proposal_id))
@@ -55,7 +58,10 @@ def test_proposals_are_listed_with_how_to_accept_one_and_k_defaults_to_the_nodes
 
 def test_a_proposal_is_accepted_under_a_name_or_rejected_by_its_id(client, capsys):
     assert main(["refine", "--accept", "3", "--name", "Maintenance"]) == 0
-    assert capsys.readouterr().out.strip() == "proposal 3 accepted: subtopic Databases/Maintenance"
+    assert capsys.readouterr().out.splitlines() == [  # and what the node makes of the subtopic
+        "proposal 3 accepted: subtopic Databases/Maintenance",
+        "  4 training documents (its cluster's most confident pages) train its model: ...",
+    ]
     assert main(["refine", "--reject", "4"]) == 0
     assert capsys.readouterr().out.strip() == "proposal 4 rejected"
     assert main(["refine", "--accept", "5"]) == 0  # named after its label: the user is told how to name one

@@ -230,6 +230,40 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
 
 
 @pytest.mark.trio
+async def test_an_accepted_subtopic_learns_from_its_cluster_and_gets_a_meta_classifier(tmp_path):
+    """An accepted subtopic had no training document, hence no model: a meta build for it was refused with
+    "import training documents for it first". Its cluster's most confident pages now train it, the round
+    trains its model, and a build works from that model alone (the peer has no such subtopic)."""
+    key = "Databases/Transactions"
+    async with running_nodes(tmp_path, 2, crawled=30) as (a, b):
+
+        async def community() -> bool:
+            return a.community("Databases") == [b.peer_id]
+
+        await wait_for(community)
+        proposal = max(await a.refinement.refine("Databases", 2), key=lambda p: p["size"])
+        accepted = await a.refinement.accept_proposal(proposal["id"], name="Transactions")
+        assert accepted["subtopic"] == key and accepted["training_documents"] >= 2
+        assert "meta build --topic Databases/Transactions" in accepted["learns"]
+
+        async def trained() -> bool:
+            return await a.exchange.local_model(key) is not None and a.has_meta(key)
+
+        await wait_for(trained)  # the round the acceptance started
+        built = await a.meta_protocol.build(key, loss=0.2)
+        assert built["peers_used"] == 0 and built["measured"]["accuracy"] > 0.5
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+            ranked = [
+                repo.document(i) for i in store.load_proposals(repo, None, proposal["id"])[0]["doc_ids"]
+            ]
+            examples = repo.db.execute(
+                "SELECT url FROM training_documents WHERE topic = ? AND source = 'refine'", [key]
+            ).fetchall()
+    assert [d["title"] for d in ranked[:5]] == proposal["sample_titles"]  # most confident first
+    assert {url for (url,) in examples} == {d["url"] for d in ranked[: len(examples)]}
+
+
+@pytest.mark.trio
 async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostile_model(tmp_path):
     async with running_nodes(tmp_path, 4, hostile=[2]) as (a, b, bad, liar):
 

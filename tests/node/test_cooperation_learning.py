@@ -632,6 +632,45 @@ def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu(
     assert not terms & {"small", "fast", "reliable", "choose", "download", "license", "purchase"}
 
 
+def test_an_accepted_subtopic_trains_on_its_best_pages_and_takes_the_parents_learned_ones(tmp_path):
+    """Its pages most confident first, past those already training documents (the first row of a page
+    counts, so a second would label nothing), up to `SUBTOPIC_EXAMPLES`; the parent's archetype of a page
+    filed in the subtopic moves with it (left behind, it trained the subtopic against its own page), the
+    parent's bookmark stays (a re-import restores it)."""
+    from crawler.taxonomy import FETCHED, POSITIVE, TrainingDocument, add_training_documents, store_subtopic
+
+    path = tmp_path / "n.sqlite"
+    make_repository(path, 0)
+    key = "Databases/Transactions"
+    with Repository(path) as repo:
+        with repo.transaction() as db:
+            ids = [
+                add_document(db, f"http://t.test/{i}", f"t{i}", f"commit rollback {i}", "Databases")
+                for i in range(30)
+            ]
+        bookmark = repo.db.execute("SELECT url FROM training_documents WHERE topic = 'Databases'").fetchone()[
+            0
+        ]
+        with repo.transaction() as db:
+            ids.insert(0, add_document(db, bookmark, "b", "bookmarked page", "Databases"))
+        learned = TrainingDocument(
+            "Databases", POSITIVE, url="http://t.test/1", text="t1", status=FETCHED, source="archetype"
+        )
+        add_training_documents(repo, [learned])
+        examples = refinement.subtopic_examples(repo, key, ids)
+        store_subtopic(repo, key, "Transactions", ids, examples)
+        rows = repo.db.execute("SELECT topic, url, source FROM training_documents ORDER BY id").fetchall()
+        filed = repo.db.execute("SELECT count(*) FROM documents WHERE topic = ?", [key]).fetchone()[0]
+        positives = refinement.positive_examples(repo, key)
+    wanted = [f"http://t.test/{i}" for i in (0, *range(2, refinement.SUBTOPIC_EXAMPLES + 1))]
+    assert [d.url for d in examples] == wanted
+    assert {(t, u) for t, u, s in rows if s == "refine"} == {(key, u) for u in wanted}
+    assert (key, "http://t.test/1", "archetype") in rows
+    assert ("Databases", bookmark, "import") in rows
+    assert filed == len(ids)
+    assert positives == refinement.SUBTOPIC_EXAMPLES + 1  # the archetype
+
+
 def test_a_topics_verdict_counts_are_its_documents_verdicts_now_subtopics_included(tmp_path):
     path = tmp_path / "n.sqlite"
     make_repository(path, 0)
