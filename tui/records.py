@@ -451,6 +451,7 @@ class Proposal:
     size: int
     abstained: int
     status: str  # "open" until the user accepts or rejects it
+    learns: str = ""  # an acceptance's answer: what the new subtopic trains on and what follows
 
     @property
     def pending(self) -> bool:
@@ -467,4 +468,5 @@ class Proposal:
             size=_i(data.get("size")),
             abstained=_i(data.get("abstained")),
             status=str(data.get("status", PENDING)),
+            learns=str(data.get("learns") or ""),
         )

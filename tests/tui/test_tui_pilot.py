@@ -320,6 +320,8 @@ async def test_accepting_a_cluster_proposal_adds_a_subtopic(node_data):
         await settle(pilot, lambda: isinstance(app.focused, Input))
         await pilot.press("ctrl+a", "ctrl+k", *"tuisubtopic", "enter")
         await settle(pilot, lambda: any(p.status == "accepted" for p in screen.proposals))
+        said = [n.message for n in app._notifications if n.message.startswith("accepted: new subtopic")]
+        assert said and "training document" in said[-1]  # what the subtopic learns from, as the CLI says
     with NodeClient.from_data_dir(node_data) as client:
         keys = [t["key"] for t in client.topics()["topics"]]
     assert f"{topic}/tuisubtopic" in keys

@@ -164,7 +164,9 @@ class RefineScreen(TopicScreen):
     def on_proposal_decided(self, message: ProposalDecided) -> None:
         p = message.proposal
         verb = "accepted: new subtopic" if message.action == "accept" else "rejected"
-        self.notify(f"{verb} {p.label}")
+        # what follows an acceptance, as `refine --accept` says it
+        learns = f": {p.learns}" if message.action == "accept" and p.learns else ""
+        self.notify(f"{verb} {p.label}{learns}", timeout=10 if learns else 5)
         topic = self.topic()
         if topic is not None:
             self.fetch_proposals(topic)
