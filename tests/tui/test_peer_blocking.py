@@ -57,6 +57,7 @@ async def test_b_blocks_the_selected_neighbour_once_confirmed_and_unblocks_a_blo
         table = app.screen.query_one("#peers", DataTable)
         await settle(pilot, lambda: table.row_count == 2)
         assert table.border_title == "neighbours (1) · blocked (1)"
+        assert app.screen.query_one("#rejected", DataTable).border_title == "rejected messages: none"
         assert str(table.get_row_at(1)[1]).startswith("blocked since ")
         table.focus()
         await pilot.press("b")

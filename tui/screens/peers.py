@@ -97,6 +97,8 @@ class PeersScreen(NodeScreen):
                 rejected.add_row(short_peer_id(peer.peer_id), r.reason, str(r.count))
         keep_cursor(table, rows)
         keep_cursor(rejected, rejected_at)
+        # an empty table with a bare title read as not loaded yet
+        rejected.border_title = "rejected messages" + ("" if rejected.row_count else ": none")
         blocked = sum(peer.blocked for peer in peers)
         table.border_title = f"neighbours ({len(peers) - blocked})" + (
             f" · blocked ({blocked})" if blocked else ""
