@@ -47,7 +47,10 @@ class RefineScreen(TopicScreen):
         with Horizontal(id="refine-row"):
             yield Select([], prompt="topic", id="refine-topic")
             yield Input(placeholder="k (node's)", id="k", type="integer")  # blank: cooperation.cluster_k
-            yield Static("g proposes subtopics by clustering the topic's documents", id="refine-hint")
+            yield Static(
+                "g or Enter in k: cluster the topic into k subtopics (2-32; blank: the node's)",
+                id="refine-hint",
+            )
         with Horizontal(id="refine-pane"):
             yield DataTable(id="proposals", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="proposal-side"):
@@ -101,6 +104,10 @@ class RefineScreen(TopicScreen):
 
     def no_topics(self) -> None:
         self.query_one("#proposal-details", Static).update(NO_TOPICS)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "k":  # Enter in the field that asks for k did nothing
+            self.action_propose()
 
     def action_propose(self) -> None:
         topic = self.topic()
