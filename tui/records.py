@@ -158,6 +158,12 @@ class MetricSample:
         )
 
 
+def topic_choice(key: str, width: int) -> str:
+    """A topic key as a drop-down shows it in `width` columns: its end, where a subtopic's name is
+    ("Databases/Transactio" wrapped onto a second line as "ns")."""
+    return key if len(key) <= width else "…" + key[-(width - 1) :]
+
+
 def short_peer_id(peer_id: str) -> str:
     """A peer id as every screen shows it: its start and its end (every id starts "12D3KooW", so the start
     alone named every peer alike)."""

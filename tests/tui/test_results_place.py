@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input
 from node.client import NodeError
 from tests.tui.test_newcomer_views import SIZE, URL, StandInLink, settle
 from tui.app import TopicSwarmApp
-from tui.records import Document, Hit, SearchResults, short_peer_id
+from tui.records import Document, Hit, SearchResults, short_peer_id, topic_choice
 from tui.screens.results import ResultsScreen, document_view
 from tui.screens.topics import TopicsScreen
 
@@ -139,3 +139,9 @@ async def test_the_rest_of_a_long_answer_comes_as_the_cursor_reaches_its_end():
         await settle(pilot, lambda: table.row_count == 120)
         assert table.border_title == "120 of 120 most confident"
         assert [h.doc_id for h in app.screen.results.hits] == list(range(1, 121))
+
+
+def test_a_long_topic_key_shows_its_end_in_a_drop_down():
+    assert topic_choice("Databases", 20) == "Databases"
+    assert topic_choice("Databases/Transactions", 20) == "…abases/Transactions"
+    assert len(topic_choice("Databases/Transactions", 14)) == 14

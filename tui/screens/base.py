@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Select
 
 from node.client import ClientError, NodeError
+from tui.records import topic_choice
 from tui.widgets.nav import NavBar
 from tui.widgets.status_bar import StatusBar
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+TOPIC_CHOICE_WIDTH = 20  # columns a topic key has in the Meta and Refine screens' drop-downs (app.tcss: 28)
 LIVE_REFRESH = 5.0  # seconds between reloads of a screen whose figures change as the node crawls
 
 
@@ -141,7 +143,7 @@ class TopicScreen(NodeScreen):
         select = self.query_one(self.TOPIC_SELECT, Select)
         current = self.topic()
         keys = [t.key for t in topics]
-        select.set_options([(k, k) for k in keys])
+        select.set_options([(topic_choice(k, TOPIC_CHOICE_WIDTH), k) for k in keys])
         if keys:
             select.value = current if current in keys else keys[0]
             self.topic_chosen(str(select.value))

@@ -22,13 +22,14 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from node.wording import NOTHING_MATCHES, without_filters
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
-from tui.records import Document, Hit, SearchResults, short_peer_id
+from tui.records import Document, Hit, SearchResults, short_peer_id, topic_choice
 from tui.screens.base import NodeScreen
 from tui.widgets.status_bar import human_bytes
 
 ORIGINS = [("any origin", "any"), ("this node", "local"), ("peers", "pooled")]
 VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict", "any")]
 ALL_TOPICS = "*"
+TOPIC_FILTER_WIDTH = 14  # columns a topic key has in the topic filter (app.tcss: 22)
 NO_VERDICT = "not filtered yet (accepted by the crawler; no meta-classifier has judged it)"
 DOCUMENT_KEYS = "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser{fetch}[/dim]"
 
@@ -185,7 +186,8 @@ class ResultsScreen(NodeScreen):
             return
         select = self.query_one("#topic-filter", Select)
         current = select.value
-        select.set_options([("all topics", ALL_TOPICS), *((t.key, t.key) for t in topics)])
+        choices = ((topic_choice(t.key, TOPIC_FILTER_WIDTH), t.key) for t in topics)
+        select.set_options([("all topics", ALL_TOPICS), *choices])
         keys = {ALL_TOPICS, *(t.key for t in topics)}
         wanted, self.wanted_topic = self.wanted_topic, None
         select.value = wanted if wanted in keys else current if current in keys else ALL_TOPICS
