@@ -14,7 +14,7 @@ from node.client import NodeError
 from tests.tui.test_newcomer_views import SIZE, URL, StandInLink, settle
 from tui.app import TopicSwarmApp
 from tui.records import Document, Hit, SearchResults, short_peer_id, topic_choice
-from tui.screens.results import ResultsScreen, document_view
+from tui.screens.results import ResultsScreen, document_view, preview
 from tui.screens.topics import TopicsScreen
 
 PEER = "12D3KooWAbcdefghijklmnopqrstuvwxyz"
@@ -145,3 +145,10 @@ def test_a_long_topic_key_shows_its_end_in_a_drop_down():
     assert topic_choice("Databases", 20) == "Databases"
     assert topic_choice("Databases/Transactions", 20) == "…abases/Transactions"
     assert len(topic_choice("Databases/Transactions", 14)) == 14
+
+
+def test_a_verdict_says_what_it_means_beside_the_crawlers_confidence():
+    abstained = Hit(4, URL, "page", "Databases", 1.11, "local", ("local",), 1.0, "", "abstained")
+    shown = preview(abstained)
+    assert "verdict: abstained (left undecided at your loss" in shown and "confidence 1.11" in shown
+    assert "not filtered yet" in preview(hit(5))  # no verdict: no meta-classifier judged it yet

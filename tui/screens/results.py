@@ -31,6 +31,18 @@ VERDICTS = [("accepted", "accepted"), ("abstained", "abstained"), ("any verdict"
 ALL_TOPICS = "*"
 TOPIC_FILTER_WIDTH = 14  # columns a topic key has in the topic filter (app.tcss: 22)
 NO_VERDICT = "not filtered yet (accepted by the crawler; no meta-classifier has judged it)"
+VERDICT_MEANS = {  # a verdict's word alone left "abstained" beside a confidence of 1.11 unexplained
+    "accepted": "accepted (kept by the topic's meta-classifier at your loss)",
+    "rejected": "rejected (the topic's meta-classifier filtered it out at your loss)",
+    "abstained": "abstained (left undecided at your loss: the models disagree on it, or none is sure enough; "
+    "the confidence is the crawler's)",
+}
+
+
+def verdict_text(verdict: str | None) -> str:
+    return VERDICT_MEANS.get(verdict or "", verdict) if verdict else NO_VERDICT
+
+
 DOCUMENT_KEYS = "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser{fetch}[/dim]"
 
 
@@ -64,7 +76,7 @@ def preview(hit: Hit) -> str:
     return (
         f"[b]{escape(hit.title)}[/b]\n{escape(hit.url)}\n\n"
         f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}\n"
-        f"verdict: {escape(hit.verdict or NO_VERDICT)}\n"
+        f"verdict: {escape(verdict_text(hit.verdict))}\n"
         f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
         "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser"
         + (" · f fetch again" if hit.is_local else "")  # a peer's result is not this node's to fetch
@@ -82,7 +94,7 @@ def document_view(doc: Document) -> str:
         escape(doc.url),
         "",
         f"topic: {escape(doc.topic or '–')} · confidence {confidence} · {judged}",
-        f"verdict: {escape(doc.verdict or NO_VERDICT)}",
+        f"verdict: {escape(verdict_text(doc.verdict))}",
     ]
     if doc.origin != "local":  # a pooled result: its preview is all this node holds of it
         lines.append(
