@@ -40,9 +40,8 @@ POSITIVE, NEGATIVE = 1, 0
 # Documents still to fetch, fetched, failed, read from a local file, or added by retraining.
 PENDING, FETCHED, FAILED, LOCAL = "pending", "fetched", "failed", "local"
 ARCHETYPE = "archetype"
-REFINED = (
-    "refine"  # topics.source of accepted refinement subtopics, training_documents.source of their examples
-)
+# topics.source of accepted refinement subtopics, training_documents.source of their examples
+REFINED = "refine"
 TEXT_SUFFIXES = {".txt", ".text", ".md"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}

@@ -20,7 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Input, Select, Static
 
-from node.wording import NOTHING_MATCHES, without_filters
+from node.wording import NOTHING_MATCHES, counted, without_filters
 from tui.messages import FeedbackSent, QuerySubmitted, ResultsFetched
 from tui.records import Document, Hit, SearchResults, short_peer_id, topic_choice
 from tui.screens.base import NodeScreen
@@ -43,7 +43,11 @@ def verdict_text(verdict: str | None) -> str:
     return VERDICT_MEANS.get(verdict or "", verdict) if verdict else NO_VERDICT
 
 
-DOCUMENT_KEYS = "[dim]Enter back to the result · + relevant · - irrelevant · o open in browser{fetch}[/dim]"
+def keys_hint(enter: str, local: bool) -> str:
+    """The keys a result's pane takes; `f` only for this node's own pages (a peer's result is not this
+    node's to fetch)."""
+    fetch = " · f fetch again" if local else ""
+    return f"[dim]{enter} · + relevant · - irrelevant · o open in browser{fetch}[/dim]"
 
 
 def graphical_session() -> bool:
@@ -72,15 +76,13 @@ def highlighted(text: str) -> str:
 
 def preview(hit: Hit) -> str:
     peers = [o for o in hit.origins if o not in ("local", hit.origin)]
-    also = f" (also from {len(peers)} peer{'s' if len(peers) != 1 else ''})" if peers else ""
+    also = f" (also from {counted(len(peers), 'peer')})" if peers else ""
     return (
         f"[b]{escape(hit.title)}[/b]\n{escape(hit.url)}\n\n"
         f"topic: {escape(hit.topic or '–')} · confidence {hit.confidence:.2f}\n"
         f"verdict: {escape(verdict_text(hit.verdict))}\n"
         f"origin: {escape(origin_label(hit) + also)}\n\n{highlighted(hit.preview)}\n\n"
-        "[dim]Enter the stored page · + relevant · - irrelevant · o open in browser"
-        + (" · f fetch again" if hit.is_local else "")  # a peer's result is not this node's to fetch
-        + "[/dim]"
+        + keys_hint("Enter the stored page", hit.is_local)
     )
 
 
@@ -104,7 +106,7 @@ def document_view(doc: Document) -> str:
         if doc.feedback:
             lines.append(f"your feedback: {escape(', '.join(doc.feedback))}")
         lines += ["", "[dim]the peer's preview:[/dim]", escape(" ".join(doc.text.split()))]
-        lines += ["", DOCUMENT_KEYS.format(fetch="")]  # a peer's result is not this node's to fetch
+        lines += ["", keys_hint("Enter back to the result", local=False)]
         return "\n".join(lines)
     lines.append(
         f"fetched {fetched} · depth {doc.depth} · {human_bytes(doc.size)} · {doc.links} links · "
@@ -119,7 +121,7 @@ def document_view(doc: Document) -> str:
         f"all {doc.text_length:,}" if shown >= doc.text_length else f"first {shown:,} of {doc.text_length:,}"
     )
     lines += ["", f"[dim]text ({extent} characters):[/dim]", escape(" ".join(doc.text.split()))]
-    lines += ["", DOCUMENT_KEYS.format(fetch=" · f fetch again")]
+    lines += ["", keys_hint("Enter back to the result", local=True)]
     return "\n".join(lines)
 
 
