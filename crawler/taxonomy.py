@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from crawler.bookmark_files import (
     BROWSER_CONTAINERS,
@@ -445,7 +445,15 @@ def _schema_v3(db: Any) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS topic_keywords (topic TEXT PRIMARY KEY, keywords TEXT NOT NULL)")
 
 
-MIGRATIONS = [_schema_v1, _schema_v2, _schema_v3]
+def _schema_v4(db: Any) -> None:
+    """The user's topic renames, applied to later imports (`crawler.topic_rename`)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS topic_renames "
+        "(id INTEGER PRIMARY KEY, old TEXT NOT NULL, new TEXT NOT NULL, at REAL NOT NULL)"
+    )
+
+
+MIGRATIONS = [_schema_v1, _schema_v2, _schema_v3, _schema_v4]
 _DOC_COLUMNS = ("topic", "polarity", "url", "path", "title", "text", "status", "error", "line", "source")
 
 
@@ -453,14 +461,23 @@ def ensure_schema(repo: Repository) -> None:
     repo.migrate("taxonomy", MIGRATIONS)
 
 
-def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> None:
+class StoredTaxonomy(NamedTuple):
+    taxonomy: Taxonomy  # as stored: the user's topic renames made
+    renamed: dict[str, str]  # imported key -> the key a rename filed it under
+
+
+def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> StoredTaxonomy:
     """Replace the stored taxonomy and its imported training documents, all in one transaction. What the
     node learned since stays where its topic does: subtopics the user accepted from a refinement, and the
     training documents feedback and retraining added (a re-import of the same bookmarks had deleted the
-    user's relevance marks, the archetypes and the accepted subtopics)."""
+    user's relevance marks, the archetypes and the accepted subtopics). Folders the user renamed
+    (`topicswarm topics rename`) are stored under their new keys."""
+    from crawler.topic_rename import apply_renames, load_renames
+
     ensure_schema(repo)
     now = time.time()
     with repo.transaction() as db:
+        taxonomy, renamed = apply_renames(taxonomy, load_renames(db))
         kept = _kept_subtopics(db, set(taxonomy.topics))
         topics = set(taxonomy.topics) | set(kept)
         columns = ", ".join(_DOC_COLUMNS)
@@ -473,6 +490,7 @@ def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> None:
             [(t, display_name(t), parent_key(t), taxonomy.source, now) for t in taxonomy.topics],
         )
         _insert_documents(db, [*taxonomy.documents, *learned])
+    return StoredTaxonomy(taxonomy, renamed)
 
 
 def _kept_subtopics(db: Any, imported: set[str]) -> list[str]:

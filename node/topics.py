@@ -143,7 +143,7 @@ class Topics:
             taxonomy = await self.fetch_training_pages(taxonomy)
         from crawler.taxonomy import store_taxonomy
 
-        await service.db(store_taxonomy, taxonomy)
+        taxonomy, renamed = await service.db(store_taxonomy, taxonomy)
         await service.adopt_topics(taxonomy.topics)
         seeds = 0
         await self.refresh_focus()
@@ -163,6 +163,7 @@ class Topics:
             "failed": sum(1 for d in taxonomy.documents if d.status == FAILED),
             "failed_by_error": failure_counts(taxonomy),
             "skipped": list(taxonomy.skipped),
+            "renamed": renamed,
         }
 
     async def set_keywords(self, key: str, keywords: Sequence[str]) -> dict[str, Any]:

@@ -91,6 +91,7 @@ class Communities:
         self._fresh: set[str] = set()
         """Keys whose newest version has not reached a mesh peer yet."""
         self._subscriptions: dict[str, Any] = {}
+        self._listeners: dict[str, trio.CancelScope] = {}  # key -> the task reading its subscription
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.bytes = {"in": 0, "out": 0}
@@ -112,6 +113,11 @@ class Communities:
         self._raise_version(key, model_version)
 
     async def leave(self, key: str) -> None:
+        """Leave the community of a key the node no longer holds: no subscription, announcement or
+        provider record for it from now on (the DHT's record of it expires)."""
+        listener = self._listeners.pop(key, None)
+        if listener is not None:
+            listener.cancel()
         if self._subscriptions.pop(key, None) is not None:
             await self.p2p.pubsub.unsubscribe(gossip_topic(key))
         self.versions.pop(key, None)
@@ -296,24 +302,33 @@ class Communities:
 
     # -- receiving --------------------------------------------------------------------------------------
     async def _listen(self, key: str, subscription: Any) -> None:
-        while key in self._subscriptions:
-            message = await subscription.get()
-            sender = _peer_str(message.from_id)
-            if sender == self.own_id:
-                continue  # gossipsub delivers a publisher its own messages
-            announcement = self._decode(sender, key, message.data)
-            self.bytes["in"] += len(message.data)
-            if announcement is None:
-                continue
-            heard = self.members.setdefault(key, {})
-            heard[sender] = time.time()
-            if len(heard) > MAX_MEMBERS:  # announcements signed by throwaway keys grew it without end
-                del heard[min(heard, key=heard.__getitem__)]
-            if self.on_announcement is not None:
-                try:
-                    await self.on_announcement(announcement)
-                except Exception:
-                    log.exception("announcement handler failed on %s from %s", key, sender)
+        with trio.CancelScope() as scope:  # `leave` cancels it: the left subscription's queue stays silent
+            self._listeners[key] = scope
+            try:
+                while self._subscriptions.get(key) is subscription:
+                    await self._hear(key, await subscription.get())
+            finally:
+                if self._listeners.get(key) is scope:
+                    del self._listeners[key]
+
+    async def _hear(self, key: str, message: Any) -> None:
+        """One gossip message on a held topic: a peer announcing it holds the key."""
+        sender = _peer_str(message.from_id)
+        if sender == self.own_id:
+            return  # gossipsub delivers a publisher its own messages
+        announcement = self._decode(sender, key, message.data)
+        self.bytes["in"] += len(message.data)
+        if announcement is None:
+            return
+        heard = self.members.setdefault(key, {})
+        heard[sender] = time.time()
+        if len(heard) > MAX_MEMBERS:  # announcements signed by throwaway keys grew it without end
+            del heard[min(heard, key=heard.__getitem__)]
+        if self.on_announcement is not None:
+            try:
+                await self.on_announcement(announcement)
+            except Exception:
+                log.exception("announcement handler failed on %s from %s", key, sender)
 
     def _decode(self, sender: str, key: str, data: bytes) -> Announcement | None:
         try:

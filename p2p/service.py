@@ -152,6 +152,14 @@ class P2PService:
         """Join the community of `topic` (gossip subscription and DHT provider record)."""
         await self.communities.hold(topic, max(self.own_models.get(topic, {}), default=0))
 
+    def held_topics(self) -> list[str]:
+        """The topic keys whose communities this node is in."""
+        return sorted(self.communities.versions)
+
+    async def leave_topic(self, topic: str) -> None:
+        """Leave the community of a topic the node no longer holds (an import without it dropped it)."""
+        await self.communities.leave(topic)
+
     async def publish_model(self, topic: str, model: ModelPayload) -> SignedModel:
         """Sign this node's model of `topic`, serve it, and announce it to the topic's community."""
         if model.topic != topic or model.origin != self.peer_id:

@@ -73,6 +73,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     keywords.add_argument("--clear", action="store_true", help="remove the topic's keywords")
     keywords.add_argument("--json", action="store_true", help='print {"key", "keywords"} as JSON')
     keywords.set_defaults(func=run_keywords)
+    rename = commands.add_parser(
+        "rename",
+        help="give a topic and its subtopics a new key: the name of the community it joins",
+        description="Give a topic and its subtopics a new key, e.g. your folder Math the key "
+        "Science/Mathematics that a community of peers uses. Its documents, training documents, queued "
+        "links, keywords and settings move with it; the models of its old community are dropped and the "
+        "node trains its own again under the new key. A later `topics import` of the same bookmarks files "
+        "the folder under the new key. Run it with the node stopped.",
+    )
+    add_data_arg(rename)
+    rename.add_argument("old", metavar="KEY", help="the topic's key now, as `topics list` shows it")
+    rename.add_argument("new", metavar="NEW_KEY", help="its new key: folder names joined by /")
+    rename.add_argument("--json", action="store_true", help="the rename as one JSON object")
+    rename.set_defaults(func=run_rename)
 
 
 def _settings(args: argparse.Namespace) -> CrawlSettings:
@@ -99,12 +113,13 @@ def run_import(args: argparse.Namespace) -> int:
         answer = _import_through(client, args.source.resolve(), fetch=not args.no_fetch)
         counts = (len(answer["imported"]), answer["documents"], answer["failed"], answer["skipped"])
         errors = answer.get("failed_by_error") or {}
+        renamed = answer.get("renamed") or {}
     else:
         if not args.no_fetch:
             taxonomy = trio.run(fetch_training_pages, taxonomy, _settings(args))
         repo = open_repository(data.repository)
         try:
-            store_taxonomy(repo, taxonomy)
+            taxonomy, renamed = store_taxonomy(repo, taxonomy)
         finally:
             repo.close()
         failed = sum(1 for d in taxonomy.documents if d.status == FAILED)
@@ -115,6 +130,8 @@ def run_import(args: argparse.Namespace) -> int:
         f"imported {topics} topics with {documents} training documents from {args.source}"
         + (f"; {failed} could not be fetched" if failed else "")
     )
+    for before, after in renamed.items():
+        print(f"  {before} is filed under {after}, as you renamed it")
     for note in skipped:
         print(f"  skipped {note}")
     if failed:
@@ -201,6 +218,44 @@ def run_keywords(args: argparse.Namespace) -> int:
         print(f"{args.topic}: {', '.join(words)} (a page of the topic must hold one of them)")
     else:
         print(f"{args.topic}: no indicator keywords (set some with `topicswarm topics keywords KEY WORD...`)")
+    return 0
+
+
+def run_rename(args: argparse.Namespace) -> int:
+    """Offline only: a running node holds topic keys in its crawl queues, models and communities."""
+    from crawler.errors import TaxonomyError
+    from node.client import node_running
+    from node.topic_rename import rename_topic
+    from node.wording import counted
+
+    data = existing_data_dir(args)
+    if node_running(data):
+        raise CliError(
+            f"a node runs on {data.root}: stop it first (`topicswarm node stop --data {data.root}`), "
+            "rename, and run it again"
+        )
+    repo = _open_imported(data)
+    try:
+        answer = rename_topic(repo, args.old, args.new)
+    except TaxonomyError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        repo.close()
+    if args.json:
+        print_json(answer)
+        return 0
+    new, subtopics = answer["new"], len(answer["moved"]) - 1
+    below = f" and its {counted(subtopics, 'subtopic')}" if subtopics else ""
+    print(
+        f"renamed {answer['old']}{below} to {new}: {counted(answer['documents'], 'document')} and "
+        f"{counted(answer['queued'], 'queued link')} moved"
+    )
+    models = answer["models"]
+    dropped = (
+        f"; it drops the {counted(models, 'model')} of {answer['old']} that peers sent" if models else ""
+    )
+    print(f"the node joins the community of {new} when it runs next{dropped}")
+    print(f"a later `topics import` files the folder {answer['old']} under {new}")
     return 0
 
 

@@ -149,11 +149,16 @@ class ModelExchange(LayerPart):
 
     async def announce(self) -> None:
         """Hold every topic key in the p2p layer's communities with the local model's version: gossip
-        tells the topic's community (re-announced periodically for newcomers)."""
+        tells the topic's community (re-announced periodically for newcomers). A community the p2p layer is
+        in for a key the node no longer holds (an import without its folder, a rename) is left."""
         versions = {
             m.topic: m.version for m in await self.layer.db(store.load_models, None, "linear", store.LOCAL)
         }
-        for topic in (await self.layer.topics())[:64]:
+        held = (await self.layer.topics())[:64]
+        for topic in sorted(set(self.layer.network.held_topics()) - set(held)):
+            await self.layer.network.leave_topic(topic)
+            self._announced.pop(topic, None)
+        for topic in held:
             version = versions.get(topic, 0)
             if len(topic) <= 128 and self._announced.get(topic) != version:
                 await self.layer.network.announce_version(topic, version)

@@ -506,3 +506,28 @@ def metas_weighing(repo: Repository, chosen: Callable[[str], bool]) -> list[str]
         for topic, members in rows
         if any(chosen(str(m.get("origin"))) for m in json.loads(members or "[]"))
     ]
+
+
+# -- renamed topics -----------------------------------------------------------------------------------------
+def move_topics(db: Any, moved: dict[str, str]) -> int:
+    """A renamed topic's cooperation rows, inside the rename's transaction: its community is another one
+    now, so the models of the old one and the sync cursors with its peers are forgotten, and so is the
+    node's own model (its signed payload names the old key: the next round trains it under the new one).
+    The meta row keeps the user's loss and waits for a build; proposals move with their topic. Returns the
+    peers' models forgotten."""
+    old = sorted(moved)
+    marks = ", ".join("?" * len(old))
+    received = db.execute(
+        f"SELECT count(*) FROM coop_models WHERE role = ? AND topic IN ({marks})", [RECEIVED, *old]
+    ).fetchone()[0]
+    db.execute(f"DELETE FROM coop_models WHERE topic IN ({marks})", old)
+    db.execute(f"DELETE FROM coop_cursors WHERE topic IN ({marks})", old)
+    db.execute(f"DELETE FROM coop_meta WHERE topic IN ({', '.join('?' * len(moved))})", list(moved.values()))
+    for before, after in moved.items():
+        db.execute(
+            "UPDATE coop_meta SET topic = ?, model = NULL, members = '[]', curve = '[]', build = '{}', "
+            "built_at = 0 WHERE topic = ?",
+            [after, before],
+        )
+        db.execute("UPDATE coop_proposals SET topic = ? WHERE topic = ?", [after, before])
+    return int(received)
