@@ -69,6 +69,9 @@ def quiet_libp2p_logging() -> None:
     dht = logging.getLogger("libp2p.kad_dht.kad_dht")
     if not any(isinstance(f, _ClosedDhtStream) for f in dht.filters):
         dht.addFilter(_ClosedDhtStream())
+    tcp = logging.getLogger("libp2p.transport.tcp.tcp")
+    if not any(isinstance(f, _FailedDial) for f in tcp.filters):
+        tcp.addFilter(_FailedDial())
 
 
 class _ClosedDhtStream(logging.Filter):
@@ -78,6 +81,17 @@ class _ClosedDhtStream(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.getMessage() != "Failed to read DHT message from stream: "
+
+
+class _FailedDial(logging.Filter):
+    """A dial that found no listener is logged by libp2p as an ERROR, and then raised to the caller, which
+    says what it means ("none of the 2 peers of the last run answered"). Restarted after its peers left, a
+    node printed eight such ERROR lines on the terminal before it was ready: they go to node.log at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Failed to open TCP stream"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
 
 
 @dataclass

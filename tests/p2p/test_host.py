@@ -100,3 +100,27 @@ def test_libp2p_warnings_reach_the_node_log_but_not_a_closed_dht_stream(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "Failed to read DHT message from stream: invalid varint"
     ]
+
+
+def test_a_dial_that_found_no_listener_goes_to_the_node_log_not_the_terminal():
+    """libp2p logs a refused dial as an ERROR, then raises it to the caller, which reports it."""
+    quiet_libp2p_logging()
+    tcp = logging.getLogger("libp2p.transport.tcp.tcp")
+    seen: list[tuple[int, str]] = []
+    terminal, log_file = logging.Handler(logging.WARNING), logging.Handler(logging.INFO)
+    terminal.emit = lambda r: seen.append((logging.WARNING, r.getMessage()))
+    log_file.emit = lambda r: seen.append((logging.INFO, r.getMessage()))
+    root = logging.getLogger()
+    root.addHandler(terminal)
+    root.addHandler(log_file)
+    try:
+        tcp.error("Failed to open TCP stream: %s", "[Errno 111] Connect call failed")
+        tcp.error("Unexpected error opening TCP stream: %s", "boom")
+    finally:
+        root.removeHandler(terminal)
+        root.removeHandler(log_file)
+    assert seen == [
+        (logging.INFO, "Failed to open TCP stream: [Errno 111] Connect call failed"),
+        (logging.WARNING, "Unexpected error opening TCP stream: boom"),
+        (logging.INFO, "Unexpected error opening TCP stream: boom"),
+    ]
