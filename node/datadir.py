@@ -13,6 +13,11 @@ from pathlib import Path
 class DataDir:
     root: Path
 
+    def __post_init__(self) -> None:
+        # a shell leaves "~" alone in `--data=~/swarm` and `TOPICSWARM_DATA="~/swarm"`, and so does Python
+        # code: unexpanded, init made a folder named "~" in the working directory and the client found no node
+        object.__setattr__(self, "root", Path(self.root).expanduser())
+
     @property
     def config(self) -> Path:
         return self.root / "config.toml"

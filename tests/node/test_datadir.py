@@ -44,3 +44,28 @@ def test_init_on_a_full_disk_says_so_in_one_line_and_writes_nothing(tmp_path, mo
     err = capsys.readouterr().err
     assert err.strip() == f"topicswarm: No space left on device: {root / 'config.toml'}"
     assert list(root.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_tilde_the_shell_left_alone_means_the_home_directory(tmp_path, monkeypatch, capsys, how):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    if how == "option":
+        args = ["init", "--data=~/swarm"]
+    else:
+        monkeypatch.setenv("TOPICSWARM_DATA", "~/swarm")
+        args = ["init"]
+    assert main(args) == 0
+    assert (tmp_path / "home" / "swarm" / "config.toml").exists()
+    assert not (tmp_path / "~").exists()
+    assert str(tmp_path / "home" / "swarm") in capsys.readouterr().out
+
+
+def test_the_python_client_reads_a_data_directory_given_with_a_tilde(tmp_path, monkeypatch):
+    from node.client import NodeClient, NodeUnreachable
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["init", "--data", str(tmp_path / "swarm")]) == 0
+    with pytest.raises(NodeUnreachable, match="no node is running") as refused:
+        NodeClient.from_data_dir("~/swarm")
+    assert "~" not in str(refused.value)
