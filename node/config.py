@@ -143,13 +143,20 @@ def replace_settings(config: Config, **sections: dict[str, Any]) -> Config:
 
 
 def default_config_toml() -> str:
-    """Every setting with its default, each preceded by its documentation as a comment."""
-    lines: list[str] = ["# topicswarm node configuration; every setting shown with its default.", ""]
+    """Every setting under its documentation, commented out at its default. A file of values had fixed the
+    defaults of the day `topicswarm init` ran: a later version's better default never reached the node,
+    and nothing told a changed setting from one left alone."""
+    lines: list[str] = [
+        "# topicswarm node configuration: every setting, commented out at its default.",
+        "# Uncomment a line to change it; one left commented follows the default of the version running.",
+        "",
+    ]
     for name, cls in SECTIONS.items():
         lines.append(f"[{name}]")
         for f in dataclasses.fields(cls):
             lines.append(f"# {f.metadata.get('doc', '')}")
-            lines.append(tomli_w.dumps({f.name: _toml_value(f.default)}).strip())
+            setting = tomli_w.dumps({f.name: _toml_value(f.default)}).strip()
+            lines.extend(f"# {line}" for line in setting.splitlines())
         lines.append("")
     return "\n".join(lines)
 

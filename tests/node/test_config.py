@@ -7,6 +7,15 @@ def test_defaults_round_trip_through_the_documented_toml():
     assert parse_config(default_config_toml()) == Config()
 
 
+def test_the_written_file_sets_nothing_so_a_later_versions_defaults_reach_the_node():
+    text = default_config_toml()
+    set_lines = [line for line in text.splitlines() if line and not line.startswith(("#", "["))]
+    assert set_lines == []
+    assert parse_config(text.replace("# max_pages = ", "max_pages = 7 # was ", 1)).node.max_pages == 7
+    documented = {line.split(" = ")[0][2:] for line in text.splitlines() if " = " in line}
+    assert {"max_pages", "download_delay", "allowed_hosts", "default_loss"} <= documented
+
+
 def test_a_setting_overrides_its_default():
     config = parse_config("[crawler]\ndownload_delay = 2\n")
     assert config.crawler.download_delay == 2.0
