@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from crawler.errors import TaxonomyError
-from crawler.taxonomy import ROOT, Taxonomy, display_name, parent_key, unknown_topic
+from crawler.taxonomy import ROOT, Taxonomy, display_name, parent_key, similar_topics, unknown_topic
 
 MAX_KEY_CHARS = 128  # a longer key is not announced to peers (`p2p.message_limits`)
 
@@ -62,6 +62,21 @@ def typed_key(typed: str) -> str:
     if len(key) > MAX_KEY_CHARS:
         raise TaxonomyError(f"a topic key has at most {MAX_KEY_CHARS} characters (peers ignore longer ones)")
     return key
+
+
+def alike_topics(key: str, own: Iterable[str], limit: int = 3) -> list[str]:
+    """The node's topics that a community's key may be another name for: their folder names equal in any
+    case, close in spelling, or one an abbreviation of the other (`Math`, `Science/Mathematics`)."""
+    own = [mine for mine in own if mine not in (key, ROOT)]
+    name = display_name(key)
+    alike = similar_topics(name, own)
+    folded = name.casefold()
+    for mine in own:
+        theirs = display_name(mine).casefold()
+        short, long = sorted((theirs, folded), key=len)
+        if long.startswith(short) and len(short) >= max(4, len(long) / 3):  # an abbreviation, not "Art"
+            alike.append(mine)
+    return list(dict.fromkeys(alike))[:limit]
 
 
 def rename_rows(db: Any, old: str, new: str) -> dict[str, str]:

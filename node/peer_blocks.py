@@ -33,11 +33,26 @@ class PeerBlocks:
     async def peers(self) -> dict[str, Any]:
         service = self.service
         blocked = [{"peer_id": peer, "blocked_at": at} for peer, at in self.blocked.items()]
-        if service.cooperation is not None and hasattr(service.cooperation, "peers"):
-            return {"peers": await service.cooperation.peers(), "blocked": blocked}
         if service.network is None:
-            return {"peers": [], "blocked": blocked}
-        return {"peers": service.network.peer_rows(), "blocked": blocked}
+            return {"peers": [], "blocked": blocked, "nearby": []}
+        if service.cooperation is not None and hasattr(service.cooperation, "peers"):
+            rows = await service.cooperation.peers()
+        else:
+            rows = service.network.peer_rows()
+        return {"peers": rows, "blocked": blocked, "nearby": await self.nearby()}
+
+    async def nearby(self) -> list[dict[str, Any]]:
+        """Communities the neighbours are in and this node is not, each with the node's topics it may be
+        another name for: peers meet on a topic only when their keys are equal to the letter."""
+        from crawler.topic_rename import alike_topics
+
+        own = await self.service.topics.keys()
+        rows = []
+        for key, members in self.service.network.nearby_communities().items():
+            peers = [peer for peer in members if peer not in self.blocked]
+            if peers:
+                rows.append({"key": key, "peers": len(peers), "alike": alike_topics(key, own)})
+        return rows
 
     async def block(self, text: str) -> dict[str, Any]:
         """The user shuts a peer out (`text`: its id, or the start of an id the node knows): saved in

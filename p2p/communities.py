@@ -39,6 +39,7 @@ from p2p.codec import decode_frame, encode_frame
 from p2p.errors import WireError
 from p2p.message_limits import MAX_ANNOUNCED_TOPICS
 from p2p.messages.membership import TopicAnnouncement, TopicEntry
+from p2p.value_checks import check_topic
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ GOSSIP_PREFIX = "topicswarm/topic/"
 DHT_PREFIX = "topicswarm:topic:"
 HEADER_SIZE = 4
 MAX_MEMBERS = 256  # peers heard announcing one topic that are remembered; the longest unheard goes first
+MAX_NEARBY = 20  # communities of connected peers listed to the user, the largest first
 
 
 def gossip_topic(key: str) -> str:
@@ -136,6 +138,22 @@ class Communities:
             self._fresh.add(key)
         self.versions[key] = max(model_version, self.versions.get(key, 0))
         self._mark(key)
+
+    def nearby(self, limit: int = MAX_NEARBY) -> dict[str, list[str]]:
+        """Communities the connected peers are in and this node is not: key -> those peers, the largest
+        `limit` (a hostile peer may subscribe to any number of made-up keys). Gossipsub tells connected
+        peers each other's subscriptions, so a user whose folder has another name than a community's can
+        see the community's key."""
+        found: dict[str, list[str]] = {}
+        for topic, peers in self.p2p.pubsub.peer_topics.items():
+            key = topic[len(GOSSIP_PREFIX) :] if topic.startswith(GOSSIP_PREFIX) else None
+            if key is None or key in self._subscriptions or not _showable(key):
+                continue
+            members = sorted({str(p) for p in peers} - {self.own_id})
+            if members:
+                found[key] = members
+        largest = sorted(found, key=lambda k: (-len(found[k]), k))[:limit]
+        return {key: found[key] for key in largest}
 
     def community(self, key: str) -> list[str]:
         """Peers heard announcing `key` (gossip subscribers seen by this node's router count too)."""
@@ -349,6 +367,16 @@ class Communities:
                 self.guard.reject(sender, error)
             return None
         return Announcement(key, sender, entry.model_version)
+
+
+def _showable(key: str) -> bool:
+    """A key a peer subscribed to that is a topic key as announcements carry them (length, no control
+    characters): anything else is not shown to the user."""
+    try:
+        check_topic(key, "gossip topic")
+    except WireError:
+        return False
+    return True
 
 
 def _peer_str(raw: bytes) -> str:

@@ -152,6 +152,10 @@ class P2PService:
         """Join the community of `topic` (gossip subscription and DHT provider record)."""
         await self.communities.hold(topic, max(self.own_models.get(topic, {}), default=0))
 
+    def nearby_communities(self) -> dict[str, list[str]]:
+        """Communities the connected peers are in and this node is not (key -> peers)."""
+        return self.communities.nearby()
+
     def held_topics(self) -> list[str]:
         """The topic keys whose communities this node is in."""
         return sorted(self.communities.versions)

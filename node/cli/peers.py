@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
+from pathlib import Path
 from typing import Any
 
-from node.cli.common import add_client_args, connect, print_json
+from node.cli.common import add_client_args, connect, data_dir, print_json
+from node.wording import counted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +55,27 @@ def run_peers(args: argparse.Namespace) -> int:
             f"{peer['peer_id']}\n  topics {topics}\n  bytes in {peer.get('bytes_in', 0)} out "
             f"{peer.get('bytes_out', 0)}\n  rejected {rejected}"
         )
+    for line in nearby_lines(peers.get("nearby") or [], data_dir(args).root):
+        print(line)
     return 0
+
+
+def nearby_lines(nearby: list[dict[str, Any]], data: Path) -> list[str]:
+    """The communities neighbours are in and this node is not, and how to join one under another name."""
+    if not nearby:
+        return []
+    lines = [
+        "communities your neighbours are in and this node is not (peers share a topic whose keys are equal):"
+    ]
+    for row in nearby:
+        alike = f"  like your {' or '.join(row['alike'])}" if row["alike"] else ""
+        lines.append(f"  {row['key']}  {counted(row['peers'], 'peer')}{alike}")
+    example = next((row for row in nearby if row["alike"]), None)
+    if example is not None:
+        names = " ".join(shlex.quote(name) for name in (example["alike"][0], example["key"]))
+        rename = f"topicswarm topics rename --data {shlex.quote(str(data))} {names}"
+        lines.append(f"  join one under its key: stop the node, `{rename}`, run it again")
+    return lines
 
 
 def blocked_lines(blocked: list[dict[str, Any]]) -> list[str]:

@@ -18,7 +18,7 @@ from crawler.taxonomy import (
     store_subtopic,
     store_taxonomy,
 )
-from crawler.topic_rename import apply_renames, rename_rows, renamed_key, typed_key
+from crawler.topic_rename import alike_topics, apply_renames, rename_rows, renamed_key, typed_key
 
 BOOKMARKS = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
 <DL><p>
@@ -179,3 +179,12 @@ def test_renames_apply_in_the_order_made():
     filed = {"Science/Maths", "Science/Maths/Stochastics", "Mathematics for kids", "Databases"}
     assert {d.topic for d in renamed.documents} == filed
     assert renamed_key("Mathematics for kids", "Math", "Maths") == "Mathematics for kids"
+
+
+def test_a_communitys_key_is_matched_to_the_topics_it_may_be_another_name_for():
+    own = ["Math", "Databases", "Databases/SQLite", "Mathematics for kids", "Art"]
+    assert alike_topics("Science/Mathematics", own) == ["Math", "Mathematics for kids"]
+    assert alike_topics("Computing/databases", own) == ["Databases"]
+    assert alike_topics("Data bases", own) == ["Databases"]  # close in spelling
+    assert alike_topics("Artificial intelligence", own) == []  # "Art": too short to abbreviate it
+    assert alike_topics("Databases", own) == []  # the node is in that community already

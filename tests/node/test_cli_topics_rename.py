@@ -121,3 +121,17 @@ def test_importing_the_bookmarks_again_keeps_the_new_key(data, capsys):
     assert "Databases is filed under Computing/Databases, as you renamed it" in capsys.readouterr().out
     keys = {key for (key,) in rows(data, "SELECT key FROM topics")}
     assert "Databases" not in keys and "Computing/Databases/Query Optimisation" in keys
+
+
+def test_peers_lists_a_nearby_community_and_the_rename_that_joins_it(tmp_path):
+    from node.cli.peers import nearby_lines
+
+    nearby = [
+        {"key": "Science", "peers": 2, "alike": []},
+        {"key": "Science/Mathematics", "peers": 1, "alike": ["My Math"]},
+    ]
+    lines = nearby_lines(nearby, tmp_path / "my node")
+    assert lines[1:3] == ["  Science  2 peers", "  Science/Mathematics  1 peer  like your My Math"]
+    command = lines[3].split("`")[1]
+    assert command == f"topicswarm topics rename --data '{tmp_path}/my node' 'My Math' Science/Mathematics"
+    assert nearby_lines([], tmp_path) == []

@@ -58,6 +58,12 @@ async def test_a_node_meets_a_community_once_its_topic_takes_the_communitys_key(
                 )
 
             await wait_for(databases_exchanged)
+
+            async def seen_nearby() -> bool:  # gossipsub tells b which communities a is in
+                return b.network.nearby_communities().get(COMMUNITY) == [a.peer_id]
+
+            await wait_for(seen_nearby)
+            assert "Databases" not in b.network.nearby_communities()  # b is in that one
             assert await received_topics(a, b.peer_id) == {
                 "Databases"
             }  # b's Mathematics is another community
@@ -82,6 +88,7 @@ async def test_a_node_meets_a_community_once_its_topic_takes_the_communitys_key(
             await wait_for(community_models_exchanged)
             assert again.community(COMMUNITY) == [a.peer_id]
             assert "Mathematics" not in b.network.held_topics()  # the old key's community is left
+            assert COMMUNITY not in b.network.nearby_communities()
             nursery.cancel_scope.cancel()
 
 
