@@ -84,6 +84,7 @@ class StatusReport:
             "crawl": figures,
             **await service.db(harvest_figures),
             "peers_online": self._peers_online(),
+            "peers_sharing_topics": self._peers_sharing_topics(),
             "bytes_exchanged": self._traffic(),
             "bytes_by_message": self._traffic_by_message(),
             "documents": counts,
@@ -304,6 +305,10 @@ class StatusReport:
     def _peers_online(self) -> int:
         network = self.service.network
         return 0 if network is None else int(network.peers_online())
+
+    def _peers_sharing_topics(self) -> int:
+        network = self.service.network
+        return 0 if network is None else int(network.peers_sharing_topics())
 
     def _traffic(self) -> dict[str, int]:
         """Bytes the p2p service exchanged (the cooperation layer's exchanges run over it)."""

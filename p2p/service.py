@@ -152,6 +152,11 @@ class P2PService:
         """Join the community of `topic` (gossip subscription and DHT provider record)."""
         await self.communities.hold(topic, max(self.own_models.get(topic, {}), default=0))
 
+    def peers_sharing_topics(self) -> int:
+        """Connected peers in a community this node is in."""
+        members = {peer for key in self.communities.versions for peer in self.communities.community(key)}
+        return len({str(peer) for peer in self.connected()} & members)
+
     def nearby_communities(self) -> dict[str, list[str]]:
         """Communities the connected peers are in and this node is not (key -> peers)."""
         return self.communities.nearby()

@@ -182,6 +182,11 @@ def peer_lines(status: dict[str, Any]) -> list[str]:
             "           none yet: join one with `topicswarm node run --bootstrap MULTIADDR`, or give "
             "peers an address below to join this node"
         )
+    elif status.get("peers_sharing_topics") == 0:  # peers meet on a topic only when their keys are equal
+        lines.append(
+            "           none shares a topic with this node: `topicswarm peers` lists the communities "
+            "they are in, and how to join one under its key"
+        )
     lines += [f"{'addrs' if i == 0 else '':<11}{addr}" for i, addr in enumerate(status.get("addrs") or [])]
     return lines
 

@@ -279,5 +279,8 @@ def test_a_networked_node_shows_the_addresses_to_join_it_and_when_alone_how_to_g
         f"addrs      {addrs[0]}",
         f"           {addrs[1]}",
     ]
+    strangers = dict(joined, peers_sharing_topics=0)
+    assert "none shares a topic with this node: `topicswarm peers` lists" in peer_lines(strangers)[1]
+    assert peer_lines(dict(joined, peers_sharing_topics=1)) == peer_lines(joined)
     offline = dict(alone, peer_id=None, addrs=[])
     assert peer_lines(offline) == ["peers      0 online; exchanged 0 B in, 0 B out"]

@@ -64,6 +64,7 @@ async def test_a_node_meets_a_community_once_its_topic_takes_the_communitys_key(
 
             await wait_for(seen_nearby)
             assert "Databases" not in b.network.nearby_communities()  # b is in that one
+            assert b.network.peers_sharing_topics() == 1  # Databases
             assert await received_topics(a, b.peer_id) == {
                 "Databases"
             }  # b's Mathematics is another community
