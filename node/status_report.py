@@ -84,6 +84,10 @@ class StatusReport:
             "crawl": figures,
             **await service.db(harvest_figures),
             "peers_online": self._peers_online(),
+            # topic keys too long to announce: peers never meet these topics (see Exchange.announce)
+            "topics_not_shared": list(
+                getattr(getattr(service.cooperation, "exchange", None), "unshared", [])
+            ),
             "bytes_exchanged": self._traffic(),
             "bytes_by_message": self._traffic_by_message(),
             "documents": counts,
