@@ -50,7 +50,7 @@ import scipy.sparse as sp
 
 from crawler.taxonomy import bookmarks_html, load_taxonomy
 from node.cli.demo import map_bookmarks, say, wait_for_crawl
-from node.client import NodeClient, NodeError
+from node.client import NodeClient, NodeError, NodeUnreachable
 from simnet.scenarios.community import Member, community, read_only, seed_subset
 from simnet.web.bookmarks import generated_bookmarks
 
@@ -72,6 +72,8 @@ class Sampler:
         started = time.perf_counter()
         try:
             call()
+        except NodeUnreachable:  # no answer within the client's timeout: counted at that time
+            pass
         except NodeError:
             return
         self.samples[name].append((time.perf_counter() - started) * 1000)
