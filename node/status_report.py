@@ -85,6 +85,10 @@ class StatusReport:
             **await service.db(harvest_figures),
             "peers_online": self._peers_online(),
             "peers_sharing_topics": self._peers_sharing_topics(),
+            # topic keys too long to announce: peers never meet these topics (see Exchange.announce)
+            "topics_not_shared": list(
+                getattr(getattr(service.cooperation, "exchange", None), "unshared", [])
+            ),
             "bytes_exchanged": self._traffic(),
             "bytes_by_message": self._traffic_by_message(),
             "documents": counts,

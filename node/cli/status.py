@@ -175,6 +175,13 @@ def peer_lines(status: dict[str, Any]) -> list[str]:
     exchanged = status["bytes_exchanged"]
     traffic = f"exchanged {exchanged['in']} B in, {exchanged['out']} B out"
     lines = [f"peers      {status['peers_online']} online; {traffic}"]
+    unshared = status.get("topics_not_shared") or []
+    if unshared:
+        named = ", ".join(map(repr, unshared[:3])) + (" ..." if len(unshared) > 3 else "")
+        lines.append(
+            f"           {counted(len(unshared), 'topic')} not shared with peers, the keys too long for the "
+            f"wire (`topicswarm topics rename KEY NEW_KEY` shortens one): {named}"
+        )
     if not status["peer_id"]:
         return lines
     if not status["peers_online"]:

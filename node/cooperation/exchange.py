@@ -26,6 +26,7 @@ from node.cooperation.wiremodels import (
     linear_payload,
 )
 from p2p.errors import P2PError, WireError
+from p2p.message_limits import MAX_TOPIC_LEN
 from p2p.messages.models import SignedModel
 from p2p.signing import sign_model, verify_model
 
@@ -47,6 +48,7 @@ class ModelExchange(LayerPart):
         # first contact and a cross-validation request never fetch the same model twice at once
         self._inflight: dict[tuple[str, str], tuple[float, trio.Event]] = {}
         self._announced: dict[str, int] = {}  # topic -> model version handed to the communities
+        self.unshared: list[str] = []  # topic keys too long to announce (see `announce`)
         self._learning_pages: int | None = None  # the crawler's page count at the last look
         self._pages_moved_at = 0.0  # and when it last changed (trio clock)
 
@@ -150,17 +152,33 @@ class ModelExchange(LayerPart):
     async def announce(self) -> None:
         """Hold every topic key in the p2p layer's communities with the local model's version: gossip
         tells the topic's community (re-announced periodically for newcomers). A community the p2p layer is
-        in for a key the node no longer holds (an import without its folder, a rename) is left."""
+        in for a key the node no longer holds (an import without its folder, a rename) is left.
+
+        Every key is held, however many: each is its own gossip topic, and the p2p layer sends at most
+        `announce_batch_max` announcements per pass and the rest at the next. Only the first 64 keys (in
+        key order) used to be held, so a user with more folders never met the other communities, unsaid.
+        A key longer than the wire allows (MAX_TOPIC_LEN characters: a deep folder path) cannot be
+        announced: it is logged once and listed in `unshared` (the status says so)."""
         versions = {
             m.topic: m.version for m in await self.layer.db(store.load_models, None, "linear", store.LOCAL)
         }
-        held = (await self.layer.topics())[:64]
+        keys = await self.layer.topics()
+        held = [topic for topic in keys if len(topic) <= MAX_TOPIC_LEN]
+        unshared = sorted(set(keys) - set(held))
+        for topic in sorted(set(unshared) - set(self.unshared)):
+            log.warning(
+                "topic %r is not shared with peers: its key is longer than %d characters (give it a "
+                "shorter one with `topicswarm topics rename`)",
+                topic,
+                MAX_TOPIC_LEN,
+            )
+        self.unshared = unshared
         for topic in sorted(set(self.layer.network.held_topics()) - set(held)):
             await self.layer.network.leave_topic(topic)
             self._announced.pop(topic, None)
         for topic in held:
             version = versions.get(topic, 0)
-            if len(topic) <= 128 and self._announced.get(topic) != version:
+            if self._announced.get(topic) != version:
                 await self.layer.network.announce_version(topic, version)
                 self._announced[topic] = version
 
