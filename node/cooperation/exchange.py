@@ -107,7 +107,7 @@ class ModelExchange(LayerPart):
             return None
         # the shipped model must decide like the full one on the documents it will meet: the node's crawled
         # ones, and its labelled ones (which alone count before the crawl has found enough)
-        own = training.own_documents(self.layer.repo, self.layer.featurizer)
+        own = self.layer.own_documents()
         X = sp.vstack([own, data.X], format="csr")
         loss = self.settings.default_loss
         model = training.pruned(model, data, X, loss, self.settings.prune_agreement)

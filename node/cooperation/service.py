@@ -89,6 +89,7 @@ class Cooperation:
         self.ledger = self.protocols.guard.ledger
         self.service = service
         self.featurizer = Featurizer(feature_config or FeatureConfig())
+        self.features = training.FeatureCache(self.featurizer)
         self.stale: set[str] = set()  # topics whose meta-classifier waits for a rebuild
         self._built_on: dict[str, int] = {}  # topic -> the node's own documents when its meta was built
         self._db_limiter = trio.CapacityLimiter(1)
@@ -194,8 +195,11 @@ class Cooperation:
 
     def labelled(self, topic: str) -> training.LabelledData:
         """The topic's labelled documents, featurized (in a worker thread: it reads the repository)."""
-        rows = training.training_rows(self.repo)
-        return training.labelled_data(rows, topic, self.featurizer)
+        return self.features.labelled(self.repo, topic)
+
+    def own_documents(self) -> Any:
+        """The node's newest own documents, featurized (in a worker thread)."""
+        return self.features.own(self.repo)
 
     # -- membership and communities (the p2p layer's) ----------------------------------------------------
     def connected_peers(self) -> list[str]:
@@ -257,7 +261,7 @@ class Cooperation:
         previous = store.load_meta(self.repo, topic)
         loss = loss if loss is not None else previous["loss"] if previous else self.settings.default_loss
         self._built_on[topic] = training.own_document_count(self.repo)
-        unlabelled = training.own_documents(self.repo, self.featurizer)
+        unlabelled = self.own_documents()
         claimed = filtering.rival_claims(self._metas, topic, unlabelled)
         meta = latent_meta.meta_classifier(members, unlabelled, data, loss, claimed)
         scores = latent_meta.meta_scores(meta, data.X)

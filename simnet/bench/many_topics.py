@@ -24,7 +24,9 @@ seed subset of the file), and measures:
   from the stored taxonomy, as at an import or a start), retrain_s (one re-organisation of the focus loop, as
   every `retrain_every` pages: link analysis, archetypes, retraining; the crawl waits for it), and
   coop_train_s (what a cooperation round spends training every topic's local model, as
-  `Exchange.refresh_local_models` does when the training documents changed).
+  `Exchange.refresh_local_models` does when the training documents changed, with the node's
+  `FeatureCache`) beside coop_train_uncached_s (the same with every topic featurizing every document
+  again, as before that cache).
 
 Prints a table (one column per run, and N / baseline ratios), then one JSON line of every figure.
 """
@@ -138,7 +140,6 @@ def offline_figures(repository: Path, work: Path) -> dict[str, Any]:
     from crawler.repository import Repository
     from metamodels.features import FeatureConfig, Featurizer
     from node.cooperation import training
-    from node.cooperation.settings import CooperationSettings
 
     copy = work / "copy.db"
     with read_only(repository) as repo:
@@ -155,21 +156,46 @@ def offline_figures(repository: Path, work: Path) -> dict[str, Any]:
         started = time.perf_counter()
         focus.reorganise()
         retrain_s = time.perf_counter() - started
-        settings = CooperationSettings()
         featurizer = Featurizer(FeatureConfig())
+        cache = training.FeatureCache(featurizer)
         started = time.perf_counter()
-        for topic in taxonomy.topics:  # as Exchange._train, for every topic
-            data = training.labelled_data(training.training_rows(repo), topic, featurizer)
-            model = training.train_local(data, settings.min_training_docs)
-            if model is None:
-                continue
-            own = training.own_documents(repo, featurizer)
-            X = sp.vstack([own, data.X], format="csr")
-            training.pruned(model, data, X, settings.default_loss, settings.prune_agreement)
+        train_every_topic(
+            taxonomy.topics,
+            lambda topic: cache.labelled(repo, topic),
+            lambda: cache.own(repo),
+        )
         coop_train_s = time.perf_counter() - started
+        started = time.perf_counter()
+        train_every_topic(  # each topic featurizing every document again, as before the node's cache
+            taxonomy.topics,
+            lambda topic: training.labelled_data(training.training_rows(repo), topic, featurizer),
+            lambda: training.own_documents(repo, featurizer),
+        )
+        coop_train_uncached_s = time.perf_counter() - started
     finally:
         repo.close()
-    return {"focus_train_s": focus_train_s, "retrain_s": retrain_s, "coop_train_s": coop_train_s}
+    return {
+        "focus_train_s": focus_train_s,
+        "retrain_s": retrain_s,
+        "coop_train_s": coop_train_s,
+        "coop_train_uncached_s": coop_train_uncached_s,
+        "coop_train_speedup": coop_train_uncached_s / coop_train_s if coop_train_s else None,
+    }
+
+
+def train_every_topic(topics: Sequence[str], labelled: Any, own: Any) -> None:
+    """What a cooperation round spends training every topic's local model (as `Exchange._train`)."""
+    from node.cooperation import training
+    from node.cooperation.settings import CooperationSettings
+
+    settings = CooperationSettings()
+    for topic in topics:
+        data = labelled(topic)
+        model = training.train_local(data, settings.min_training_docs)
+        if model is None:
+            continue
+        X = sp.vstack([own(), data.X], format="csr")
+        training.pruned(model, data, X, settings.default_loss, settings.prune_agreement)
 
 
 def run_one(web: Any, label: str, html: str, args: argparse.Namespace) -> dict[str, Any]:
