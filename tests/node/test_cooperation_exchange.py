@@ -293,6 +293,32 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
 
 
 @pytest.mark.trio
+async def test_an_error_goal_estimate_counts_the_own_model_among_the_models_it_combines(
+    tmp_path, monkeypatch
+):
+    from node.cooperation import weighing
+
+    def measured(member, accuracy):  # what the node and its community measured of each model, set here
+        return lambda *args, **kwargs: dataclasses.replace(
+            member(*args, **kwargs), community_accuracy=accuracy
+        )
+
+    # peers' models right on every document, the node's own one on 70%: alone it misses an error goal of 0.05
+    monkeypatch.setattr(weighing, "local_member", measured(weighing.local_member, 0.7))
+    monkeypatch.setattr(weighing, "received_member", measured(weighing.received_member, 1.0))
+    async with running_nodes(tmp_path, 3) as (a, _b, _c):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        built = await a.meta_protocol.build("Databases", loss=0.2, error_goal=0.05)
+    # the peers' models alone suggested one model suffices, and the own model was built alone
+    assert built["peers_needed"] >= 1 and built["peers_used"] >= 1
+    assert built["error_goal"] == 0.05
+
+
+@pytest.mark.trio
 async def test_the_configured_error_goal_is_the_goal_of_a_build_that_names_none(tmp_path, monkeypatch):
     import node.cooperation.meta_protocol as meta_protocol
 
