@@ -47,6 +47,7 @@ MAX_DECOMPRESSED = 256 * 1024 * 1024  # a .jsonlz4 header claiming more is not a
 SAFARI_CONTAINERS = frozenset({"BookmarksBar", "BookmarksMenu", "com.apple.ReadingList"})
 FIREFOX_FOLDER, FIREFOX_BOOKMARK = "text/x-moz-place-container", "text/x-moz-place"
 SAFARI_LIST, SAFARI_LEAF = "WebBookmarkTypeList", "WebBookmarkTypeLeaf"
+CHROMIUM_ROOTS = frozenset({"bookmark_bar", "other", "synced"})  # beside them: meta_info, sync versions
 
 
 @dataclass
@@ -229,9 +230,13 @@ def json_tree(document: Any, name: str) -> BookmarkFolder:
     counter = _Ordinal()
     if isinstance(document, dict) and isinstance(document.get("roots"), dict):
         root = BookmarkFolder("", 0)
-        for node in document["roots"].values():
+        for key, node in document["roots"].items():
             if isinstance(node, dict) and node.get("type") == "folder":  # bar, other, synced (mobile)
                 root.folders.append(_chromium_folder(node, name, counter, 1, container=True))
+            elif key in CHROMIUM_ROOTS:
+                raise TaxonomyError(
+                    f'{name}: item {counter.next()}: the root {key!r} is not a folder (no "type": "folder")'
+                )
         return root
     if isinstance(document, dict) and document.get("type") == FIREFOX_FOLDER:
         return _firefox_folder(document, name, counter, 0)
@@ -271,9 +276,26 @@ def _text(node: dict[str, Any], key: str) -> str:
     return " ".join(value.split()) if isinstance(value, str) else ""
 
 
-def _url(node: dict[str, Any], key: str) -> str:
+def _url(node: dict[str, Any], key: str, name: str, position: int) -> str:
+    """A bookmark's address; one that is missing or not text makes the file malformed (it was skipped as
+    `''`, and its topic was imported without that training document)."""
     value = node.get(key)
-    return value.strip() if isinstance(value, str) else ""
+    if key not in node:
+        raise TaxonomyError(f"{name}: item {position}: a bookmark without an address ({key!r})")
+    if not isinstance(value, str):
+        shown = repr(value)[:40]
+        raise TaxonomyError(
+            f"{name}: item {position}: a bookmark whose address ({key!r}) is {shown}, not text"
+        )
+    return value.strip()
+
+
+def _bookmark(
+    node: dict[str, Any], url_key: str, title: str, name: str, counter: _Ordinal
+) -> tuple[str, str, int]:
+    """(url, title, position) of a bookmark item, numbered in file order."""
+    position = counter.next()
+    return _url(node, url_key, name, position), title, position
 
 
 def _chromium_folder(
@@ -285,7 +307,7 @@ def _chromium_folder(
         if kind == "folder":
             folder.folders.append(_chromium_folder(child, name, counter, depth + 1))
         elif kind == "url":
-            folder.bookmarks.append((_url(child, "url"), _text(child, "name"), counter.next()))
+            folder.bookmarks.append(_bookmark(child, "url", _text(child, "name"), name, counter))
         else:
             raise TaxonomyError(f"{name}: item {counter.next()}: an entry of unknown type {kind!r}")
     return folder
@@ -299,7 +321,7 @@ def _firefox_folder(node: dict[str, Any], name: str, counter: _Ordinal, depth: i
         if kind == FIREFOX_FOLDER:
             folder.folders.append(_firefox_folder(child, name, counter, depth + 1))
         elif kind == FIREFOX_BOOKMARK:
-            folder.bookmarks.append((_url(child, "uri"), _text(child, "title"), counter.next()))
+            folder.bookmarks.append(_bookmark(child, "uri", _text(child, "title"), name, counter))
         else:
             counter.next()  # separators and other places: nothing to learn from
     return folder
@@ -333,7 +355,7 @@ def _safari_folder(node: dict[str, Any], name: str, counter: _Ordinal, depth: in
         elif kind == SAFARI_LEAF:
             titles = child.get("URIDictionary")
             title = _text(titles, "title") if isinstance(titles, dict) else ""
-            folder.bookmarks.append((_url(child, "URLString"), title, counter.next()))
+            folder.bookmarks.append(_bookmark(child, "URLString", title, name, counter))
         else:
             counter.next()  # the History proxy
     return folder

@@ -77,23 +77,37 @@ async def start_network(service: NodeService, *, task_status: Any = trio.TASK_ST
 def read_known_peers(path: Path) -> list[Neighbour]:
     """The neighbours saved when the node last ran, read as strictly as a
     peer's neighbour list; none when the file is missing, unreadable or malformed (it only lets a node
-    rejoin without --bootstrap: a warning says so, and the next save replaces it)."""
+    rejoin without --bootstrap: a warning says so). A malformed file is moved aside (`set_aside`)."""
     from p2p.errors import WireError
     from p2p.membership import from_message
     from p2p.messages.membership import NeighbourExchange
 
     try:
-        text = path.read_text(encoding="utf-8")
+        return from_message(NeighbourExchange.from_wire(json.loads(path.read_text(encoding="utf-8"))))
     except FileNotFoundError:
         return []
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         log.warning("peers of the last run not read from %s (%s): joining through bootstrap only", path, exc)
         return []
-    try:
-        return from_message(NeighbourExchange.from_wire(json.loads(text)))
-    except (ValueError, RecursionError, WireError) as exc:
-        log.warning("%s is not a saved neighbour list (%s): ignored, replaced at the next save", path, exc)
+    except (ValueError, RecursionError, WireError) as exc:  # UnicodeDecodeError is a ValueError
+        log.warning("%s is not a saved neighbour list (%s): %s", path, exc, set_aside(path))
         return []
+
+
+UNREADABLE_SUFFIX = ".unreadable"
+"""A malformed neighbour list is kept beside it under its name and this suffix (`set_aside`)."""
+
+
+def set_aside(path: Path) -> str:
+    """Move a malformed neighbour list to `path` + `UNREADABLE_SUFFIX`, kept as it was, and say what was
+    done: a node that finds no neighbour never saves a list, so the file stayed and the warning came back
+    at every start."""
+    aside = path.with_name(path.name + UNREADABLE_SUFFIX)
+    try:
+        path.replace(aside)
+    except OSError as exc:
+        return f"ignored, and not moved aside ({exc}): remove it; joining through bootstrap only"
+    return f"moved to {aside.name} as it was; joining through bootstrap only, the next save writes a new one"
 
 
 def save_known_peers(path: Path, neighbours: Sequence[Neighbour], saved: PeersView) -> PeersView:

@@ -27,6 +27,7 @@ from node.heldout import FOLDS, accuracy_at
 from node.heldout_cache import HeldOutCurves
 from node.metrics import RUNNING
 from node.stored_state import harvest_counts, harvest_rate, subtopic_pattern, table_exists, topic_keys
+from node.wording import counted
 
 if TYPE_CHECKING:
     from node.service import NodeService
@@ -155,7 +156,8 @@ class Topics:
             assert service.nursery is not None  # the API serves inside `run`
             service.nursery.start_soon(self.resume_stored)
         service.poke()
-        service.publish("log", {"message": f"imported {len(taxonomy.topics)} topics, {seeds} seeds"})
+        imported = f"imported {counted(len(taxonomy.topics), 'topic')}, {counted(seeds, 'seed')}"
+        service.publish("log", {"message": imported})
         return {
             "imported": list(taxonomy.topics),
             "seeds": seeds,

@@ -114,14 +114,9 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
     """What a build made, its filtering, and its accuracy on documents its local model did not train on
     (the build's own `measured` figure is on its training documents, which flatter it)."""
     used = int(answer.get("peers_used") or 0)
-    # peers_needed counts the models the estimate wants, this node's own among them
-    wanted = int(answer["peers_needed"]) - 1 if answer.get("peers_needed") is not None else None
+    wanted = peers_wanted(answer)
     loss = float(meta.get("loss") or 0.0)
-    members = (
-        f"its own model and {used} peer model{'s' * (used != 1)}"
-        if used
-        else "its own model alone (no peer model of this topic could be used yet)"
-    )
+    members = f"its own model and {used} peer model{'s' * (used != 1)}" if used else alone_text(answer)
     lines = [
         f"meta-classifier for {answer['topic']}: {members}"
         + (
@@ -142,6 +137,27 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
     elif used and predicted.get("why"):
         lines.append(f"  no estimate from peers' reports: {predicted['why']}")
     return "\n".join(lines)
+
+
+def peers_wanted(answer: dict[str, Any]) -> int | None:
+    """The peer models a build asked for besides its own (None: every peer, no count meeting the error
+    goal); a node older than the answer's error_goal counted its own model in peers_needed."""
+    needed = answer.get("peers_needed")
+    if needed is None:
+        return None
+    return int(needed) - (0 if "error_goal" in answer else 1)
+
+
+def alone_text(answer: dict[str, Any]) -> str:
+    """Why a build combined no peer model: the estimate found the own model enough for the error goal, or
+    no peer model could be used (it said the latter when the estimate had left the peers' models out)."""
+    goal = answer.get("error_goal")
+    if goal is not None and peers_wanted(answer) == 0:
+        return (
+            f"its own model alone (by the estimate from the models' measured accuracies it meets the error "
+            f"goal {goal:g} by itself, so no peer model was combined)"
+        )
+    return "its own model alone (no peer model of this topic could be used yet)"
 
 
 def held_out_text(meta: dict[str, Any], loss: float) -> str:

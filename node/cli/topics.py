@@ -102,6 +102,7 @@ def run_import(args: argparse.Namespace) -> int:
     import trio
 
     from crawler.taxonomy import FAILED, TaxonomyError, failure_counts, read_taxonomy, store_taxonomy
+    from node.wording import counted
 
     try:
         taxonomy = read_taxonomy(args.source)
@@ -127,8 +128,8 @@ def run_import(args: argparse.Namespace) -> int:
         errors = failure_counts(taxonomy)
     topics, documents, failed, skipped = counts
     print(
-        f"imported {topics} topics with {documents} training documents from {args.source}"
-        + (f"; {failed} could not be fetched" if failed else "")
+        f"imported {counted(topics, 'topic')} with {counted(documents, 'training document')} "
+        f"from {args.source}" + (f"; {failed} could not be fetched" if failed else "")
     )
     for before, after in renamed.items():
         print(f"  {before} is filed under {after}, as you renamed it")

@@ -92,13 +92,20 @@ class TopicDocuments:
 
 
 def topic_documents(
-    repo: Repository, topic: str, *, include_pooled: bool = True, unjudged: bool = False
+    repo: Repository,
+    topic: str,
+    *,
+    include_pooled: bool = True,
+    unjudged: bool = False,
+    subtopics: bool = True,
 ) -> TopicDocuments:
     """Documents the crawler (or a peer) filed in the topic's subtree, duplicates left out (with
-    `unjudged`, only those without a restrictive verdict yet)."""
+    `unjudged`, only those without a restrictive verdict yet; without `subtopics`, only those filed in the
+    topic itself)."""
+    where, params = (_IN_TOPIC, _in_topic(topic)) if subtopics else (_IN_TOPIC_ITSELF, [topic])
     pooled = ("" if include_pooled else " AND origin IS NULL") + (" AND verdict IS NULL" if unjudged else "")
     rows = repo.db.execute(
-        f"SELECT id, title, text FROM documents WHERE {_IN_TOPIC}{pooled} ORDER BY id", _in_topic(topic)
+        f"SELECT id, title, text FROM documents WHERE {where}{pooled} ORDER BY id", params
     ).fetchall()
     return TopicDocuments(
         np.array([r[0] for r in rows], dtype=np.int64),
@@ -109,6 +116,7 @@ def topic_documents(
 
 # A document the crawler (or a peer) filed in the topic's subtree, not a duplicate: `_in_topic` binds it.
 _IN_TOPIC = "duplicate_of IS NULL AND accepted = 1 AND (topic = ? OR substr(topic, 1, ?) = ?)"
+_IN_TOPIC_ITSELF = "duplicate_of IS NULL AND accepted = 1 AND topic = ?"
 
 
 def _in_topic(topic: str) -> list[object]:

@@ -27,6 +27,7 @@ import trio
 
 from crawler.taxonomy import TOPICS_LISTED_API, unknown_topic
 from metamodels.estimators import (
+    MetaEstimate,
     correctness_covariance,
     exchangeable_agreement,
     peers_needed,
@@ -123,12 +124,8 @@ class MetaProtocol(LayerPart):
             max_peers=len(participants),
             model="exchangeable",
         )
-        needed = estimate.peers if estimate is not None else len(participants)
-        if error_goal is None:
-            # the estimate is for unanimous decisions, whose loss grows with every peer; this meta-classifier
-            # filters loss-targeted (3.4.4), which meets the loss with any number of peers while each further
-            # honest peer lowers the error: with a loss goal alone, every honest peer is asked
-            needed = len(participants)
+        wanted = models_wanted(estimate, error_goal, len(participants))
+        needed = wanted if wanted is not None else len(participants)
         chosen = weighing.meta_candidates(community, accuracies)[: max(0, needed - 1)]
         used = await self._collect(topic, session, loss, error_goal, chosen)
         built = await self.layer.work(self.layer.combine, topic, used, loss)
@@ -137,7 +134,10 @@ class MetaProtocol(LayerPart):
         answer = {
             "topic": topic,
             "peers_used": len(used),
-            "peers_needed": needed,
+            # peers, as in peers_used: counting the own model too, a build whose own model met the goal
+            # said "peers_needed 1, peers_used 0", as if a peer were missing
+            "peers_needed": None if wanted is None else wanted - 1,
+            "error_goal": error_goal,
             "predicted": predicted_figures(honest, mean_accuracy, covariance, 1 + len(used)),
             "measured": {"accuracy": built["measured"]},
             **{key: built[key] for key in filtering.VERDICT_KEYS},
@@ -189,9 +189,12 @@ class MetaProtocol(LayerPart):
         return reports
 
     def _accuracies(self, topic: str) -> dict[str, float]:
-        """acc(m) per peer (3.15): the robust aggregate over the reporters that tested its newest model,
-        this node included; 0 for a held model without a say (vetoed here, or not calibratable); no entry
-        for a held model nobody could measure (the build weighs it on the node's own documents)."""
+        """acc(m) per model's origin (3.15): the robust aggregate over the reporters that tested its newest
+        model, this node included; 0 for a held model without a say (vetoed here, or not calibratable); no
+        entry for a held model nobody could measure (the build weighs it on the node's own documents). The
+        node's own model is there under its peer id: the estimate takes the models combined at their mean
+        accuracy and the own model is always one of them (without it, peers' models better than the own
+        one had the own model alone judged enough for an error goal)."""
         accuracies: dict[str, float] = {}
         newest: dict[str, int] = {}
         for (origin, version), votes in self.reports.get(topic, {}).items():
@@ -201,8 +204,6 @@ class MetaProtocol(LayerPart):
             if aggregate is not None:
                 accuracies[origin], newest[origin] = aggregate[0], version
         for member in self.layer.members(topic):
-            if member.local:
-                continue
             if member.scaler is None:
                 accuracies[member.origin] = 0.0
             elif member.community_accuracy is not None:
@@ -376,6 +377,17 @@ class MetaProtocol(LayerPart):
                 correct = max(0, min(entry.tested, entry.tested - entry.errors))
                 votes = table.setdefault((entry.origin, entry.model_version), {})
                 votes[cv.reporter] = (correct, entry.tested)
+
+
+def models_wanted(estimate: MetaEstimate | None, error_goal: float | None, participants: int) -> int | None:
+    """How many models a build combines, the node's own among them: for an error goal, the fewest the
+    estimate says meet it (None when no count up to the `participants` does: every honest peer is asked);
+    for a loss goal alone, every participant. The estimate is for unanimous decisions, whose loss grows
+    with every peer; this meta-classifier filters loss-targeted (3.4.4), which meets the loss with any
+    number of peers while each further honest peer lowers the error."""
+    if error_goal is None:
+        return participants
+    return estimate.peers if estimate is not None else None
 
 
 def predicted_figures(honest: Sequence[float], accuracy: float, covariance: float, k: int) -> dict[str, Any]:

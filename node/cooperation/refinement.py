@@ -52,7 +52,10 @@ class Refinement(LayerPart):
     """The clustering half of one node's cooperation layer (`Cooperation.refinement`)."""
 
     def _topic_matrix(self, topic: str) -> tuple[filtering.TopicDocuments, Any]:
-        docs = filtering.topic_documents(self.layer.repo, topic, include_pooled=False)
+        """The node's own documents filed in the topic itself, for its proposals and for the centroids it
+        sends peers alike: an accepted subtopic's documents have left the topic (a refinement of the
+        subtree proposed an accepted subtopic again, its very documents)."""
+        docs = filtering.topic_documents(self.layer.repo, topic, include_pooled=False, subtopics=False)
         return docs, self.layer.featurizer.transform(list(docs.texts))
 
     def _local_centroids(self, topic: str, k: int) -> Any:
@@ -93,7 +96,8 @@ class Refinement(LayerPart):
             docs, X = self._topic_matrix(topic)
             if docs.doc_ids.size < 2 * k:
                 raise ValueError(
-                    f"topic {topic!r} has {docs.doc_ids.size} documents: too few for {k} subtopics"
+                    f"topic {topic!r} has {counted(int(docs.doc_ids.size), 'document')} of its own "
+                    f"(its subtopics' aside): too few for {k} subtopics"
                 )
             own = local_centroids(X, k, layer.featurizer)
             proposals = cluster_proposals(

@@ -274,7 +274,8 @@ def meta_weights(repo: Repository, topic: str | None = None) -> dict[str, dict[s
 
 # -- proposals ----------------------------------------------------------------------------------------------
 def save_proposals(repo: Repository, topic: str, proposals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Replace the topic's open proposals; returns them with their ids."""
+    """Replace the topic's open proposals; returns them with their ids (not the decided ones: `refine`
+    listed an accepted proposal among the new ones, under "accept one")."""
     now = time.time()
     with repo.transaction() as db:
         db.conn.execute("DELETE FROM coop_proposals WHERE topic = ? AND status = 'open'", [topic])
@@ -293,7 +294,7 @@ def save_proposals(repo: Repository, topic: str, proposals: Sequence[dict[str, A
                     now,
                 ],
             )
-    return load_proposals(repo, topic)
+    return [p for p in load_proposals(repo, topic) if p["status"] == "open"]
 
 
 def load_proposals(

@@ -106,6 +106,72 @@ def test_a_broken_bookmarks_file_is_refused_with_what_is_wrong(tmp_path, content
         read_taxonomy(path)
 
 
+def chrome_bar(bookmark: dict) -> dict:
+    """A Chrome Bookmarks document: one folder, Databases, on the bar, holding `bookmark`."""
+    folder = {"type": "folder", "name": "Databases", "children": [bookmark]}
+    return {"roots": {"bookmark_bar": {"type": "folder", "name": "Bookmarks bar", "children": [folder]}}}
+
+
+def firefox_menu(bookmark: dict) -> dict:
+    folder = {"type": "text/x-moz-place-container", "title": "Databases", "children": [bookmark]}
+    return {"type": "text/x-moz-place-container", "root": "placesRoot", "children": [folder]}
+
+
+def safari_bar(leaf: dict) -> dict:
+    folder = {"WebBookmarkType": "WebBookmarkTypeList", "Title": "Databases", "Children": [leaf]}
+    return {"WebBookmarkType": "WebBookmarkTypeList", "Children": [folder]}
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        (
+            "Bookmarks",
+            json.dumps(chrome_bar({"type": "url", "name": "pg", "url": 5})).encode(),
+            r"Bookmarks: item 3: a bookmark whose address \('url'\) is 5, not text",
+        ),
+        (
+            "Bookmarks",
+            json.dumps(chrome_bar({"type": "url", "name": "pg"})).encode(),
+            r"Bookmarks: item 3: a bookmark without an address \('url'\)",
+        ),
+        (
+            "Bookmarks",
+            json.dumps({"roots": {"bookmark_bar": {"name": "Bookmarks bar", "children": []}}}).encode(),
+            "Bookmarks: item 1: the root 'bookmark_bar' is not a folder",
+        ),
+        (
+            "bookmarks.json",
+            json.dumps(firefox_menu({"type": "text/x-moz-place", "title": "pg", "uri": None})).encode(),
+            r"item 3: a bookmark whose address \('uri'\) is None",
+        ),
+        (
+            "Bookmarks.plist",
+            plistlib.dumps(safari_bar({"WebBookmarkType": "WebBookmarkTypeLeaf", "URLString": 5})),
+            r"item 3: a bookmark whose address \('URLString'\) is 5",
+        ),
+    ],
+    ids=["url-a-number", "url-missing", "root-without-type", "firefox-uri-null", "safari-url-a-number"],
+)
+def test_a_bookmark_or_root_folder_of_the_wrong_shape_is_refused_with_its_item_number(
+    tmp_path, name, content, message
+):
+    """Such a bookmark was skipped as "'' is not a web page" and its topic imported without it; such a root
+    was passed over, and the file refused as having "no topic folders"."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(TaxonomyError, match=message):
+        read_taxonomy(path)
+
+
+def test_chromes_own_entries_beside_the_root_folders_are_not_folders_to_import(tmp_path):
+    path = tmp_path / "Bookmarks"
+    document = chrome_bar({"type": "url", "name": "pg", "url": "https://www.postgresql.org/"})
+    document["roots"] |= {"meta_info": {"last_visited": "13359910307"}, "sync_transaction_version": "7"}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert documents(read_taxonomy(path)) == {("Databases", POSITIVE, "https://www.postgresql.org/", "pg")}
+
+
 def test_bookmarks_outside_every_folder_leave_no_topic_in_json_either(tmp_path):
     path = tmp_path / "Bookmarks"
     bar = {

@@ -110,6 +110,24 @@ def test_build_with_no_peer_model_prints_no_estimate_from_peers_reports():
     )
 
 
+def test_a_build_whose_own_model_meets_the_error_goal_by_the_estimate_says_so():
+    met = dict(BUILD, peers_used=0, peers_needed=0, error_goal=0.05)
+    assert cli_meta.build_text(met, META).splitlines()[0] == (
+        "meta-classifier for Databases: its own model alone (by the estimate from the models' measured "
+        "accuracies it meets the error goal 0.05 by itself, so no peer model was combined)"
+    )
+    # no count of models meets the goal (every peer asked), and no peer model came
+    unmet = dict(BUILD, peers_used=0, peers_needed=None, error_goal=0.05)
+    assert (
+        cli_meta.build_text(unmet, META)
+        .splitlines()[0]
+        .endswith("no peer model of this topic could be used yet)")
+    )
+    # peers_needed counts peer models as peers_used does (older nodes counted the own model in)
+    asked = dict(BUILD, peers_used=1, peers_needed=2, error_goal=0.05)
+    assert cli_meta.build_text(asked, META).splitlines()[0].endswith("(the estimate asks for 2 peer models)")
+
+
 def test_show_says_how_the_models_are_combined(monkeypatch, capsys):
     members = [{"origin": "local", "weight": 2.5}, {"origin": "12D3KooWpeer", "weight": 3.1}]
     model = {

@@ -23,6 +23,16 @@ def test_import_then_list_as_json(tmp_path, capsys):
     assert "Query Optimisation" in capsys.readouterr().out
 
 
+def test_one_topic_with_one_bookmark_is_counted_in_the_singular(tmp_path, capsys):
+    one = tmp_path / "one.html"
+    one.write_text(
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><H3>Databases</H3>\n<DL><p>\n"
+        '<DT><A HREF="https://www.postgresql.org/">PostgreSQL</A>\n</DL><p>\n</DL><p>\n'
+    )
+    assert main(["topics", "import", "--data", str(tmp_path / "node"), "--no-fetch", str(one)]) == 0
+    assert capsys.readouterr().out.startswith("imported 1 topic with 1 training document from")
+
+
 def test_malformed_file_is_one_line_error_and_stores_nothing(tmp_path, capsys):
     bad = tmp_path / "bad.html"
     bad.write_text("<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><H3>A</H3>\n<DL><p>\n")

@@ -11,12 +11,13 @@ import trio
 
 from crawler.repository import Repository
 from metamodels.restrictive import dismissed_count
-from node.cooperation import store
+from node.cooperation import filtering, store
 from node.cooperation.backoff import Backoff
 from node.cooperation.meta_protocol import MetaProtocol
+from node.cooperation.refinement import local_centroids
 from node.cooperation.service import Cooperation
 from node.cooperation.testing import add_crawled, add_mixed, make_repository, running_nodes
-from node.cooperation.wiremodels import linear_from_payload
+from node.cooperation.wiremodels import centroids_payload, linear_from_payload
 from p2p.messages.meta_classifier import CvEntry
 
 # py-libp2p 0.8.1 leaves the sockets of connections closed at host shutdown to the garbage collector.
@@ -200,14 +201,19 @@ async def test_a_meta_request_naming_a_peer_many_times_fetches_its_model_once(tm
         assert fetched == [b.peer_id, c.peer_id]
 
 
+async def wait_for_databases_community(a: Cooperation, b: Cooperation) -> None:
+    """Until `a` counts `b` in the community of Databases, the topic the clustering tests refine."""
+
+    async def community() -> bool:
+        return a.community("Databases") == [b.peer_id]
+
+    await wait_for(community)
+
+
 @pytest.mark.trio
 async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
     async with running_nodes(tmp_path, 2, crawled=30) as (a, b):
-
-        async def community() -> bool:
-            return a.community("Databases") == [b.peer_id]
-
-        await wait_for(community)
+        await wait_for_databases_community(a, b)
         proposals = await a.refinement.refine("Databases", 2)
         assert proposals and all(p["status"] == "open" for p in proposals)
         assert sum(p["size"] for p in proposals) > 0
@@ -230,17 +236,36 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
 
 
 @pytest.mark.trio
+async def test_refining_a_topic_again_clusters_its_own_documents_not_its_accepted_subtopics(tmp_path):
+    async with running_nodes(tmp_path, 2, crawled=30) as (a, b):
+        await wait_for_databases_community(a, b)
+        first = await a.refinement.refine("Databases", 2)
+        await a.refinement.accept_proposal(min(first, key=lambda p: p["size"])["id"], name="Indexes")
+        again = await a.refinement.refine("Databases", 2)
+        sent = await a.refinement.on_centroids(b.peer_id, "Databases", 2)  # what a peer clusters with
+        with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
+            moved = {
+                i for (i,) in repo.db.execute("SELECT id FROM documents WHERE topic = 'Databases/Indexes'")
+            }
+            proposed = {i for p in again for i in store.load_proposals(repo, None, p["id"])[0]["doc_ids"]}
+            own = filtering.topic_documents(repo, "Databases", include_pooled=False, subtopics=False)
+    assert moved and proposed and not moved & proposed
+    assert all(p["status"] == "open" for p in again)  # the accepted one is not listed among them
+    expected = local_centroids(a.featurizer.transform(list(own.texts)), 2, a.featurizer)
+    assert sent is not None
+    assert np.array_equal(
+        sent.payload.weight_matrix(), centroids_payload(expected, "Databases", 2, a.peer_id).weight_matrix()
+    )
+
+
+@pytest.mark.trio
 async def test_an_accepted_subtopic_learns_from_its_cluster_and_gets_a_meta_classifier(tmp_path):
     """An accepted subtopic had no training document, hence no model: a meta build for it was refused with
     "import training documents for it first". Its cluster's most confident pages now train it, the round
     trains its model, and a build works from that model alone (the peer has no such subtopic)."""
     key = "Databases/Transactions"
     async with running_nodes(tmp_path, 2, crawled=30) as (a, b):
-
-        async def community() -> bool:
-            return a.community("Databases") == [b.peer_id]
-
-        await wait_for(community)
+        await wait_for_databases_community(a, b)
         proposal = max(await a.refinement.refine("Databases", 2), key=lambda p: p["size"])
         accepted = await a.refinement.accept_proposal(proposal["id"], name="Transactions")
         assert accepted["subtopic"] == key and accepted["training_documents"] >= 2
@@ -290,6 +315,32 @@ async def test_a_peer_lying_in_its_cross_validation_reports_cannot_lift_a_hostil
         members = {m["origin"]: m["weight"] for m in (await a.meta("Databases"))["models"]}
         assert members.get(bad.peer_id, 0.0) == 0.0
         assert result["measured"]["accuracy"] > 0.8
+
+
+@pytest.mark.trio
+async def test_an_error_goal_estimate_counts_the_own_model_among_the_models_it_combines(
+    tmp_path, monkeypatch
+):
+    from node.cooperation import weighing
+
+    def measured(member, accuracy):  # what the node and its community measured of each model, set here
+        return lambda *args, **kwargs: dataclasses.replace(
+            member(*args, **kwargs), community_accuracy=accuracy
+        )
+
+    # peers' models right on every document, the node's own one on 70%: alone it misses an error goal of 0.05
+    monkeypatch.setattr(weighing, "local_member", measured(weighing.local_member, 0.7))
+    monkeypatch.setattr(weighing, "received_member", measured(weighing.received_member, 1.0))
+    async with running_nodes(tmp_path, 3) as (a, _b, _c):
+
+        async def received() -> bool:
+            return len([r for r in await a.models("Databases") if r["role"] == "received"]) == 2
+
+        await wait_for(received)
+        built = await a.meta_protocol.build("Databases", loss=0.2, error_goal=0.05)
+    # the peers' models alone suggested one model suffices, and the own model was built alone
+    assert built["peers_needed"] >= 1 and built["peers_used"] >= 1
+    assert built["error_goal"] == 0.05
 
 
 @pytest.mark.trio

@@ -64,13 +64,25 @@ def test_an_unchanged_or_empty_list_is_not_written(tmp_path):
     ],
     ids=["not-json", "wrong-shape", "bad-peer-id", "unknown-field", "deep-nesting"],
 )
-def test_a_malformed_file_is_ignored_with_a_warning_and_left_as_it_is(tmp_path, caplog, text):
+def test_a_malformed_file_is_ignored_with_a_warning_and_moved_aside_as_it_is(tmp_path, caplog, text):
     path = tmp_path / "peers.json"
     path.write_text(text)
     with caplog.at_level(logging.WARNING, logger="node.network"):
         assert read_known_peers(path) == []
-    assert "not a saved neighbour list" in caplog.text
-    assert path.read_text() == text
+    assert "not a saved neighbour list" in caplog.text and "moved to peers.json.unreadable" in caplog.text
+    assert not path.exists() and (tmp_path / "peers.json.unreadable").read_text() == text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="node.network"):
+        assert read_known_peers(path) == []  # the next start: nothing to warn about
+    assert caplog.text == ""
+
+
+def test_a_file_that_is_no_text_is_moved_aside_too(tmp_path, caplog):
+    path = tmp_path / "peers.json"
+    path.write_bytes(b"\xff\xfe garbage")
+    with caplog.at_level(logging.WARNING, logger="node.network"):
+        assert read_known_peers(path) == []
+    assert (tmp_path / "peers.json.unreadable").read_bytes() == b"\xff\xfe garbage" and not path.exists()
 
 
 def test_a_failed_save_is_logged_and_tried_again_next_time(tmp_path, caplog):
@@ -94,6 +106,19 @@ def node_side(root, bootstrap=()):
         bootstrap=tuple(bootstrap),
         peer_blocks=SimpleNamespace(blocked={}),
     )
+
+
+@pytest.mark.trio
+async def test_a_node_without_neighbours_leaves_no_malformed_list_behind(tmp_path):
+    """It saves no list (it found nobody), so a malformed one stayed, warned about at every start."""
+    side = node_side(tmp_path / "alone")
+    side.data.known_peers.write_text("garbage")
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(start_network, side)
+            nursery.cancel_scope.cancel()
+    assert not side.data.known_peers.exists()
+    assert (tmp_path / "alone" / "peers.json.unreadable").read_text() == "garbage"
 
 
 @pytest.mark.trio
