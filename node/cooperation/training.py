@@ -235,8 +235,10 @@ def pruned(
         keep = np.sort(order[:k])
         return replace(model, indices=model.indices[keep], weights=model.weights[keep])
 
+    full = loss_targeted_decisions(model.decision_function(X), loss)  # once, not at every step
+
     def agrees(k: int) -> bool:
-        return decision_agreement(model, top(k), X, loss) >= agreement
+        return float(np.mean(loss_targeted_decisions(top(k).decision_function(X), loss) == full)) >= agreement
 
     low, high = max(1, n // 32), n
     while low < high:
