@@ -32,9 +32,9 @@ class DashboardScreen(NodeScreen):
         with Grid(id="plots"):
             yield SeriesPlot("pages per second", id="plot-pages")
             yield SeriesPlot("harvest rate per topic", id="plot-harvest")
-            yield SeriesPlot("frontier size", id="plot-frontier")
+            yield SeriesPlot("frontier size", counts=True, id="plot-frontier")
             yield BarPlot("errors by kind", id="plot-errors")
-            yield SeriesPlot("peers online", id="plot-peers")
+            yield SeriesPlot("peers online", counts=True, id="plot-peers")
             yield SeriesPlot("KB exchanged", id="plot-bytes")  # as the Peers screen counts them
 
     def on_mount(self) -> None:
