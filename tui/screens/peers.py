@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from node.wording import counted
 from tui.records import Peer, ReceivedModel, short_peer_id, transport_address
 from tui.screens.base import NodeScreen
-from tui.widgets.prompt import Prompt
+from tui.widgets.confirm import Confirm
 from tui.widgets.status_bar import human_bytes
 
 
@@ -119,21 +119,20 @@ class PeersScreen(NodeScreen):
         return self.rows[row] if table.row_count and 0 <= row < len(self.rows) else None
 
     def action_block(self) -> None:
-        """Block the selected neighbour once the user confirms (its id, editable, is the answer), or let
-        a blocked one in again."""
+        """Block the selected neighbour once the user confirms, or let a blocked one in again."""
         peer = self.selected()
         if peer is None:
             self.notify("no peer selected", severity="warning")
         elif peer.blocked:
             self.change_block(peer.peer_id, block=False)
         else:
+            question = (
+                f"Block peer {peer.peer_id}?\n\nThe node refuses it from now on, also after a restart, and "
+                "removes the models and results it sent."
+            )
             self.app.push_screen(
-                Prompt(
-                    f"Block {short_peer_id(peer.peer_id)}? It is refused from now on, and its models and "
-                    "results are removed. Enter blocks this peer id:",
-                    peer.peer_id,
-                ),
-                lambda answer: self.change_block(answer.strip(), block=True) if answer else None,
+                Confirm(question, "Block"),
+                lambda confirmed: self.change_block(peer.peer_id, block=True) if confirmed else None,
             )
 
     def action_copy_address(self) -> None:
