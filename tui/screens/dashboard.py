@@ -38,6 +38,8 @@ class DashboardScreen(NodeScreen):
             yield SeriesPlot("KB exchanged", id="plot-bytes")  # as the Peers screen counts them
 
     def on_mount(self) -> None:
+        # the node's harvest, not the demo summary's share relevant by the ground truth
+        self.query_one("#plot-harvest", SeriesPlot).border_subtitle = "classifier-accepted share"
         self.set_interval(REDRAW_INTERVAL, self._redraw_if_pending)
 
     def reload(self) -> None:
