@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import html
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +52,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024  # a bookmarks file or a topic document larger
 MAX_FOLDER_FILES = 20_000  # files a topic folder tree may hold: more is a disk, not a taxonomy
 MAX_KEYWORDS = 100  # indicator keywords one topic may have
 MAX_KEYWORD_CHARS = 100
+SUBTOPIC_NAME_TERMS = 3  # top terms of its cluster a subtopic is named after when the user gives no name
 PDF_ERRORS = {
     "encrypted": "a password-protected PDF",
     "no_text": "a PDF without text (scanned pages need OCR first)",
@@ -60,6 +62,16 @@ PDF_ERRORS = {
 def escape_name(name: str) -> str:
     """One folder name as a key segment: whitespace normalised, "%" and "/" escaped."""
     return " ".join(name.split()).replace("%", "%25").replace("/", "%2F")
+
+
+def subtopic_name(terms: Sequence[str], fallback: str) -> str:
+    """The name a clustering proposal offers for its subtopic: its first `SUBTOPIC_NAME_TERMS` top terms
+    joined by hyphens ("vacuum-rows-autovacuum"), a key segment `escape_name` leaves as it is and a shell
+    takes unquoted, else the words of `fallback` joined by spaces. Joined by commas, they made keys such as
+    "Databases/vacuum, rows, autovacuum": quoted in every command, and read as three topics wherever topics
+    are listed with commas."""
+    words = [word for term in terms for word in re.findall(r"\w+", term)]
+    return "-".join(words[:SUBTOPIC_NAME_TERMS]) or " ".join(re.findall(r"\w+", fallback))
 
 
 def unescape_name(segment: str) -> str:

@@ -38,6 +38,13 @@ def alternatives(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
+# "harvest" is what a node measures, as its status, API and UI give it. The demo also knows the web's ground
+# truth and calls that figure "relevant" (its summary called it harvest, beside the UI's harvest of the
+# classifier: one word for two figures).
+HARVEST_MEANS = "share of the pages fetched for each topic that its classifier accepted"
+RELEVANT_MEANS = "share of the node's pages in one of its topics' groups, by the web's ground truth"
+
+
 NOTHING_MATCHES = "no page or pooled result here matches it, whatever the filters"
 
 

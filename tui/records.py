@@ -164,6 +164,12 @@ def topic_choice(key: str, width: int) -> str:
     return key if len(key) <= width else "…" + key[-(width - 1) :]
 
 
+def transport_address(addr: str, peer_id: str) -> str:
+    """A peer's multiaddr without the "/p2p/<its id>" its id column already names: the part that says where
+    it is (the whole one was cut at 100 columns in the Peers screen, its host and port with it)."""
+    return addr.removesuffix(f"/p2p/{peer_id}")
+
+
 def short_peer_id(peer_id: str) -> str:
     """A peer id as every screen shows it: its start and its end (every id starts "12D3KooW", so the start
     alone named every peer alike)."""

@@ -36,6 +36,7 @@ from node.cli.common import CliError
 from node.cli.meta import each_topic, verdicts_text
 from node.client import ClientError, NodeClient, NodeError, node_running
 from node.datadir import DataDir
+from node.wording import HARVEST_MEANS, RELEVANT_MEANS
 
 BOOKMARKS = Path(__file__).resolve().parents[2] / "simnet" / "webs" / "fixture-bookmarks.html"
 START_TIMEOUT = 60.0
@@ -336,7 +337,8 @@ class GroundTruth:
 
 
 def node_summary(client: NodeClient, data: DataDir, truth: GroundTruth) -> dict[str, Any]:
-    """Per node: what its API says, and harvest and filtering accuracy against the web's ground truth."""
+    """Per node: what its API says, and the share of relevant pages and filtering accuracy against the web's
+    ground truth."""
     from simnet.scenarios.community import filter_figures, read_only
 
     status = client.status()
@@ -375,6 +377,8 @@ def node_summary(client: NodeClient, data: DataDir, truth: GroundTruth) -> dict[
     return {
         "peer_id": status["peer_id"],
         "pages": status["crawl"]["pages"],
+        # the --json field names stay as scripts read them: `harvest` is the share relevant by the ground
+        # truth (the printed summary says "relevant"), `accepted_share` the node's harvest per topic
         "harvest": sum(g in groups for g in fetched) / len(fetched) if fetched else None,
         "fetched": len(fetched),
         "accepted_share": status["harvest"],
@@ -391,21 +395,21 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
     lines = [
         "",
         f"demo summary: ground truth is the simulated web's page groups; filtering at loss {META_LOSS:.2f}",
-        "  harvest    share of the node's pages that belong to one of its topics' groups",
-        "  accepted   share of the pages fetched for a topic that its classifier accepted",
+        f"  relevant   {RELEVANT_MEANS}",
+        f"  harvest    {HARVEST_MEANS}",
         "  abstained  share of the topic's documents the meta-model leaves undecided at the loss",
         "  accuracy   filtering of the pages no model trained on: the node alone -> its meta-model",
     ]
     for i, node in enumerate(summary, start=1):
         lines.append(
-            f"node {i} {(node['peer_id'] or 'offline')[:16]}: {node['pages']} pages, harvest "
+            f"node {i} {(node['peer_id'] or 'offline')[:16]}: {node['pages']} pages, relevant "
             f"{_fmt(node['harvest'], 'no page fetched')}, {node['peers']} peers, "
             f"{node['models_received']} models received, {node['documents']['pooled']} pooled results"
         )
-        lines.append(f"    {'topic':<13} {'accepted':<9} {'meta-model':<22} {'abstained':<12} accuracy")
+        lines.append(f"    {'topic':<13} {'harvest':<9} {'meta-model':<22} {'abstained':<12} accuracy")
         for topic in sorted(node["meta"]):
-            accepted = _fmt(node["accepted_share"].get(topic), "no fetch")
-            lines.append(f"    {topic[:13]:<13} {accepted:<9} {_topic_line(node['meta'][topic])}")
+            harvest = _fmt(node["accepted_share"].get(topic), "no fetch")
+            lines.append(f"    {topic[:13]:<13} {harvest:<9} {_topic_line(node['meta'][topic])}")
     return "\n".join(lines)
 
 

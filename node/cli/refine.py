@@ -25,7 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     decision = refine.add_mutually_exclusive_group()
     decision.add_argument("--accept", type=int, metavar="ID", help="make proposal ID a subtopic")
     decision.add_argument("--reject", type=int, metavar="ID", help="dismiss proposal ID")
-    refine.add_argument("--name", help="with --accept: the subtopic's name (default: the proposal's label)")
+    refine.add_argument(
+        "--name",
+        help="with --accept: the subtopic's name (default: the proposal's label, its top terms joined by -)",
+    )
     refine.set_defaults(func=run_refine)
 
 

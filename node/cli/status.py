@@ -17,7 +17,7 @@ from node.cli.common import (
 )
 from node.client import NodeStopping, NodeUnreachable, node_address
 from node.datadir import DataDir
-from node.wording import counted, finishing_first, held_topics_text, readable, start_held
+from node.wording import HARVEST_MEANS, counted, finishing_first, held_topics_text, readable, start_held
 
 NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
 
@@ -152,7 +152,7 @@ def _stored_lines(status: dict[str, Any], peers: list[str]) -> list[str]:
     documents = status["documents"]
     lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled", *peers]
     if status["harvest"]:
-        lines.append("harvest    share of the pages fetched for each topic that its classifier accepted")
+        lines.append(f"harvest    {HARVEST_MEANS}")
     unfetched = set(status.get("unfetched_topics") or ())
     for topic, rate in sorted(status["harvest"].items()):
         lines.append(f"           {topic:<30} {'not crawled yet' if topic in unfetched else f'{rate:.2f}'}")

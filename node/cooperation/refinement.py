@@ -22,6 +22,7 @@ from crawler.taxonomy import (
     TOPICS_LISTED_API,
     TrainingDocument,
     store_subtopic,
+    subtopic_name,
     unknown_topic,
 )
 from metamodels.clustering import ClusteringModel, kmeans, restrict, top_terms
@@ -118,7 +119,9 @@ class Refinement(LayerPart):
         crawl's topic model at once, the subtopic's own model and meta-classifier in the cooperation round
         this starts (a meta build trains the model itself when it comes first)."""
         proposal = await self._open_proposal(proposal_id)
-        label = " ".join((name or proposal["label"]).replace("/", " ").split())
+        # unnamed: after its top terms as its label now says them (one stored earlier has them with commas)
+        name = name or subtopic_name(proposal["top_terms"], proposal["label"])
+        label = " ".join(name.replace("/", " ").split())
         if not label:
             raise ValueError("a subtopic needs a non-empty name")
         if label.lower() == OTHERS:  # a taxonomy's folder of negative examples, in any case
@@ -260,7 +263,7 @@ def cluster_proposals(
         abstained = int(np.sum((voted.labels == cluster) & (kept.labels == ABSTAIN_LABEL)))
         proposals.append(
             {
-                "label": ", ".join(terms[cluster][:3]) or f"cluster {cluster + 1}",
+                "label": subtopic_name(terms[cluster], f"cluster {cluster + 1}"),
                 "top_terms": list(terms[cluster]),
                 "sample_titles": [docs.titles[i] for i in best[:5]],
                 "size": int(members.size),

@@ -220,19 +220,23 @@ async def test_collaborative_clustering_proposal_becomes_a_subtopic(tmp_path):
         for reserved in ("OTHERS", "others", "x" * 81):  # a taxonomy's negatives folder; a name too long
             with pytest.raises(ValueError, match=r"negative examples|at most 80"):
                 await a.refinement.accept_proposal(proposals[0]["id"], name=reserved)
-        accepted = await a.refinement.accept_proposal(proposals[0]["id"], name="Indexes")
-        assert accepted["status"] == "accepted"
+        # unnamed, it is named after its top terms, also when stored with the labels of old ("a, b, c")
+        first = proposals[0]
+        await a.refinement.layer.db(
+            store.set_proposal_status, first["id"], "open", ", ".join(first["top_terms"][:3])
+        )
+        accepted = await a.refinement.accept_proposal(first["id"])
+        key = "Databases/" + "-".join(first["top_terms"][:3])
+        assert accepted["status"] == "accepted" and accepted["subtopic"] == key
         for unknown in ("x", "-1", str(2**64)):  # 2**64 overflowed SQLite's integer: an internal error
             with pytest.raises(KeyError, match="no proposal"):
                 await a.refinement.reject_proposal(unknown)
         with Repository(tmp_path / "node0" / "repository.sqlite") as repo:
-            assert repo.db.execute("SELECT parent FROM topics WHERE key = 'Databases/Indexes'").fetchone()[
-                0
-            ] == ("Databases")
-            moved = repo.db.execute(
-                "SELECT count(*) FROM documents WHERE topic = 'Databases/Indexes'"
-            ).fetchone()[0]
-        assert moved == proposals[0]["size"]
+            assert (
+                repo.db.execute("SELECT parent FROM topics WHERE key = ?", [key]).fetchone()[0] == "Databases"
+            )
+            moved = repo.db.execute("SELECT count(*) FROM documents WHERE topic = ?", [key]).fetchone()[0]
+        assert moved == first["size"]
 
 
 @pytest.mark.trio

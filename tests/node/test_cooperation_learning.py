@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from crawler.policy import PageVerdict
 from crawler.repository import Repository, StoredPage
 from crawler.search import text_document
+from crawler.taxonomy import escape_name, subtopic_name
 from metamodels.features import FeatureConfig, Featurizer
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import filtering, latent_meta, previews, refinement, training, weighing
@@ -19,6 +20,7 @@ from node.cooperation.focus import MetaFocus
 from node.cooperation.testing import add_document, make_repository
 from node.cooperation.wiremodels import coarse, flipped, linear_from_payload, linear_payload
 from p2p.signing import LocalEd25519Key, sign_model, verify_model
+from p2p.value_checks import check_topic
 
 
 def labelled(tmp_path, node: int, topic: str = "Databases") -> training.LabelledData:
@@ -630,6 +632,19 @@ def test_subtopic_labels_come_from_the_documents_own_lines_not_their_sites_menu(
     terms = {term for proposal in proposals for term in proposal["top_terms"]}
     assert {"vacuum", "gnuplot"} <= terms
     assert not terms & {"small", "fast", "reliable", "choose", "download", "license", "purchase"}
+    for (
+        proposal
+    ) in proposals:  # the name an unnamed subtopic gets: words a topic key and a shell take as they are
+        assert proposal["label"] == "-".join(proposal["top_terms"][:3])
+
+
+def test_a_subtopic_named_after_its_terms_gets_a_key_segment_without_commas():
+    """`refine --accept ID` without --name made "Databases/vacuum, rows, autovacuum" from the label."""
+    name = subtopic_name(["vacuum", "rows", "autovacuum", "storage"], "cluster 1")
+    assert name == "vacuum-rows-autovacuum"
+    assert escape_name(name) == name and check_topic(f"Databases/{name}", "topic") == f"Databases/{name}"
+    assert subtopic_name(["C++", "std::vector"], "cluster 1") == "C-std-vector"  # words only
+    assert subtopic_name([], "cluster 2") == "cluster 2"
 
 
 def test_an_accepted_subtopic_trains_on_its_best_pages_and_takes_the_parents_learned_ones(tmp_path):

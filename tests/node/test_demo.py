@@ -77,10 +77,35 @@ def test_summary_says_why_a_figure_is_missing_instead_of_printing_one():
         },
     }
     text = format_summary([node])
-    assert "harvest n/a (no page fetched)" in text
+    assert "relevant n/a (no page fetched)" in text
     assert "0.90 (meta n/a: no peer model held" in text
     assert "0.21 of 48" in text  # abstained over every document judged, the rejected ones too
     assert "Sysadmin      n/a (no fetch) n/a (topic has no model yet)" in text
+
+
+def test_summary_calls_the_ground_truths_share_relevant_and_the_classifiers_harvest():
+    """The UI's and status' harvest is the share a topic's classifier accepted: the summary's ground-truth
+    share, printed as "harvest" beside an "accepted" column, read as the same figure disagreeing."""
+    node = {
+        "peer_id": "12D3KooWExample",
+        "pages": 120,
+        "harvest": 0.96,
+        "accepted_share": {"Databases": 0.11},
+        "peers": 2,
+        "models_received": 6,
+        "documents": {"local": 120, "pooled": 63},
+        "meta": {"Databases": {"missing": "topic has no model yet"}},
+    }
+    lines = format_summary([node]).splitlines()
+    assert (
+        "  relevant   share of the node's pages in one of its topics' groups, by the web's ground truth"
+        in lines
+    )
+    assert "  harvest    share of the pages fetched for each topic that its classifier accepted" in lines
+    assert any(line.startswith("node 1 12D3KooWExample: 120 pages, relevant 0.96, ") for line in lines)
+    assert any(line.split() == ["topic", "harvest", "meta-model", "abstained", "accuracy"] for line in lines)
+    assert any(line.split()[:2] == ["Databases", "0.11"] for line in lines)
+    assert not any("harvest 0.96" in line for line in lines)
 
 
 def test_summary_fits_a_100_column_terminal():

@@ -171,6 +171,18 @@ def test_a_topic_nothing_was_fetched_for_shows_no_harvest_of_zero():
     assert "harvest 0.78" in topic_label(TOPIC).plain  # an older node that does not say: its rate
 
 
+def test_a_topics_harvest_says_it_is_the_share_its_classifier_accepted():
+    """The demo's summary prints a share by the web's ground truth too: the UI says which harvest it shows."""
+    topic = Topic.from_json({"key": "Databases", "harvest_rate": 10 / 90, "fetched": 90})
+    assert "harvest rate: 0.111 (its classifier accepted 10 of 90 pages fetched for it)" in topic_details(
+        topic
+    )
+    older = Topic.from_json({"key": "Databases", "harvest_rate": 0.5})  # a node that does not say how many
+    assert "harvest rate: 0.500 (the share of the pages fetched for it that its classifier accepted)" in (
+        topic_details(older)
+    )
+
+
 def test_a_topic_whose_accuracy_is_being_measured_says_so_not_that_it_has_none():
     answer = {
         "key": "Databases",

@@ -32,12 +32,14 @@ class DashboardScreen(NodeScreen):
         with Grid(id="plots"):
             yield SeriesPlot("pages per second", id="plot-pages")
             yield SeriesPlot("harvest rate per topic", id="plot-harvest")
-            yield SeriesPlot("frontier size", id="plot-frontier")
+            yield SeriesPlot("frontier size", counts=True, id="plot-frontier")
             yield BarPlot("errors by kind", id="plot-errors")
-            yield SeriesPlot("peers online", id="plot-peers")
+            yield SeriesPlot("peers online", counts=True, id="plot-peers")
             yield SeriesPlot("KB exchanged", id="plot-bytes")  # as the Peers screen counts them
 
     def on_mount(self) -> None:
+        # the node's harvest, not the demo summary's share relevant by the ground truth
+        self.query_one("#plot-harvest", SeriesPlot).border_subtitle = "classifier-accepted share"
         self.set_interval(REDRAW_INTERVAL, self._redraw_if_pending)
 
     def reload(self) -> None:

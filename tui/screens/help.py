@@ -44,7 +44,10 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ),
     (
         "peers",
-        [("b", "block the selected neighbour (asks first), or unblock it")],
+        [
+            ("b", "block the selected neighbour (asks first), or unblock it"),
+            ("c", "copy the selected neighbour's address (to give `--bootstrap`)"),
+        ],
     ),
     (
         "meta",

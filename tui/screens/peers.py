@@ -1,19 +1,20 @@
 """Neighbours, the models they sent (accuracy on local data, weight in the meta-model), rejected messages;
-`b` blocks the selected neighbour (after a confirmation) or unblocks a blocked one."""
+`b` blocks the selected neighbour (after a confirmation) or unblocks a blocked one, `c` copies its address."""
 
 from __future__ import annotations
 
 import time
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from tui.records import Peer, ReceivedModel, short_peer_id
+from node.wording import counted
+from tui.records import Peer, ReceivedModel, short_peer_id, transport_address
 from tui.screens.base import NodeScreen
-from tui.widgets.prompt import Prompt
+from tui.widgets.confirm import Confirm
 from tui.widgets.status_bar import human_bytes
 
 
@@ -25,7 +26,10 @@ class PeersScreen(NodeScreen):
     NAME = "peers"
     LIVE = True
     AUTO_FOCUS = "#peers"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("b", "block", "Block/unblock")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "block", "Block/unblock"),
+        Binding("c", "copy_address", "Copy address"),
+    ]
 
     def body(self) -> ComposeResult:
         yield Static(id="own-address")
@@ -37,7 +41,9 @@ class PeersScreen(NodeScreen):
         self.rows: list[Peer] = []  # the neighbours table's peers, in its order
         peers = self.query_one("#peers", DataTable)
         peers.border_title = "neighbours"
-        peers.add_columns("peer", "shared topics", "in", "out", "rejected", "address")
+        # the address before the shared topics: at 100 columns the last column is the one cut, and a list
+        # of topics shortened ("Databases, Mathematics +1") still reads where a host and port did not
+        peers.add_columns(*NEIGHBOUR_COLUMNS)
         models = self.query_one("#models", DataTable)
         models.border_title = "models"
         # accuracy here: a received model's on this node's labelled documents it did not train on, the own
@@ -79,20 +85,10 @@ class PeersScreen(NodeScreen):
         table.clear()
         rejected.clear()
         self.rows = sorted(peers, key=lambda p: (p.blocked, p.peer_id))
-        for peer in self.rows:
-            if peer.blocked:
-                since = time.strftime("%Y-%m-%d %H:%M", time.localtime(peer.last_seen))
-                table.add_row(short_peer_id(peer.peer_id), f"blocked since {since}", "–", "–", "–", "–")
-                continue
-            refusals = sum(r.count for r in peer.rejected)
-            table.add_row(
-                short_peer_id(peer.peer_id),
-                ", ".join(peer.shared_topics) or "–",
-                human_bytes(peer.bytes_in),
-                human_bytes(peer.bytes_out),
-                str(refusals) if refusals else "–",
-                peer.addrs[0] if peer.addrs else "–",
-            )
+        cells = [neighbour_cells(peer) for peer in self.rows]
+        room = topics_room(table, cells)
+        for peer, row in zip(self.rows, cells, strict=True):
+            table.add_row(*row, listed(peer.shared_topics, room) if not peer.blocked else "–")
             for r in peer.rejected:
                 rejected.add_row(short_peer_id(peer.peer_id), r.reason, str(r.count))
         keep_cursor(table, rows)
@@ -113,28 +109,42 @@ class PeersScreen(NodeScreen):
             hint = "no peers: this node runs offline; restart it without --offline to join a community"
         table.border_subtitle = "" if peers else hint
 
+    def on_resize(self, event: events.Resize) -> None:
+        if self.rows:  # the shared topics get the columns the rest leave
+            self.show_peers(self.rows)
+
     def selected(self) -> Peer | None:
         table = self.query_one("#peers", DataTable)
         row = table.cursor_row
         return self.rows[row] if table.row_count and 0 <= row < len(self.rows) else None
 
     def action_block(self) -> None:
-        """Block the selected neighbour once the user confirms (its id, editable, is the answer), or let
-        a blocked one in again."""
+        """Block the selected neighbour once the user confirms, or let a blocked one in again."""
         peer = self.selected()
         if peer is None:
             self.notify("no peer selected", severity="warning")
         elif peer.blocked:
             self.change_block(peer.peer_id, block=False)
         else:
-            self.app.push_screen(
-                Prompt(
-                    f"Block {short_peer_id(peer.peer_id)}? It is refused from now on, and its models and "
-                    "results are removed. Enter blocks this peer id:",
-                    peer.peer_id,
-                ),
-                lambda answer: self.change_block(answer.strip(), block=True) if answer else None,
+            question = (
+                f"Block peer {peer.peer_id}?\n\nThe node refuses it from now on, also after a restart, and "
+                "removes the models and results it sent."
             )
+            self.app.push_screen(
+                Confirm(question, "Block"),
+                lambda confirmed: self.change_block(peer.peer_id, block=True) if confirmed else None,
+            )
+
+    def action_copy_address(self) -> None:
+        """The selected neighbour's whole address, as `node run --bootstrap` takes it (the table shows it
+        without the peer id)."""
+        peer = self.selected()
+        if peer is None or not peer.addrs:
+            self.notify("no address: select a neighbour the node has one for", severity="warning")
+            return
+        address = f"{transport_address(peer.addrs[0], peer.peer_id)}/p2p/{peer.peer_id}"
+        self.app.copy_to_clipboard(address)
+        self.notify(f"copied to the clipboard: {address}")
 
     @work(group="block")
     async def change_block(self, peer_id: str, *, block: bool) -> None:
@@ -185,6 +195,48 @@ class PeersScreen(NodeScreen):
         keep_cursor(table, row)
         received = sum(1 for m in models if m.origin != "local")
         table.border_title = f"models: {received} received, {len(models) - received} own"
+
+
+NEIGHBOUR_COLUMNS = ("peer", "address", "in", "out", "rejected", "shared topics")
+
+
+def neighbour_cells(peer: Peer) -> tuple[str, ...]:
+    """A neighbour's row but its shared topics (those get the room the others leave)."""
+    if peer.blocked:
+        since = time.strftime("%Y-%m-%d", time.localtime(peer.last_seen))  # no wider than an address
+        return short_peer_id(peer.peer_id), f"blocked since {since}", "–", "–", "–"
+    refusals = sum(r.count for r in peer.rejected)
+    return (
+        short_peer_id(peer.peer_id),
+        transport_address(peer.addrs[0], peer.peer_id) if peer.addrs else "–",
+        human_bytes(peer.bytes_in),
+        human_bytes(peer.bytes_out),
+        str(refusals) if refusals else "–",
+    )
+
+
+def topics_room(table: DataTable, cells: list[tuple[str, ...]]) -> int | None:
+    """Columns left for the shared topics once the other columns have theirs (None before the table has a
+    size: nothing is shortened)."""
+    width = table.scrollable_content_region.width
+    if not width:
+        return None
+    used = sum(
+        max([len(header), *(len(row[i]) for row in cells)]) + 2 * table.cell_padding
+        for i, header in enumerate(NEIGHBOUR_COLUMNS[:-1])
+    )
+    return max(width - used - 2 * table.cell_padding, len(NEIGHBOUR_COLUMNS[-1]))
+
+
+def listed(names: tuple[str, ...], width: int | None) -> str:
+    """Names joined by commas in `width` columns, those that do not fit counted ("Databases, Mathematics
+    +1"); "–" for none."""
+    for shown in range(len(names), 0, -1):
+        rest = len(names) - shown
+        text = ", ".join(names[:shown]) + (f" +{rest}" if rest else "")
+        if width is None or len(text) <= width:
+            return text
+    return counted(len(names), "topic") if names else "–"
 
 
 def keep_cursor(table: DataTable, row: int) -> None:

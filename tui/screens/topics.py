@@ -59,12 +59,24 @@ def topic_details(topic: Topic, node_crawl: CrawlFigures | None = None) -> str:
         f"[b]{escape(topic.name)}[/b]  ({escape(topic.key)})\n\n"
         f"crawl: {crawl}\n"
         f"documents: {topic.local} local, {topic.pooled} pooled\n"
-        f"harvest rate: {'not crawled yet' if topic.fetched == 0 else f'{topic.harvest_rate:.3f}'}\n"
+        f"harvest rate: {harvest_text(topic)}\n"
         f"meta-classifier accuracy: {accuracy}\n"
         f"model version: {topic.model_version or '–'}\n\n"
         f"indicator keywords:\n{keywords}\n\n"
         "[dim]s start · p pause · x stop · k keywords · i import bookmarks · v its results[/dim]"
     )
+
+
+def harvest_text(topic: Topic) -> str:
+    """The harvest rate with what it counts: the pages the topic's classifier accepted of those fetched for
+    it (the demo's summary also shows a share by the web's ground truth, which it calls relevant)."""
+    if topic.fetched == 0:
+        return "not crawled yet"
+    rate = f"{topic.harvest_rate:.3f}"
+    if topic.fetched is None:  # an older node does not say how many
+        return f"{rate} (the share of the pages fetched for it that its classifier accepted)"
+    accepted = round(topic.harvest_rate * topic.fetched)
+    return f"{rate} (its classifier accepted {accepted} of {topic.fetched} pages fetched for it)"
 
 
 class TopicsScreen(NodeScreen):
@@ -90,8 +102,10 @@ class TopicsScreen(NodeScreen):
         with Horizontal(id="topics-pane"):
             tree: Tree[str] = Tree("topics", id="topic-tree")
             tree.show_root = False
-            # what the figures after each name are ("34+2" said nothing by itself)
+            # what the figures after each name are ("34+2" said nothing by itself; the demo's summary
+            # prints a ground-truth share beside a harvest as well)
             tree.border_title = "topics · documents: here+pooled"
+            tree.border_subtitle = "harvest = pages its classifier accepted / fetched"
             yield tree
             with VerticalScroll(id="topic-side"):
                 yield Static("no topic selected", id="topic-details")
