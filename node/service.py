@@ -206,7 +206,8 @@ class NodeService:
         self.nursery.start_soon(stop_after_the_answer)
 
     async def _stop_on_signals(self) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # SIGHUP: the terminal of a node run in the foreground closed; its default killed the node unsaved
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
             count = 0
             async for signum in signals:
                 count += 1

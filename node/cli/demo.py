@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     except TaxonomyError as exc:
         raise CliError(str(exc)) from exc
     with ExitStack() as stack:
+        stack.enter_context(ended_by_signals())
         if args.keep is not None:
             root = args.keep
             root.mkdir(parents=True, exist_ok=True)
@@ -98,6 +99,24 @@ def run(args: argparse.Namespace) -> int:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="topicswarm-demo-")))
         return _demo(root, args, bookmarks, stack)
     return 0  # pragma: no cover
+
+
+@contextmanager
+def ended_by_signals() -> Iterator[None]:
+    """SIGTERM, or SIGHUP when its terminal closes, ends the demo as Ctrl-C does: through its clean-up,
+    which stops the nodes and the simulated web. By default either killed the demo process alone, and its
+    nodes (in sessions of their own) ran on."""
+
+    def end(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    ending = (signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, end) for signum in ending}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def say(message: str) -> None:
