@@ -76,3 +76,24 @@ def finishing_first(in_flight: int) -> str:
     """What a pause waits for, and how not to."""
     verb, them = ("finishes", "it") if in_flight == 1 else ("finish", "them")
     return f"{counted(in_flight, 'request')} in flight {verb} first (`topicswarm crawl stop` cancels {them})"
+
+
+def peers_wanted(answer: dict[str, Any]) -> int | None:
+    """The peer models a build asked for besides its own (None: every peer, no count meeting the error
+    goal); a node older than the answer's error_goal counted its own model in peers_needed."""
+    needed = answer.get("peers_needed")
+    if needed is None:
+        return None
+    return int(needed) - (0 if "error_goal" in answer else 1)
+
+
+def alone_text(answer: dict[str, Any]) -> str:
+    """Why a build combined no peer model: the estimate found the own model enough for the error goal, or
+    no peer model could be used (it said the latter when the estimate had left the peers' models out)."""
+    goal = answer.get("error_goal")
+    if goal is not None and peers_wanted(answer) == 0:
+        return (
+            f"its own model alone (by the estimate from the models' measured accuracies it meets the error "
+            f"goal {goal:g} by itself, so no peer model was combined)"
+        )
+    return "its own model alone (no peer model of this topic could be used yet)"

@@ -18,6 +18,7 @@ from tui.records import (
     LossSetting,
     MetaState,
     MetricSample,
+    NearbyCommunity,
     Peer,
     Proposal,
     ReceivedModel,
@@ -33,6 +34,7 @@ class NodeLink:
     def __init__(self, data_dir: Path, client: AsyncNodeClient | None = None) -> None:
         self.data_dir = data_dir
         self._client = client
+        self.nearby: list[NearbyCommunity] = []  # from the last `peers` answer
 
     @property
     def client(self) -> AsyncNodeClient:
@@ -114,6 +116,9 @@ class NodeLink:
     async def peers(self) -> list[Peer]:
         """The neighbours, then the peers the user blocked (`Peer.blocked`)."""
         answer = await self.client.peers()
+        self.nearby = [
+            NearbyCommunity.from_json(c) for c in answer.get("nearby") or [] if isinstance(c, dict)
+        ]
         blocked = [Peer.blocked_from_json(p) for p in answer.get("blocked") or [] if isinstance(p, dict)]
         return [Peer.from_json(p) for p in answer.get("peers", [])] + blocked
 

@@ -320,6 +320,20 @@ class Rejection:
 
 
 @dataclass(frozen=True)
+class NearbyCommunity:
+    """A community the neighbours are in and the node is not, with the node's topics it may be another
+    name for (peers meet on a topic only when their keys are equal)."""
+
+    key: str
+    peers: int
+    alike: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NearbyCommunity:
+        return cls(str(data.get("key", "")), _i(data.get("peers")), _strings(data.get("alike")))
+
+
+@dataclass(frozen=True)
 class Peer:
     peer_id: str
     addrs: tuple[str, ...]

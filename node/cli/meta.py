@@ -9,6 +9,7 @@ from typing import Any
 
 from node.cli.common import CliError, add_client_args, connect, print_json
 from node.client import NodeClient, NodeError
+from node.wording import alone_text, peers_wanted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -137,27 +138,6 @@ def build_text(answer: dict[str, Any], meta: dict[str, Any]) -> str:
     elif used and predicted.get("why"):
         lines.append(f"  no estimate from peers' reports: {predicted['why']}")
     return "\n".join(lines)
-
-
-def peers_wanted(answer: dict[str, Any]) -> int | None:
-    """The peer models a build asked for besides its own (None: every peer, no count meeting the error
-    goal); a node older than the answer's error_goal counted its own model in peers_needed."""
-    needed = answer.get("peers_needed")
-    if needed is None:
-        return None
-    return int(needed) - (0 if "error_goal" in answer else 1)
-
-
-def alone_text(answer: dict[str, Any]) -> str:
-    """Why a build combined no peer model: the estimate found the own model enough for the error goal, or
-    no peer model could be used (it said the latter when the estimate had left the peers' models out)."""
-    goal = answer.get("error_goal")
-    if goal is not None and peers_wanted(answer) == 0:
-        return (
-            f"its own model alone (by the estimate from the models' measured accuracies it meets the error "
-            f"goal {goal:g} by itself, so no peer model was combined)"
-        )
-    return "its own model alone (no peer model of this topic could be used yet)"
 
 
 def held_out_text(meta: dict[str, Any], loss: float) -> str:

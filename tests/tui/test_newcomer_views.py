@@ -377,6 +377,9 @@ async def test_peers_screen_shows_the_weight_a_model_has_in_the_meta_classifier_
 def test_a_build_report_counts_the_own_model_and_peer_models_in_plain_english():
     assert build_report({"peers_used": 1}).startswith("built from its own model and 1 peer model;")
     assert build_report({"peers_used": 0}).startswith("built from its own model alone")
+    met = build_report({"peers_used": 0, "peers_needed": 0, "error_goal": 0.05})
+    assert "it meets the error goal 0.05 by itself, so no peer model was combined" in met
+    assert "no peer model of this topic could be used" not in met
 
 
 def test_a_pooled_result_shows_the_peers_preview_not_fetch_figures_this_node_never_had():

@@ -14,6 +14,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Select, Static
 
 from node.client import NodeError
+from node.wording import alone_text, counted
 from tui.messages import LossChanged, MetaFetched
 from tui.records import CurvePoint, MetaState
 from tui.screens.base import NO_TOPICS, TopicScreen
@@ -47,11 +48,7 @@ def build_report(answer: dict) -> str:
     """What a build did; its held-out accuracy is on the curve (the build's own figure is on training
     documents, which flatter it)."""
     used = answer.get("peers_used")
-    members = (
-        f"its own model and {used} peer model{'s' * (used != 1)}"
-        if used
-        else "its own model alone (no peer model yet)"
-    )
+    members = f"its own model and {counted(used, 'peer model')}" if used else alone_text(answer)
     return f"built from {members}; held-out accuracy: see the curve"
 
 

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from node.wording import counted
-from tui.records import Peer, ReceivedModel, short_peer_id, transport_address
+from tui.records import NearbyCommunity, Peer, ReceivedModel, short_peer_id, transport_address
 from tui.screens.base import NodeScreen
 from tui.widgets.confirm import Confirm
 from tui.widgets.status_bar import human_bytes
@@ -33,6 +33,7 @@ class PeersScreen(NodeScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="own-address")
+        yield Static(id="nearby")
         yield DataTable(id="peers", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="models", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="rejected", cursor_type="row", zebra_stripes=True)
@@ -71,6 +72,7 @@ class PeersScreen(NodeScreen):
         peers = await self.ask(self.link.peers)
         if peers is not None:
             self.show_peers(peers)
+            self.show_nearby(self.link.nearby)
         models, refusal = await self.ask_refusable(self.link.models)
         if refusal is not None:  # offline: the table says why it stays empty
             self.query_one("#models", DataTable).border_title = f"models: none ({refusal.detail})"
@@ -161,6 +163,13 @@ class PeersScreen(NodeScreen):
             self.notify(f"unblocked {short_peer_id(answer['peer_id'])}")
         self.fetch()
 
+    def show_nearby(self, nearby: list[NearbyCommunity]) -> None:
+        """The communities the neighbours are in and this node is not: a folder named otherwise than a
+        community's key meets nobody, and nothing else on the screen says why."""
+        line = self.query_one("#nearby", Static)
+        line.display = bool(nearby)
+        line.update(nearby_text(nearby))
+
     def show_own_address(self) -> str | None:
         """The address peers join this node through, whole on a line of its own (a border would cut it):
         nobody finds a node whose address they were not given. None when the node has none (offline)."""
@@ -198,6 +207,20 @@ class PeersScreen(NodeScreen):
 
 
 NEIGHBOUR_COLUMNS = ("peer", "address", "in", "out", "rejected", "shared topics")
+
+
+def nearby_text(nearby: list[NearbyCommunity]) -> str:
+    """ "their communities: Science/Mathematics (1 peer, like your Mathematics), ..." and how to join one."""
+    if not nearby:
+        return ""
+    named = [
+        f"{c.key} ({counted(c.peers, 'peer')}" + (f", like your {' or '.join(c.alike)})" if c.alike else ")")
+        for c in nearby
+    ]
+    return (
+        f"their communities you are not in: {', '.join(named)}. To join one, stop the node and "
+        "`topicswarm topics rename KEY NEW_KEY`"
+    )
 
 
 def neighbour_cells(peer: Peer) -> tuple[str, ...]:
