@@ -57,11 +57,16 @@ class Topics:
         rows = await service.db(topic_rows)
         for row in rows:
             row["crawl"] = service.crawl_state(row["key"])
-        if service.cooperation is not None and hasattr(service.cooperation, "topic_quality"):
+        if service.cooperation is not None and hasattr(service.cooperation, "topic_overview"):
+            from node.cooperation import store
+
+            overview = await service.cooperation.topic_overview()
+            built = await service.db(store.meta_topics)
             for row in rows:
-                quality = await service.cooperation.topic_quality(row["key"])
-                row["model_version"] = quality.get("model_version", row["model_version"])
-                row["quality"] = await self._held_out_quality(row["key"])
+                known = overview.get(row["key"], {})
+                if known.get("model_version") is not None:
+                    row["model_version"] = known["model_version"]
+                row["quality"] = self._held_out_quality(row["key"], known.get("meta"), built)
         else:  # the held-out accuracy is a meta-classifier's, and those are built with peers
             why = "no meta-classifier: " + (
                 "this node runs offline, and meta-classifiers are built with peers"
@@ -88,18 +93,18 @@ class Topics:
         from node.cooperation import store
 
         # a rival's new meta-classifier changes the curve too
-        built = await self.service.db(store.meta_topics)
-        return json.dumps([meta.get("models"), meta.get("build"), meta.get("curve"), built], sort_keys=True)
+        return curve_key(
+            meta.get("models"), meta.get("build"), meta.get("curve"), await self.service.db(store.meta_topics)
+        )
 
-    async def _held_out_quality(self, topic: str) -> dict[str, Any]:
+    def _held_out_quality(self, topic: str, meta: dict[str, Any] | None, built: Any) -> dict[str, Any]:
         """A topic's classifier quality: its meta-classifier's held-out accuracy at the loss set, or, while
-        that is being measured in the background, why it is missing (`measuring`: ask again soon)."""
-        try:
-            meta = await self.service.cooperate("meta", topic)
-        except NodeServiceError as exc:
+        that is being measured in the background, why it is missing (`measuring`: ask again soon). `meta`:
+        the topic's meta summary (`store.topic_overview`), `built`: `store.meta_topics`."""
+        if meta is None:
             why = "no meta-classifier yet: build one (Meta screen: b; `topicswarm meta build`)"
-            return {"accuracy": None, "measured_on": "", "why": why if exc.status == 404 else exc.detail}
-        key = await self._curve_key(topic, meta)
+            return {"accuracy": None, "measured_on": "", "why": why}
+        key = curve_key(meta["members"], meta["build"], meta["curve"], built)
         held = self.held_out.ready(topic, key)
         if held is None:
             if self.service.nursery is not None:
@@ -265,6 +270,12 @@ class Topics:
         record = getattr(crawler.policy, "record_stats", None)
         if record is not None:
             await trio.to_thread.run_sync(record)
+
+
+def curve_key(members: Any, build: Any, curve: Any, built: Any) -> str:
+    """The key a held-out curve is kept under: the meta-classifier it measured (its members, build and
+    training curve) and which topics have one (a rival's new meta-classifier changes the curve too)."""
+    return json.dumps([members, build, curve, built], sort_keys=True)
 
 
 def taxonomy_seeds(taxonomy: Any) -> dict[str, list[str]]:

@@ -433,13 +433,9 @@ class Cooperation:
             return None
         return [m["origin"] for m in row["members"] if m["origin"] != "local"]
 
-    async def topic_quality(self, topic: str) -> dict[str, Any]:
-        row = await self.db(store.load_meta, topic)
-        local = await self.exchange.local_model(topic)
-        accuracy = None
-        if row is not None:
-            accuracy = next((p["accuracy"] for p in row["curve"] if p["loss"] == row["loss"]), None)
-        return {"quality": {"accuracy": accuracy}, "model_version": local.version if local else None}
+    async def topic_overview(self) -> dict[str, dict[str, Any]]:
+        """Every topic's meta summary and local model version, in one read (`store.topic_overview`)."""
+        return await self.db(store.topic_overview)
 
     async def models(self, topic: str | None = None) -> list[dict[str, Any]]:
         """The held models with their measured quality. `weight` is the weight the topic's last meta build

@@ -252,6 +252,29 @@ def load_meta(repo: Repository, topic: str) -> dict[str, Any] | None:
     return row
 
 
+def topic_overview(repo: Repository) -> dict[str, dict[str, Any]]:
+    """topic -> {"meta": its meta row's loss, curve, members and build (None before a build; the model
+    itself is not unpacked), "model_version": its local model's version (None before one)}, for every
+    topic with either, in one read: the Topics screen lists them all, and a read a topic queued that many
+    times behind a cooperation round's work (12 s for 150 topics)."""
+    overview: dict[str, dict[str, Any]] = {}
+    for topic, loss, curve, members, build in repo.db.execute(
+        "SELECT topic, loss, curve, members, build FROM coop_meta WHERE model IS NOT NULL"
+    ):
+        meta = {
+            "loss": loss,
+            "curve": json.loads(curve),
+            "members": json.loads(members),
+            "build": json.loads(build),
+        }
+        overview[topic] = {"meta": meta, "model_version": None}
+    for topic, version in repo.db.execute(
+        "SELECT topic, version FROM coop_models WHERE role = ? AND kind = 'linear'", [LOCAL]
+    ):
+        overview.setdefault(topic, {"meta": None})["model_version"] = int(version)
+    return overview
+
+
 def meta_topics(repo: Repository) -> dict[str, float]:
     """topic -> when its meta-classifier was built, for every topic that has one."""
     if not repo.db["coop_meta"].exists():
