@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from metamodels.mi import term_mutual_information
+from metamodels.mi import TermMatrix
 
 PREVIEW_CHARS = 500  # BINGO!'s preview column width
 # Inside running text a sentence ends at these marks, not after a number ("13.2. Transaction Isolation");
@@ -62,13 +62,13 @@ def topic_term_weights(
         owner.extend([None] * len(docs))
     if drop_repeated_lines:
         texts = without_repeated_lines(texts)
-    documents = [terms_of(text) for text in texts]
+    matrix = TermMatrix.of([terms_of(text) for text in texts])
     weights: dict[str, dict[str, float]] = {}
     for topic in positives:
         y = np.array([o is not None and (o == topic or o.startswith(topic + "/")) for o in owner], dtype=int)
         if y.all() or not y.any():
             continue
-        scores = term_mutual_information(documents, y, kind="pointwise")
+        scores = matrix.mutual_information(y, kind="pointwise")
         best = sorted(((s, t) for t, s in scores.items() if s > 0), reverse=True)[:top]
         weights[topic] = {term: score for score, term in best}
     return weights

@@ -23,7 +23,7 @@ from sklearn.decomposition import TruncatedSVD
 from metamodels.errors import ClusteringError, ModelFormatError
 from metamodels.features import FeatureConfig, check_feature_space, l2_normalize_rows
 from metamodels.meta_functions import ABSTAIN_LABEL
-from metamodels.mi import mutual_information, term_mutual_information
+from metamodels.mi import TermMatrix, mutual_information
 from metamodels.restrictive import dismissed_count
 
 MODEL_SCHEMA_VERSION = 1
@@ -443,9 +443,10 @@ def top_terms(
         raise ClusteringError(f"{len(documents_terms)} term lists for {labels.size} cluster labels")
     decided = [terms for terms, label in zip(documents_terms, labels, strict=True) if label != ABSTAIN_LABEL]
     member_labels = labels[labels != ABSTAIN_LABEL]
+    matrix = TermMatrix.of(decided)
     result = []
     for cluster in range(k):
-        scores = term_mutual_information(decided, member_labels == cluster, kind="pointwise")
+        scores = matrix.mutual_information(member_labels == cluster, kind="pointwise")
         ranked = sorted((term for term, score in scores.items() if score > 0), key=lambda t: (-scores[t], t))
         result.append(tuple(ranked[:count]))
     return tuple(result)

@@ -78,3 +78,15 @@ def test_term_mutual_information_ranks_terms():
 def test_unknown_mi_kind_is_refused():
     with pytest.raises(ValueError, match="MI kind"):
         mutual_information_from_counts(np.ones(1), np.ones(1), 2, 2, kind="gain")
+
+
+def test_one_term_matrix_serves_every_class_as_separate_computations_would():
+    from metamodels.mi import TermMatrix
+
+    documents = [["sql", "join"], ["sql", "index"], ["matrix", "proof"], ["matrix", "sql"], ["proof"]]
+    matrix = TermMatrix.of(documents)
+    for y in ([1, 1, 0, 0, 0], [0, 0, 1, 1, 1], [1, 0, 1, 0, 1]):
+        assert matrix.mutual_information(y, kind="pointwise") == term_mutual_information(
+            documents, y, kind="pointwise"
+        )
+    assert matrix.terms == ("sql", "join", "index", "matrix", "proof") and matrix.X.shape == (5, 5)
