@@ -93,8 +93,9 @@ class ModelExchange(LayerPart):
             await self.layer.db(store.save_model, signed, store.LOCAL, fingerprint=fingerprint)
             changed.append(topic)
             self.layer.publish("model", {"topic": topic, "origin": "local", "version": version})
-        for topic in changed:
-            await self.layer.rebuild_meta(topic)
+        # built again later in the round, after the new versions are announced: built here, 150 topics'
+        # meta-classifiers held every announcement back (2 nodes exchanged 23 of 300 models in 2 minutes)
+        self.layer.stale.update(changed)
         return changed
 
     def _train(self, topic: str, previous: LinearModel | None = None) -> LinearModel | None:

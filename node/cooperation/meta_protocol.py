@@ -97,6 +97,8 @@ class MetaProtocol(LayerPart):
             raise KeyError(unknown_topic(topic, known, listed=TOPICS_LISTED_API))
         if await self.layer.exchange.local_model(topic) is None:
             await self.layer.exchange.refresh_local_models(now=True)
+            self.layer.stale.discard(topic)  # built below, with its peers
+            await self.layer.rebuild_stale()  # its rival topics' meta-classifiers, which its filter reads
         community = self.layer.community(topic)[: self.settings.max_meta_peers - 1]
         session = secrets.token_hex(8)
         participants = (self.layer.peer_id, *community)

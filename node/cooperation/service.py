@@ -170,9 +170,7 @@ class Cooperation:
         await self.exchange.announce()
         await self.exchange.fetch_models()
         self.stale.update(await self.db(self._outgrown))
-        for topic in sorted(self.stale):
-            self.stale.discard(topic)  # before the rebuild: a model arriving meanwhile marks it again
-            await self.rebuild_meta(topic)
+        await self.rebuild_stale()
         await self.meta_protocol.gather_reports()
         await self.judge_new_documents()
         await self.results.sync()
@@ -355,6 +353,12 @@ class Cooperation:
             return []
         now = training.own_document_count(repo)
         return [topic for topic, then in self._built_on.items() if now >= REBUILD_GROWTH * max(then, 1)]
+
+    async def rebuild_stale(self) -> None:
+        """Build again the meta-classifiers waiting for it (a new model of theirs, a grown crawl)."""
+        for topic in sorted(self.stale):
+            self.stale.discard(topic)  # before the rebuild: a model arriving meanwhile marks it again
+            await self.rebuild_meta(topic)
 
     async def rebuild_meta(self, topic: str) -> None:
         """The node's meta-classifier over every model it holds for the topic (thesis 3.3.2: Meta_i)."""

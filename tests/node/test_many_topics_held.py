@@ -49,3 +49,26 @@ def test_status_names_the_topics_peers_never_see():
     said = "\n".join(peer_lines(status))
     assert "1 topic not shared with peers" in said and repr(LONG) in said
     assert "not shared" not in "\n".join(peer_lines(dict(status, topics_not_shared=[])))
+
+
+@pytest.mark.trio
+async def test_a_round_announces_new_models_before_it_builds_meta_classifiers(tmp_path):
+    """With many topics the builds take long, and announced after them, peers waited for every model."""
+    async with running_nodes(tmp_path, 1, start=False) as (node,):
+        order: list[str] = []
+        announce, rebuild = node.network.announce_version, node.rebuild_meta
+
+        async def announcing(topic: str, version: int) -> None:
+            order.append(f"announce {topic}")
+            await announce(topic, version)
+
+        async def rebuilding(topic: str) -> None:
+            order.append(f"build {topic}")
+            await rebuild(topic)
+
+        node.network.announce_version, node.rebuild_meta = announcing, rebuilding
+        await node.round()
+    assert {"build Databases", "build Mathematics"} <= set(order)
+    assert max(order.index(f"announce {t}") for t in ("Databases", "Mathematics")) < order.index(
+        "build Databases"
+    )
