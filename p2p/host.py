@@ -290,7 +290,7 @@ async def start_host(
         heartbeat_initial_delay=0.1,
         adaptive_gossip_enabled=False,  # see the module docstring
     )
-    pubsub = Pubsub(host, gossipsub)
+    pubsub = Pubsub(host, gossipsub, max_subscriptions_per_peer=settings.max_topics_per_peer)
     dht = KadDHT(host, DHTMode.SERVER) if settings.dht_enabled else None
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(background_trio_service(pubsub))

@@ -13,10 +13,13 @@ import logging
 import math
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+import trio
 
 from p2p.codec import MAX_FRAME, decode_frame, read_frame
 from p2p.errors import WireError
@@ -35,6 +38,32 @@ MAX_BLOCKED = 10_000  # peers a user may block: a list people keep by hand, boun
 class _Bucket:
     tokens: float
     updated: float
+
+
+class OutboundPacer:
+    """What this node sends one peer: at most `concurrent` exchanges at once and `rate` requests a second
+    after a burst, waiting for room instead of being refused. The node paces itself at half of what a peer
+    with its own settings serves: a node with 150 topics pulled its peer's 150 models at once, both sides
+    counted the flood as violations, and two honest nodes banned each other for ten minutes."""
+
+    def __init__(self, rate: float, burst: float, concurrent: int) -> None:
+        self.rate = rate
+        self.concurrent = concurrent
+        self._bucket = RateLimiter(rate, burst, clock=trio.current_time)
+        self._slots: dict[str, trio.CapacityLimiter] = {}
+
+    @asynccontextmanager
+    async def turn(self, peer: str) -> AsyncIterator[None]:
+        """Hold one of the peer's exchange slots, once its request rate allows one more."""
+        slots = self._slots.setdefault(peer, trio.CapacityLimiter(self.concurrent))
+        try:
+            async with slots:
+                while not self._bucket.allow(peer):
+                    await trio.sleep(1.0 / self.rate)
+                yield
+        finally:
+            if slots.borrowed_tokens == 0 and slots.statistics().tasks_waiting == 0:
+                self._slots.pop(peer, None)
 
 
 class RateLimiter:

@@ -23,7 +23,7 @@ from libp2p.peer.id import ID
 from p2p.codec import HEADER_SIZE, decode_frame, encode_frame, read_frame
 from p2p.errors import P2PError, WireError
 from p2p.host import P2PHost, exception_reason
-from p2p.limits import PeerGuard, PeerLedger, RateLimiter
+from p2p.limits import OutboundPacer, PeerGuard, PeerLedger, RateLimiter
 from p2p.messages.envelope import Message, Reject
 from p2p.messages.membership import NeighbourExchange
 from p2p.messages.meta_classifier import (
@@ -106,6 +106,10 @@ class Protocols:
         """Frame bytes per direction and message type ("out model_response", "in meta_request", ...)."""
         self._handlers = trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS)
         self._running: Counter[str] = Counter()  # exchanges running per peer
+        # this node's own requests kept to half of what a peer with its settings serves
+        self.pacer = OutboundPacer(
+            settings.requests_per_second / 2, max(1.0, settings.request_burst / 2), MAX_HANDLERS_PER_PEER // 2
+        )
 
     # -- serving ----------------------------------------------------------------------------------------
     def serve(self, protocol: TProtocol, expected: type[Message], respond: Respond) -> None:
@@ -206,6 +210,13 @@ class Protocols:
     ) -> list[Message]:
         """Send `message` on a new stream and read one reply of each type in `replies`, in order."""
         peer_id = peer if isinstance(peer, ID) else ID.from_base58(peer)
+        name = str(peer_id)
+        async with self.pacer.turn(name):  # outside the timeout: the wait is for this node's own requests
+            return await self._exchange(peer_id, protocol, message, replies)
+
+    async def _exchange(
+        self, peer_id: ID, protocol: TProtocol, message: Message, replies: Sequence[type[Message]]
+    ) -> list[Message]:
         name = str(peer_id)
         stream = None
         try:

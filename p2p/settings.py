@@ -92,6 +92,11 @@ class P2PSettings:
     announce_rate_per_topic: float = doc(
         2.0, "Announcements published per second per topic at most (gossipsub drops above about 10)."
     )
+    max_topics_per_peer: int = doc(
+        1024,
+        "Gossip topics (topic communities) of one peer that this node's router takes note of; a peer's "
+        "further topics are ignored (py-libp2p's default of 100 ignored a node with more folders).",
+    )
     requests_per_second: float = doc(
         20.0, "Requests one remote peer may make per second (token-bucket rate)."
     )

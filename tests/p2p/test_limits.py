@@ -6,6 +6,8 @@ import logging
 import math
 
 import pytest
+import trio
+from trio.testing import MockClock
 
 from p2p.errors import WireError
 from p2p.limits import PeerGuard, PeerLedger, RateLimiter
@@ -170,3 +172,33 @@ def test_the_blocked_list_is_bounded(clock, monkeypatch):
     ledger.block("b")  # already blocked: no room needed
     with pytest.raises(ValueError, match="at most 2 peers"):
         ledger.block("c")
+
+
+async def _sixty_requests_to_one_peer() -> None:
+    """On trio's fake clock: 60 requests to one peer, at most 3 at once and 4 a second after a burst of 6."""
+    from p2p.limits import OutboundPacer
+
+    pacer = OutboundPacer(rate=4.0, burst=6, concurrent=3)
+    started: list[float] = []
+    running = [0, 0]  # now, most at once
+
+    async def one() -> None:
+        async with pacer.turn("peer"):
+            started.append(trio.current_time())
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+            await trio.sleep(0.01)
+            running[0] -= 1
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(60):
+            nursery.start_soon(one)
+    assert len(started) == 60 and running[1] == 3
+    first = started[0]
+    for at in started:  # every window from the start holds at most the burst and the rate since
+        assert sum(1 for t in started if t <= at) <= 6 + 4 * (at - first) + 1e-9
+    assert pacer._slots == {}  # an idle peer's slots are not kept
+
+
+def test_a_nodes_own_requests_wait_for_room_under_the_rate_and_the_exchanges_at_once():
+    trio.run(_sixty_requests_to_one_peer, clock=MockClock(autojump_threshold=0))

@@ -8,7 +8,7 @@ import trio
 from libp2p.custom_types import TProtocol
 
 from p2p.codec import decode_frame, read_frame
-from p2p.limits import RateLimiter
+from p2p.limits import OutboundPacer, RateLimiter
 from p2p.messages.envelope import Reject
 from p2p.messages.models import SignedModel
 from p2p.messages.results import CrawlResult
@@ -126,11 +126,33 @@ async def test_requests_above_the_rate_limit_are_refused(start_hosts):
             server = serving_no_results(a)
             await b.connect_addr(a.addrs()[0])
             client = Protocols(b)
+            client.pacer = OutboundPacer(100.0, 100, 4)  # a peer not pacing itself as nodes do
             for _ in range(2):
                 await client.fetch_results(a.peer_id, "databases")
             with pytest.raises(ProtocolError, match="rate_limited"):
                 await client.fetch_results(a.peer_id, "databases")
             assert server.guard.ledger.record_of(str(b.peer_id)).reasons["rate_limited"] == 1
+
+
+@pytest.mark.trio
+async def test_a_node_pulling_many_models_at_once_paces_itself_and_is_not_refused(start_hosts):
+    """A node with 150 topics pulled its peer's 150 models at once: both ends counted rate violations and
+    two honest nodes banned each other. Here 3 bursts' worth of requests, all at once, on loopback."""
+    with trio.fail_after(60):
+        async with start_hosts(2, requests_per_second=20.0, request_burst=10) as (a, b):
+            server, model = serving_own_model(a)
+            await b.connect_addr(a.addrs()[0])
+            client = Protocols(b)
+            fetched = []
+
+            async def fetch() -> None:
+                fetched.append(await client.fetch_model(a.peer_id, "databases"))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(30):
+                    nursery.start_soon(fetch)
+            assert fetched == [model] * 30
+            assert server.guard.ledger.record_of(str(b.peer_id)) is None  # no violation counted
 
 
 @pytest.mark.trio
