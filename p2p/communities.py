@@ -37,6 +37,7 @@ import trio
 
 from p2p.codec import decode_frame, encode_frame
 from p2p.errors import WireError
+from p2p.limits import RateLimiter
 from p2p.message_limits import MAX_ANNOUNCED_TOPICS
 from p2p.messages.membership import TopicAnnouncement, TopicEntry
 from p2p.value_checks import check_topic
@@ -96,6 +97,13 @@ class Communities:
         self._listeners: dict[str, trio.CancelScope] = {}  # key -> the task reading its subscription
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # what this node sends, over all its topics (`announce_rate_total`), and what it hears from each
+        # peer: an announcement past a peer's budget is dropped without counting against it (gossip relays
+        # bursts that are not the origin's doing, and a flood is cheap to drop)
+        rate = self.settings.announce_rate_total
+        self._sending = RateLimiter(rate, max(1.0, 2 * rate), clock=trio.current_time)
+        self._hearing = RateLimiter(self.settings.requests_per_second, self.settings.request_burst)
+        self.dropped = 0  # announcements dropped past their sender's budget
         self.bytes = {"in": 0, "out": 0}
         """Announcement bytes: each published frame once per subscribed peer it is sent to (gossip
         forwarding between peers is the router's and not counted), each delivered frame once."""
@@ -234,6 +242,8 @@ class Communities:
                 self._last_sent[key] = now
                 self._refresh_at[key] = now + self.refresh_interval(key)
                 if reach:
+                    while not self._sending.allow(self.own_id):
+                        await trio.sleep(1.0 / self.settings.announce_rate_total)
                     await self._publish(key)
                 if key in self._fresh:
                     self._fresh.discard(key)
@@ -350,7 +360,10 @@ class Communities:
 
     def _decode(self, sender: str, key: str, data: bytes) -> Announcement | None:
         try:
-            self.guard.admit(sender)
+            self.guard.ledger.check(sender)  # a banned peer stays unheard
+            if not self._hearing.allow(sender):
+                self.dropped += 1
+                return None
             if (
                 len(data) < HEADER_SIZE
                 or int.from_bytes(data[:HEADER_SIZE], "big") != len(data) - HEADER_SIZE

@@ -92,6 +92,11 @@ class P2PSettings:
     announce_rate_per_topic: float = doc(
         2.0, "Announcements published per second per topic at most (gossipsub drops above about 10)."
     )
+    announce_rate_total: float = doc(
+        8.0,
+        "Announcements this node publishes per second over all its topics at most (bursts of twice that): "
+        "its peers count each against its request rate, and 150 topics announced at once got a node banned.",
+    )
     max_topics_per_peer: int = doc(
         1024,
         "Gossip topics (topic communities) of one peer that this node's router takes note of; a peer's "
