@@ -97,3 +97,8 @@ def alone_text(answer: dict[str, Any]) -> str:
             f"goal {goal:g} by itself, so no peer model was combined)"
         )
     return "its own model alone (no peer model of this topic could be used yet)"
+
+
+def rename_command(old: str, new: str, data: object) -> str:
+    """The command that files topic `old` under the community key `new` (`topicswarm topics rename`)."""
+    return " ".join(["topicswarm topics rename --data", *(shlex.quote(str(x)) for x in (data, old, new))])

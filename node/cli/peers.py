@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import time
 from pathlib import Path
 from typing import Any
 
 from node.cli.common import add_client_args, connect, data_dir, print_json
-from node.wording import counted
+from node.wording import counted, rename_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,8 +71,7 @@ def nearby_lines(nearby: list[dict[str, Any]], data: Path) -> list[str]:
         lines.append(f"  {row['key']}  {counted(row['peers'], 'peer')}{alike}")
     example = next((row for row in nearby if row["alike"]), None)
     if example is not None:
-        names = " ".join(shlex.quote(name) for name in (example["alike"][0], example["key"]))
-        rename = f"topicswarm topics rename --data {shlex.quote(str(data))} {names}"
+        rename = rename_command(example["alike"][0], example["key"], data)
         lines.append(f"  join one under its key: stop the node, `{rename}`, run it again")
     return lines
 

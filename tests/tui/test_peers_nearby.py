@@ -44,7 +44,7 @@ async def test_the_communities_neighbours_are_in_are_named_with_the_topic_each_m
         await settle(pilot, lambda: "Science/Mathematics" in shown(app))
         text = " ".join(shown(app).split())
         assert "Science/Mathematics (1 peer, like your Mathematics), Science (1 peer)" in text
-        assert "`topicswarm topics rename KEY NEW_KEY`" in text
+        assert "`topicswarm topics rename --data /nonexistent Mathematics Science/Mathematics`" in text
 
 
 @pytest.mark.anyio

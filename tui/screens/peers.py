@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from textual import events, work
@@ -11,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from node.wording import counted
+from node.wording import counted, rename_command
 from tui.records import NearbyCommunity, Peer, ReceivedModel, short_peer_id, transport_address
 from tui.screens.base import NodeScreen
 from tui.widgets.confirm import Confirm
@@ -168,7 +169,7 @@ class PeersScreen(NodeScreen):
         community's key meets nobody, and nothing else on the screen says why."""
         line = self.query_one("#nearby", Static)
         line.display = bool(nearby)
-        line.update(nearby_text(nearby))
+        line.update(nearby_text(nearby, self.link.data_dir))
 
     def show_own_address(self) -> str | None:
         """The address peers join this node through, whole on a line of its own (a border would cut it):
@@ -209,7 +210,7 @@ class PeersScreen(NodeScreen):
 NEIGHBOUR_COLUMNS = ("peer", "address", "in", "out", "rejected", "shared topics")
 
 
-def nearby_text(nearby: list[NearbyCommunity]) -> str:
+def nearby_text(nearby: list[NearbyCommunity], data: Path) -> str:
     """ "their communities: Science/Mathematics (1 peer, like your Mathematics), ..." and how to join one."""
     if not nearby:
         return ""
@@ -217,10 +218,13 @@ def nearby_text(nearby: list[NearbyCommunity]) -> str:
         f"{c.key} ({counted(c.peers, 'peer')}" + (f", like your {' or '.join(c.alike)})" if c.alike else ")")
         for c in nearby
     ]
-    return (
-        f"their communities you are not in: {', '.join(named)}. To join one, stop the node and "
-        "`topicswarm topics rename KEY NEW_KEY`"
+    example = next((c for c in nearby if c.alike), None)
+    rename = (
+        rename_command(example.alike[0], example.key, data)
+        if example
+        else "topicswarm topics rename KEY NEW_KEY"
     )
+    return f"their communities you are not in: {', '.join(named)}. To join one, stop the node and `{rename}`"
 
 
 def neighbour_cells(peer: Peer) -> tuple[str, ...]:
