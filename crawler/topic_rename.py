@@ -16,6 +16,7 @@ from typing import Any
 
 from crawler.errors import TaxonomyError
 from crawler.taxonomy import ROOT, Taxonomy, display_name, parent_key, similar_topics, unknown_topic
+from metamodels.topic_model import topic_prefixes
 
 MAX_KEY_CHARS = 128  # a longer key is not announced to peers (`p2p.message_limits`)
 
@@ -94,7 +95,7 @@ def rename_rows(db: Any, old: str, new: str) -> dict[str, str]:
     if taken:
         raise TaxonomyError(f"a topic {taken[0]!r} exists already: rename it first, or choose another name")
     for table, column in TOPIC_COLUMNS:
-        if not _has_table(db, table):
+        if not db[table].exists():
             continue
         if (table, column) in UNIQUE_TOPIC_COLUMNS:
             move_keys_unique(db, table, column, moved)
@@ -134,21 +135,12 @@ def move_keys_unique(db: Any, table: str, column: str, moved: dict[str, str]) ->
 def _add_ancestors(db: Any, key: str) -> None:
     """Folders above the new key that are no topics yet become topics without documents of their own (a
     folder holding one subfolder is one topic with it, as on import)."""
-    parent = parent_key(key)
     source = db.execute("SELECT source, imported_at FROM topics WHERE key = ?", [key]).fetchone()
-    while parent:
+    for parent in topic_prefixes(key)[:-1]:
         db.execute(
             "INSERT OR IGNORE INTO topics (key, name, parent, source, imported_at) VALUES (?, ?, ?, ?, ?)",
             [parent, display_name(parent), parent_key(parent), *source],
         )
-        parent = parent_key(parent)
-
-
-def _has_table(db: Any, table: str) -> bool:
-    return (
-        db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table]).fetchone()
-        is not None
-    )
 
 
 def load_renames(db: Any) -> list[tuple[str, str]]:
@@ -170,17 +162,7 @@ def apply_renames(taxonomy: Taxonomy, renames: Sequence[tuple[str, str]]) -> tup
     moved = {key: key_of(key) for key in taxonomy.topics if key_of(key) != key}
     if not moved:
         return taxonomy, {}
-    topics = list(dict.fromkeys(_with_ancestors(key_of(key) for key in taxonomy.topics)))
+    # every folder above a moved key too (the root, "", has none and stays itself)
+    topics = dict.fromkeys(k for key in taxonomy.topics for k in topic_prefixes(key_of(key)) or [key])
     documents = tuple(replace(d, topic=key_of(d.topic)) for d in taxonomy.documents)
     return replace(taxonomy, topics=tuple(topics), documents=documents), moved
-
-
-def _with_ancestors(keys: Iterable[str]) -> Iterable[str]:
-    for key in keys:
-        ancestors = []
-        parent = parent_key(key)
-        while parent:
-            ancestors.append(parent)
-            parent = parent_key(parent)
-        yield from reversed(ancestors)
-        yield key

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crawler.repository import Repository
+from crawler.topic_rename import subtree_where
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.meta_functions import ABSTAIN, ACCEPT, REJECT
 from metamodels.restrictive import loss_targeted_decisions, rival_margins
@@ -120,7 +121,7 @@ _IN_TOPIC_ITSELF = "duplicate_of IS NULL AND accepted = 1 AND topic = ?"
 
 
 def _in_topic(topic: str) -> list[object]:
-    return [topic, len(topic) + 1, topic + "/"]
+    return subtree_where("topic", topic)[1]  # the parameters of the condition in the SQL above
 
 
 def abstain_cutoff(scores: np.ndarray, decisions: np.ndarray) -> float:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawler.repository import Repository
+from crawler.topic_rename import subtree_where
 from crawler.urls import host_of
 from p2p.codec import pack, unpack
 from p2p.messages.models import ModelResponse, SignedModel
@@ -418,7 +419,7 @@ _OWN_IN_TOPIC = (
 
 
 def _subtree(topic: str) -> list[Any]:
-    return [topic, len(topic) + 1, topic + "/"]
+    return subtree_where("topic", topic)[1]  # the parameters of the condition in the SQL above
 
 
 def own_results(
