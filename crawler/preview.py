@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,44 +47,96 @@ def topic_term_weights(
     *,
     drop_repeated_lines: bool = False,
 ) -> dict[str, dict[str, float]]:
+    """Every topic's weights of `TopicTermWeights`, computed at once (for a few topics, or all of them)."""
+    weights = TopicTermWeights(terms_of, positives, negatives, top, drop_repeated_lines=drop_repeated_lines)
+    return dict(weights)
+
+
+class TopicTermWeights(Mapping[str, dict[str, float]]):
     """Per topic, its `top` terms by pointwise MI (thesis eq. 2.10) of a topic's subtree documents against
-    every other training document. `terms_of` turns a text into its (stemmed) terms.
+    every other training document; a topic's weights are computed when first asked for, so a search's
+    previews pay for the topics of its hits, not for each of a taxonomy's hundreds of topics. `terms_of`
+    turns a text into its (stemmed) terms. Topics whose documents are all or none of the training
+    documents have no weights.
+
     `drop_repeated_lines` leaves out the lines that several training documents share
     (`without_repeated_lines`): otherwise a site's menu and footer words ("Purchase", "Software
     Foundation") rank among its topic's terms, and a preview picks the footer."""
-    texts: list[str] = []
-    owner: list[str | None] = []
-    for topic, docs in positives.items():
-        texts.extend(docs)
-        owner.extend([topic] * len(docs))
-    for docs in (negatives or {}).values():
-        texts.extend(docs)
-        owner.extend([None] * len(docs))
-    if drop_repeated_lines:
-        texts = without_repeated_lines(texts)
-    matrix = TermMatrix.of([terms_of(text) for text in texts])
-    weights: dict[str, dict[str, float]] = {}
-    for topic in positives:
-        y = np.array([o is not None and (o == topic or o.startswith(topic + "/")) for o in owner], dtype=int)
+
+    def __init__(
+        self,
+        terms_of: Callable[[str], list[str]],
+        positives: Mapping[str, Sequence[str]],
+        negatives: Mapping[str, Sequence[str]] | None = None,
+        top: int = 500,
+        *,
+        drop_repeated_lines: bool = False,
+    ) -> None:
+        texts: list[str] = []
+        owners: list[str] = []
+        for topic, docs in positives.items():
+            texts.extend(docs)
+            owners.extend([topic] * len(docs))
+        for docs in (negatives or {}).values():
+            texts.extend(docs)
+            owners.extend([""] * len(docs))  # a negative belongs to no topic's subtree
+        if drop_repeated_lines:
+            texts = without_repeated_lines(texts)
+        self._matrix = TermMatrix.of([terms_of(text) for text in texts])
+        self._owners = np.array(owners, dtype=str)
+        self._topics = list(positives)
+        self._top = top
+        self._weights: dict[str, dict[str, float] | None] = {}
+
+    def __getitem__(self, topic: str) -> dict[str, float]:
+        if topic not in self._weights:
+            self._weights[topic] = self._computed(topic)
+        found = self._weights[topic]
+        if found is None:
+            raise KeyError(topic)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return (topic for topic in self._topics if topic in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, topic: object) -> bool:
+        try:
+            self[topic]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def _computed(self, topic: str) -> dict[str, float] | None:
+        if topic not in self._topics:
+            return None
+        owners = self._owners
+        y = (owners == topic) | np.char.startswith(owners, topic + "/")
         if y.all() or not y.any():
-            continue
-        scores = matrix.mutual_information(y, kind="pointwise")
-        best = sorted(((s, t) for t, s in scores.items() if s > 0), reverse=True)[:top]
-        weights[topic] = {term: score for score, term in best}
-    return weights
+            return None
+        scores = self._matrix.mutual_information(y.astype(int), kind="pointwise")
+        best = sorted(((s, t) for t, s in scores.items() if s > 0), reverse=True)[: self._top]
+        return {term: score for score, term in best}
 
 
 def repeated_lines(texts: Iterable[str], min_documents: int = 2) -> set[str]:
     """The lines that `min_documents` or more of the texts share: the menus, headers and footers of a
     site's template, found by repetition across its pages (whitespace-normalised, as `passages` sees them)."""
-    shared = Counter(line for text in texts for line in set(_normalised_lines(text)) if line)
-    return {line for line, count in shared.items() if count >= min_documents}
+    return _shared_lines([_normalised_lines(text) for text in texts], min_documents)
 
 
 def without_repeated_lines(texts: Sequence[str], min_documents: int = 2) -> list[str]:
     """Each text without the lines that `min_documents` or more of the texts share (`repeated_lines`)."""
-    repeated = repeated_lines(texts, min_documents)
-    return ["\n".join(ln for ln in _normalised_lines(text) if ln not in repeated) for text in texts]
+    lines_of = [_normalised_lines(text) for text in texts]  # once: splitting is most of the cost
+    repeated = _shared_lines(lines_of, min_documents)
+    return ["\n".join(ln for ln in lines if ln not in repeated) for lines in lines_of]
+
+
+def _shared_lines(lines_of: Iterable[list[str]], min_documents: int) -> set[str]:
+    shared = Counter(line for lines in lines_of for line in set(lines) if line)
+    return {line for line, count in shared.items() if count >= min_documents}
 
 
 def _normalised_lines(text: str) -> list[str]:

@@ -15,12 +15,12 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from crawler.dedup import fingerprint, simhash
 from crawler.errors import SearchError
-from crawler.preview import preview, repeated_lines, term_probes, topic_term_weights
+from crawler.preview import TopicTermWeights, preview, repeated_lines, term_probes
 from crawler.query import HIGHLIGHT, MIN_PREFIX, ORIGINS, SIGNALS, VERDICTS, PlainQuery, parse_query
 from crawler.ranking import (
     GLOBAL_SCOPE,
@@ -582,7 +582,7 @@ def _stemmed_terms(text: str) -> list[str]:
     return _featurizer().terms(text)
 
 
-_TOPIC_WEIGHTS: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
+_TOPIC_WEIGHTS: dict[tuple[str, int], Mapping[str, dict[str, float]]] = {}
 _WORD_OR_GAP = re.compile(r"(\w+)", re.UNICODE)
 
 
@@ -591,19 +591,20 @@ def query_terms(query: str) -> set[str]:
     return set(_stemmed_terms(query))
 
 
-def topic_weights(repo: Repository) -> dict[str, dict[str, float]]:
-    """Per topic, the MI weights of its terms from the taxonomy's training documents; cached until the
-    training set changes (feedback and retraining add documents)."""
+def topic_weights(repo: Repository) -> Mapping[str, dict[str, float]]:
+    """Per topic, the MI weights of its terms from the taxonomy's training documents (`TopicTermWeights`:
+    each topic's when first asked for); cached until the training set changes (feedback and retraining add
+    documents)."""
     if not repo.db["training_documents"].exists():
         return {}
     count = int(repo.db.execute("SELECT count(*) FROM training_documents").fetchone()[0])
     key = (str(repo.path), count)
     if key not in _TOPIC_WEIGHTS:
         taxonomy = load_taxonomy(repo)
-        weights = {}
+        weights: Mapping[str, dict[str, float]] = {}
         if taxonomy is not None:
             positives, negatives = taxonomy.training_texts()
-            weights = topic_term_weights(_stemmed_terms, positives, negatives, drop_repeated_lines=True)
+            weights = TopicTermWeights(_stemmed_terms, positives, negatives, drop_repeated_lines=True)
         _TOPIC_WEIGHTS.clear()
         _TOPIC_WEIGHTS[key] = weights
     return _TOPIC_WEIGHTS[key]
@@ -614,7 +615,7 @@ def query_preview(
     text: str,
     topic: str | None,
     query: str,
-    by_topic: dict[str, dict[str, float]] | None = None,
+    by_topic: Mapping[str, dict[str, float]] | None = None,
     template: Collection[str] = frozenset(),
     *,
     prefix: bool = False,

@@ -1,6 +1,16 @@
+import pytest
+
 from crawler.parse import parse_html
-from crawler.preview import passages, preview, repeated_lines, split_sentences, topic_term_weights
+from crawler.preview import (
+    TopicTermWeights,
+    passages,
+    preview,
+    repeated_lines,
+    split_sentences,
+    topic_term_weights,
+)
 from metamodels.features import FeatureConfig, Featurizer
+from metamodels.mi import TermMatrix
 
 TERMS = Featurizer(FeatureConfig()).terms
 DATABASES = [
@@ -54,6 +64,24 @@ def test_sentences_split_on_punctuation_and_separators():
 def test_subtopic_documents_count_for_their_parent():
     w = topic_term_weights(TERMS, {"Db": DATABASES[:1], "Db/Tx": DATABASES[1:], "Ops": SYSADMIN})
     assert "commit" in w["Db"] and "commit" in w["Db/Tx"]
+
+
+def test_a_topics_weights_are_computed_when_asked_for_and_only_its_own(monkeypatch):
+    computed = []
+    mutual_information = TermMatrix.mutual_information
+    monkeypatch.setattr(
+        TermMatrix,
+        "mutual_information",
+        lambda self, y, kind: computed.append(y) or mutual_information(self, y, kind),
+    )
+    lazy = TopicTermWeights(TERMS, {"Databases": DATABASES, "Sysadmin": SYSADMIN, "Empty": []})
+    assert computed == []
+    assert lazy["Sysadmin"] == weights()["Sysadmin"]
+    assert len(computed) == 1 + 2  # one for the topic asked for; `weights()` computes both
+    assert dict(lazy) == weights()  # a topic without documents has no weights
+    assert "Empty" not in lazy and lazy.get("Nowhere") is None
+    with pytest.raises(KeyError):
+        lazy["Empty"]
 
 
 MENU_PAGE = b"""<html><head><title>Isolation</title></head><body>
