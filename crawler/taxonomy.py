@@ -40,6 +40,7 @@ ROOT = ""
 POSITIVE, NEGATIVE = 1, 0
 # Documents still to fetch, fetched, failed, read from a local file, or added by retraining.
 PENDING, FETCHED, FAILED, LOCAL = "pending", "fetched", "failed", "local"
+IMPORTED = "import"  # training_documents.source of a bookmark or file the user imported
 ARCHETYPE = "archetype"
 # topics.source of accepted refinement subtopics, training_documents.source of their examples
 REFINED = "refine"
@@ -134,7 +135,7 @@ class TrainingDocument:
     status: str = PENDING
     error: str | None = None
     line: int = 0  # where the bookmark stands in its file
-    source: str = "import"  # "import" or "archetype"
+    source: str = IMPORTED  # IMPORTED, ARCHETYPE or REFINED
 
 
 @dataclass(frozen=True)
@@ -493,7 +494,8 @@ def store_taxonomy(repo: Repository, taxonomy: Taxonomy) -> StoredTaxonomy:
         kept = _kept_subtopics(db, set(taxonomy.topics))
         topics = set(taxonomy.topics) | set(kept)
         columns = ", ".join(_DOC_COLUMNS)
-        rows = db.execute(f"SELECT {columns} FROM training_documents WHERE source != 'import' ORDER BY id")
+        learned_rows = f"SELECT {columns} FROM training_documents WHERE source != ? ORDER BY id"
+        rows = db.execute(learned_rows, [IMPORTED])
         learned = [TrainingDocument(*row) for row in rows.fetchall() if row[0] in topics]
         db.execute("DELETE FROM training_documents")
         db.conn.execute(f"DELETE FROM topics WHERE key NOT IN ({', '.join('?' * len(kept))})", kept)
@@ -549,9 +551,9 @@ def store_subtopic(
             "UPDATE documents SET topic = ? WHERE id = ?", [(key, int(i)) for i in document_ids]
         )
         db.conn.execute(
-            "UPDATE training_documents SET topic = ? WHERE topic = ? AND polarity = ? AND source != 'import' "
+            "UPDATE training_documents SET topic = ? WHERE topic = ? AND polarity = ? AND source != ? "
             "AND url IN (SELECT url FROM documents WHERE topic = ?)",
-            [key, parent, POSITIVE, key],
+            [key, parent, POSITIVE, IMPORTED, key],
         )
         _insert_documents(db, examples)
 

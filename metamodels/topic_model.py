@@ -28,21 +28,11 @@ from metamodels.errors import ModelFormatError, TrainingDataError
 from metamodels.features import FeatureConfig, Featurizer, IdfWeights, check_feature_space
 from metamodels.linear import LinearModel, train_linear_svm
 from metamodels.mi import MI_KINDS, select_features
+from metamodels.topic_keys import ROOT, parent_of, topic_key, topic_prefixes
 
 TOPIC_MODEL_SCHEMA_VERSION = 1
 TOPIC_MODEL_KIND = "topic_model"
-ROOT = ""
 CONFIDENCES = ("mean", "raw", "platt")
-
-
-def topic_key(path: str | Sequence[str]) -> str:
-    """The normalised key of a topic path: segments stripped, inner whitespace collapsed, joined by "/"."""
-    segments = path.split("/") if isinstance(path, str) else list(path)
-    return "/".join(" ".join(s.split()) for s in segments if s.strip())
-
-
-def parent_of(key: str) -> str:
-    return key.rpartition("/")[0]
 
 
 @dataclass(frozen=True)
@@ -525,14 +515,6 @@ def train_topic_model_from_texts(
 
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
-
-
-def topic_prefixes(topic: str | None) -> list[str]:
-    """'A', 'A/B', ... of a topic key 'A/B': the topic and the topics above it (none for the root)."""
-    if not topic:
-        return []
-    parts = topic.split("/")
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _normalise_rows(rows_by_topic: Mapping[str, Sequence[int]], n_rows: int) -> dict[str, np.ndarray]:

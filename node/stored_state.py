@@ -14,6 +14,8 @@ from typing import Any
 
 from crawler.repository import Repository
 from crawler.repository_schema import QUEUED
+from crawler.taxonomy import IMPORTED, POSITIVE
+from metamodels.topic_keys import topic_prefixes
 from node.datadir import DataDir
 from node.errors import NodeServiceError
 from node.metrics import ALL_TOPICS, RUNNING, load_crawl_states, samples_since
@@ -42,10 +44,8 @@ def document_counts(repo: Repository) -> dict[str, int]:
 
 
 def harvest_rates(repo: Repository) -> dict[str, float]:
-    """Per topic: accepted / fetched over everything its queue fetched (the focus loop's topic_stats), else
-    the accepted share of local documents; a folder above topics with figures of their own has none (its
-    pages are theirs: `Science`, holding only `Science/Mathematics`, showed 0.39 beside its subtopic's
-    0.98). 0.0 for a topic nothing was fetched for yet (`harvest_figures` tells those apart)."""
+    """Per topic, accepted / fetched of `harvest_counts`; 0.0 for a topic nothing was fetched for yet
+    (`harvest_figures` tells those apart)."""
     return _rates(harvest_counts(repo))
 
 
@@ -58,24 +58,56 @@ def _rates(counts: dict[str, tuple[int, int]]) -> dict[str, float]:
 
 
 def harvest_counts(repo: Repository) -> dict[str, tuple[int, int]]:
-    """Per topic, the (accepted, fetched) pages `harvest_rates` divides."""
-    counts: dict[str, tuple[int, int]] = {}
+    """Per topic, the (accepted, fetched) pages `harvest_rates` divides: over everything its queue fetched
+    (the focus loop's topic_stats); for a folder above topics with queues, theirs summed (`Science`, holding
+    only `Science/Mathematics`, has its subtopic's figures), (0, 0) while none fetched anything (with
+    hundreds of topics, most wait for their first turn); for a topic without bookmarks below it, which has
+    no queue (a subtopic accepted from a refinement, a folder of files), the node's pages filed in it
+    against all its pages."""
+    own: dict[str, tuple[int, int]] = {}
     if table_exists(repo, "topic_stats"):
         for topic, accepted, fetched in repo.db.execute(
             "SELECT topic, sum(accepted), sum(fetched) FROM topic_stats WHERE topic != '' GROUP BY topic"
         ):
-            counts[topic] = (int(accepted), int(fetched))
+            own[topic] = (int(accepted), int(fetched))
     keys = topic_keys(repo)
-    missing = [k for k in keys if k not in counts and not any(t.startswith(k + "/") for t in counts)]
-    if missing:
-        total = repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0]
-        for key in missing:
-            accepted = repo.db.execute(
-                "SELECT count(*) FROM documents WHERE origin IS NULL AND accepted = 1 AND "
-                "(topic = ? OR topic LIKE ? ESCAPE '\\')",
-                [key, subtopic_pattern(key)],
-            ).fetchone()[0]
-            counts[key] = (int(accepted), int(total))
+    queued = {prefix for topic in _bookmarked_topics(repo) for prefix in topic_prefixes(topic)}
+    filed = filed_counts(repo) if set(keys) - set(own) - queued else {}
+    counts: dict[str, tuple[int, int]] = {}
+    for key in keys:
+        if key in own:
+            counts[key] = own[key]
+        elif key in queued:
+            below = [figures for topic, figures in own.items() if topic.startswith(key + "/")]
+            counts[key] = (sum(a for a, _ in below), sum(f for _, f in below))
+        else:
+            counts[key] = filed.get(key, (0, filed[None][1]))
+    return counts
+
+
+def _bookmarked_topics(repo: Repository) -> list[str]:
+    """The topics with bookmarks of their own: the crawl queues them, and serves the topics' queues."""
+    if not table_exists(repo, "training_documents"):
+        return []
+    rows = repo.db.execute(
+        "SELECT DISTINCT topic FROM training_documents WHERE polarity = ? AND url != '' AND source = ?",
+        [POSITIVE, IMPORTED],
+    )
+    return [topic for (topic,) in rows]
+
+
+def filed_counts(repo: Repository) -> dict[str | None, tuple[int, int]]:
+    """Per topic with pages, (the node's own accepted pages filed in its subtree, all its own pages); None:
+    (0, all its own pages)."""
+    total = int(repo.db.execute("SELECT count(*) FROM documents WHERE origin IS NULL").fetchone()[0])
+    rows = repo.db.execute(
+        "SELECT topic, count(*) FROM documents WHERE origin IS NULL AND accepted = 1 AND topic IS NOT NULL "
+        "GROUP BY topic"
+    ).fetchall()
+    counts: dict[str | None, tuple[int, int]] = {None: (0, total)}
+    for topic, filed in rows:
+        for key in topic_prefixes(topic):
+            counts[key] = (counts.get(key, (0, total))[0] + int(filed), total)
     return counts
 
 

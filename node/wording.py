@@ -102,3 +102,12 @@ def alone_text(answer: dict[str, Any]) -> str:
 def rename_command(old: str, new: str, data: object) -> str:
     """The command that files topic `old` under the community key `new` (`topicswarm topics rename`)."""
     return " ".join(["topicswarm topics rename --data", *(shlex.quote(str(x)) for x in (data, old, new))])
+
+
+def clipped(text: str, width: int) -> str:
+    """`text` in at most `width` characters: a longer one loses its middle to an ellipsis, so a topic key
+    keeps its top folder and its leaf."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return f"{text[:head]}\u2026{text[len(text) - (width - 1 - head) :]}"

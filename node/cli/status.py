@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from typing import Any
 
@@ -17,9 +18,20 @@ from node.cli.common import (
 )
 from node.client import NodeStopping, NodeUnreachable, node_address
 from node.datadir import DataDir
-from node.wording import HARVEST_MEANS, counted, finishing_first, held_topics_text, readable, start_held
+from node.wording import (
+    HARVEST_MEANS,
+    clipped,
+    counted,
+    finishing_first,
+    held_topics_text,
+    readable,
+    start_held,
+)
 
 NOT_RUNNING = 3  # `status` when no node runs (an init script's status code); it shows what is stored
+LISTED_TOPICS = 12  # a status lists each topic's harvest up to this many topics
+LOWEST_TOPICS = 5  # ...and past them, the topics of the lowest harvest
+TOPIC_WIDTH = 48  # longer topic keys are clipped in the middle, keeping the top and the leaf
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -151,12 +163,40 @@ def _stored_lines(status: dict[str, Any], peers: list[str]) -> list[str]:
     one."""
     documents = status["documents"]
     lines = [f"documents  {documents['local']} local, {documents['pooled']} pooled", *peers]
-    if status["harvest"]:
-        lines.append(f"harvest    {HARVEST_MEANS}")
-    unfetched = set(status.get("unfetched_topics") or ())
-    for topic, rate in sorted(status["harvest"].items()):
-        lines.append(f"           {topic:<30} {'not crawled yet' if topic in unfetched else f'{rate:.2f}'}")
+    return lines + harvest_lines(status["harvest"], set(status.get("unfetched_topics") or ()))
+
+
+def harvest_lines(harvest: dict[str, float], unfetched: set[str]) -> list[str]:
+    """Each topic's harvest; past `LISTED_TOPICS` topics, how many were crawled and the lowest harvests
+    (a status of hundreds of topics would fill screens), and where every topic's is."""
+    if not harvest:
+        return []
+    lines = [f"harvest    {HARVEST_MEANS}"]
+    if len(harvest) <= LISTED_TOPICS:
+        return lines + _rate_lines(sorted(harvest.items()), unfetched)
+    crawled = {topic: rate for topic, rate in harvest.items() if topic not in unfetched}
+    summary = f"{len(harvest)} topics: {len(crawled)} crawled"
+    if crawled:
+        summary += f" (median {statistics.median(crawled.values()):.2f})"
+    if unfetched:
+        summary += f", {len(unfetched)} not crawled yet"
+    lines.append(f"           {summary}")
+    lowest = sorted(crawled.items(), key=lambda item: (item[1], item[0]))[:LOWEST_TOPICS]
+    if lowest:
+        lines.append("           lowest (every topic's in `topicswarm topics list`):")
+        lines += _rate_lines(lowest, unfetched)
+    else:
+        lines.append("           every topic's in `topicswarm topics list`")
     return lines
+
+
+def _rate_lines(rates: list[tuple[str, float]], unfetched: set[str]) -> list[str]:
+    width = min(max(len(topic) for topic, _ in rates), TOPIC_WIDTH)
+    shown = [
+        (clipped(topic, width), "not crawled yet" if topic in unfetched else f"{rate:.2f}")
+        for topic, rate in rates
+    ]
+    return [f"           {topic:<{width}} {figure}" for topic, figure in shown]
 
 
 def _known_peer_lines(status: dict[str, Any]) -> list[str]:

@@ -26,6 +26,9 @@ from node.cli.common import (
 from node.client import NodeClient
 from node.config import ConfigError, load_config
 from node.datadir import DataDir
+from node.wording import HARVEST_MEANS, clipped
+
+LABEL_WIDTH = 48  # `topics list`'s topic column: a longer name loses its middle
 
 if TYPE_CHECKING:  # the repository and the taxonomy load when a command reads them, not when it parses
     from crawler.repository import Repository
@@ -175,25 +178,39 @@ async def fetch_training_pages(taxonomy: Taxonomy, settings: CrawlSettings) -> T
 
 def run_list(args: argparse.Namespace) -> int:
     from crawler.taxonomy import load_taxonomy, topic_summary
+    from node.stored_state import filed_counts, harvest_figures
 
     repo = _open_imported(existing_data_dir(args))
     try:
         taxonomy = load_taxonomy(repo)
+        harvest, pages = harvest_figures(repo), filed_counts(repo)
     finally:
         repo.close()
     if taxonomy is None:
         raise CliError("no topics imported: run `topicswarm topics import bookmarks.html`")
-    rows = topic_summary(taxonomy)
+    unfetched = set(harvest["unfetched_topics"])
+    rows = [
+        {
+            **row,
+            "pages": pages.get(row["key"], (0, 0))[0],
+            "harvest": None if row["key"] in unfetched else harvest["harvest"].get(row["key"]),
+        }
+        for row in topic_summary(taxonomy)
+    ]
     if args.json:
         for row in rows:
             print_json(row)
         return 0
-    print(f"{'topic':<48} {'pos':>5} {'neg':>5} {'text':>5} {'failed':>6}")
+    columns = f"{'pos':>5} {'neg':>5} {'text':>5} {'failed':>6} {'pages':>6} {'harvest':>7}"
+    print(f"{'topic':<{LABEL_WIDTH}} {columns}")
     for row in rows:
         depth = row["key"].count("/") + 1 if row["key"] else 0
         label = "  " * max(depth - 1, 0) + (row["name"] if row["key"] else "(root: OTHERS)")
         counts = f"{row['positives']:>5} {row['negatives']:>5} {row['with_text']:>5} {row['failed']:>6}"
-        print(f"{label:<48} {counts}")
+        rate = "-" if row["harvest"] is None else f"{row['harvest']:.2f}"
+        print(f"{clipped(label, LABEL_WIDTH):<{LABEL_WIDTH}} {counts} {row['pages']:>6} {rate:>7}")
+    print("pages    the node's own pages its classifier filed in the topic or below")
+    print(f"harvest  {HARVEST_MEANS} (-: nothing fetched for it yet)")
     return 0
 
 

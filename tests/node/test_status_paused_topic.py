@@ -153,8 +153,9 @@ def test_topics_nothing_was_fetched_for_read_not_crawled_yet_not_a_harvest_of_0(
     assert main(["status", "--data", str(data.root)]) == NOT_RUNNING
     lines = capsys.readouterr().out.splitlines()
     heading = "harvest    share of the pages fetched for each topic that its classifier accepted"
+    width = max(len(topic) for topic in topics)  # the column fits the longest key
     assert lines[lines.index(heading) + 1 :] == [
-        f"           {topic:<30} not crawled yet" for topic in topics
+        f"           {topic:<{width}} not crawled yet" for topic in topics
     ]
     assert main(["status", "--data", str(data.root), "--json"]) == NOT_RUNNING
     assert json.loads(capsys.readouterr().out)["unfetched_topics"] == topics

@@ -67,8 +67,9 @@ async def test_a_stopped_node_shows_what_it_stored_and_that_its_crawl_stays_paus
     assert lines[2].startswith("           last ran ") and lines[2].endswith(" ago)")
     documents = live["documents"]
     assert f"documents  {documents['local']} local, {documents['pooled']} pooled" in lines
+    width = max(map(len, live["harvest"]))
     for topic, rate in live["harvest"].items():
-        assert f"           {topic:<30} {rate:.2f}" in lines
+        assert f"           {topic:<{width}} {rate:.2f}" in lines
     assert "peers" not in out  # it never had any
 
     assert main(["status", "--data", str(data.root), "--json"]) == NOT_RUNNING
