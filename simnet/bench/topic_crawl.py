@@ -20,7 +20,9 @@ answered an HTTP request (`fetch_unanswered`: dead hosts, and a new host's first
 flight while the frontier's hosts were not ready (`politeness`); the mean fetches in flight to each kind of
 host; seconds of fetch slots by outcome; the worker thread's seconds (classifying pages, the focus's
 re-organisations with their retraining, the rest of the analysis, the batches' writes); the frontier's
-size and queues at the end. Prints a table with the many / few ratios, then one JSON line.
+size and queues at the end; how many topics' queues fetched a page (`topics_served`) and had one accepted
+(`topics_accepting`), and the accepted share of the queues' pages (`harvest`). Prints a table with the
+many / few ratios, then one JSON line.
 """
 
 from __future__ import annotations
@@ -200,7 +202,11 @@ async def crawl_once(
     figures.update({f"thread_{k}": v for k, v in sorted(probe.thread_s.items())})
     figures.update({f"fetch_{k}_s": v for k, v in sorted(probe.fetch_s.items())})
     figures.update({f"fetches_{k}": v for k, v in sorted(probe.fetches.items())})
+    queues = [counter for topic, counter in policy.counters.items() if topic is not None]
     figures.update(
+        topics_served=sum(1 for counter in queues if counter.fetched),
+        topics_accepting=sum(1 for counter in queues if counter.accepted),
+        harvest=sum(c.accepted for c in queues) / max(1, sum(c.fetched for c in queues)),
         reorganisations=policy.reorganisations,
         hosts_answered=len(probe.answered),
         hosts_unanswered=len(probe.unanswered - probe.answered),
