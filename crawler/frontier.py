@@ -1,10 +1,11 @@
 """The crawl frontier: per-topic queues of per-host priority queues, bounded, persisted in the repository.
 
-Served like BINGO!'s queue manager (thesis 2.11): topics take turns round-robin, so a topic with larger
-confidences cannot starve the others; within a topic the best entry of any host that politeness lets us
-contact now is served (Mercator's back queues, seed 004), so a slow host never blocks the others. Until
-topics exist every entry has `topic=None` and there is one queue. Paused topics (`set_paused_topics`) keep
-their queues but are not served until they are resumed.
+Served like BINGO!'s queue manager (thesis 2.11): topics take turns, so a topic with larger confidences
+cannot starve the others (of the topics a ready host can serve, the one served least recently: topics share
+hosts, and each must get its share of a host's polite rate); within a topic the best entry of any host that
+politeness lets us contact now is served (Mercator's back queues, seed 004), so a slow host never blocks the
+others. Until topics exist every entry has `topic=None` and there is one queue. Paused topics
+(`set_paused_topics`) keep their queues but are not served until they are resumed.
 
 Bounded: past `max_size` queued entries the lowest priorities are evicted in bulk (BINGO!'s bucket merge),
 and forgotten, so they may be discovered again later. A seen set (8-byte URL hashes) keeps every URL that
@@ -120,8 +121,7 @@ class Frontier:
     def _forget(self) -> None:
         """Empty the queues, the seen set and the unwritten changes (paused topics and limits stay)."""
         self._queues: dict[str | None, _TopicQueue] = {}
-        self._topics: list[str | None] = []
-        self._turn = 0
+        self._rotation: dict[str | None, None] = {}  # topics, least recently served first
         self._seq = itertools.count()
         self._size = 0
         self._seen: set[int] = set()
@@ -147,7 +147,7 @@ class Frontier:
         return sum(self._in_flight.values())
 
     def topics(self) -> list[str | None]:
-        return list(self._topics)
+        return list(self._queues)
 
     # -- pausing ------------------------------------------------------------------------------------------
     def set_paused_topics(self, topics: Iterable[str | None]) -> None:
@@ -207,7 +207,7 @@ class Frontier:
         queue = self._queues.get(entry.topic)
         if queue is None:
             queue = self._queues[entry.topic] = _TopicQueue()
-            self._topics.append(entry.topic)
+            self._rotation[entry.topic] = None
         queue.push((-entry.priority, next(self._seq), entry))
         self._size += 1
 
@@ -233,20 +233,22 @@ class Frontier:
 
     # -- serving ------------------------------------------------------------------------------------------
     def pop(self, ready_at: ReadyAt, now: float) -> FrontierEntry | None:
-        """The best entry of the next topic in turn whose host may be contacted at `now`, or None."""
+        """The best entry, among the topics whose queues hold a host that may be contacted at `now`, of the
+        one served least recently, or None. Not the next topic after the last one served: topics share
+        hosts, and a host that turns ready would go to the first of its topics after the turn each time."""
 
         def ready(host: str) -> bool:
             if self.max_per_host_in_flight and self._in_flight.get(host, 0) >= self.max_per_host_in_flight:
                 return False
             return ready_at(host) <= now
 
-        for step in range(len(self._topics)):
-            topic = self._topics[(self._turn + step) % len(self._topics)]
+        for topic in self._rotation:
             if topic in self._paused:
                 continue
             entry = self._queues[topic].pop(now, ready)
             if entry is not None:
-                self._turn = (self._turn + step + 1) % len(self._topics)
+                del self._rotation[topic]
+                self._rotation[topic] = None  # its turn is over: to the back
                 self._size -= 1
                 self._in_flight[entry.host] = self._in_flight.get(entry.host, 0) + 1
                 return entry

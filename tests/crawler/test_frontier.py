@@ -76,6 +76,26 @@ def test_topics_are_served_round_robin():
     assert order == ["arts", "math", "arts", "math", "arts", "math"]
 
 
+def test_topics_that_share_a_host_take_turns_on_it():
+    # Politeness lets each host serve one request per delay; the topics whose queues hold a ready host
+    # must share it, not leave it to the first of them after the turn (with hundreds of topics on a dozen
+    # sites, 110 of 150 topics' queues fetched nothing in 250 pages).
+    frontier = Frontier()
+    topics = ["A/1", "A/2", "A/3", "B/1", "B/2"]
+    for topic in topics:
+        for i in range(40):
+            frontier.add(entry(f"http://{topic[0].lower()}.test/{topic}/{i}", topic=topic))
+    delay = {"a.test": 3.0, "b.test": 2.0}
+    ready = dict.fromkeys(delay, 0.0)
+    served = dict.fromkeys(topics, 0)
+    for tick in range(60):
+        while (e := frontier.pop(ready.__getitem__, float(tick))) is not None:
+            served[e.topic] += 1
+            ready[e.host] = tick + delay[e.host]
+            frontier.complete(e)
+    assert served == {"A/1": 7, "A/2": 7, "A/3": 6, "B/1": 15, "B/2": 15}
+
+
 def test_seen_urls_are_not_queued_twice_and_completed_ones_never_again():
     f = Frontier()
     assert f.add(entry("http://a/1"))
