@@ -16,7 +16,7 @@ from textual.widget import Widget
 from tests.tui.test_tui_snapshots import T0, FixedLink
 from tui.app import TopicSwarmApp
 from tui.records import MetricSample, topic_choice
-from tui.screens.dashboard import DashboardScreen
+from tui.screens.dashboard import PLOTTED_TOPICS, DashboardScreen, plotted_harvest
 from tui.widgets.plots import LEGEND_KEY, legend_lines, time_ticks, value_ticks
 
 SIZES = [(100, 30), (160, 45)]
@@ -117,3 +117,15 @@ def test_ticks_are_round_numbers_that_fit():
     assert time_ticks(3600.0, 25)[1:] == (["-60", "-40", "-20", "0"], "min")
     assert value_ticks(0.0, 0.88, 5) == [0.0, 0.5, 1.0]
     assert value_ticks(0.0, 3.0, 13, counts=True) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_node_of_many_topics_plots_its_top_level_topics_and_says_so():
+    few = {"Databases": [1], "Sysadmin": [2]}
+    assert plotted_harvest(few) == (few, "")
+    many = {f"{top}/{leaf:02d}": [leaf] for top in ("Math", "Science", "Sysadmin") for leaf in range(50)}
+    many |= {"Math": [0], "Science": [0], "Sysadmin": [0]}
+    plotted, which = plotted_harvest(many)
+    assert list(plotted) == ["Math", "Science", "Sysadmin"] and which == "3 of 153 topics"
+    tops = {f"Topic{i}": [i] for i in range(PLOTTED_TOPICS + 2)} | {"Topic0/a": [0]}
+    plotted, which = plotted_harvest(tops)
+    assert len(plotted) == PLOTTED_TOPICS and which == f"{PLOTTED_TOPICS} of {PLOTTED_TOPICS + 3} topics"

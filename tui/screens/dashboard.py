@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.markup import escape
@@ -14,6 +17,10 @@ from tui.widgets.plots import BarPlot, SeriesPlot
 from tui.widgets.status_bar import human_bytes
 
 REDRAW_INTERVAL = 1.0
+PLOTTED_TOPICS = 6  # harvest series the chart draws; past them, the top-level topics (their subtopics summed)
+HARVEST_TITLE = "harvest rate per topic"
+HARVEST_SHARE = "classifier-accepted share"
+T = TypeVar("T")
 NO_ANSWER = "[b]no answer from the node yet[/b] · the status bar says why"
 
 
@@ -31,7 +38,7 @@ class DashboardScreen(NodeScreen):
         yield Static(id="summary")
         with Grid(id="plots"):
             yield SeriesPlot("pages per second", id="plot-pages")
-            yield SeriesPlot("harvest rate per topic", id="plot-harvest")
+            yield SeriesPlot(HARVEST_TITLE, id="plot-harvest")
             yield SeriesPlot("frontier size", counts=True, id="plot-frontier")
             yield BarPlot("errors by kind", id="plot-errors")
             yield SeriesPlot("peers online", counts=True, id="plot-peers")
@@ -39,7 +46,7 @@ class DashboardScreen(NodeScreen):
 
     def on_mount(self) -> None:
         # the node's harvest, not the demo summary's share relevant by the ground truth
-        self.query_one("#plot-harvest", SeriesPlot).border_subtitle = "classifier-accepted share"
+        self.query_one("#plot-harvest", SeriesPlot).border_subtitle = HARVEST_SHARE
         self.set_interval(REDRAW_INTERVAL, self._redraw_if_pending)
 
     def reload(self) -> None:
@@ -69,8 +76,10 @@ class DashboardScreen(NodeScreen):
             self.query_one("#summary", Static).update(stale + summary(figures, status))
         self.query_one("#plot-pages", SeriesPlot).show({"pages/s": data.pages_per_s})
         self.query_one("#plot-frontier", SeriesPlot).show({"frontier": data.frontier})
-        harvest = {topic: series for topic, series in sorted(data.harvest.items())[:6]}
-        self.query_one("#plot-harvest", SeriesPlot).show(harvest)
+        harvest, shown = plotted_harvest(data.harvest)
+        plot = self.query_one("#plot-harvest", SeriesPlot)
+        plot.border_title = f"harvest · {shown}" if shown else HARVEST_TITLE
+        plot.show(harvest)
         self.query_one("#plot-errors", BarPlot).show(data.errors)
         self.query_one("#plot-peers", SeriesPlot).show({"peers": data.peers_online})
         kilobytes = {
@@ -106,3 +115,14 @@ def summary(figures: CrawlFigures, status: Status | None) -> str:
     if rest:
         lines.append(" · ".join(rest))
     return "\n".join(lines)
+
+
+def plotted_harvest(harvest: Mapping[str, T], most: int = PLOTTED_TOPICS) -> tuple[dict[str, T], str]:
+    """The topics' harvest series the chart draws, and which they are when not every topic: up to `most`
+    topics each; past that, the top-level topics (a folder's harvest sums its subtopics'), so a node of
+    150 topics does not plot the first six of them by name."""
+    if len(harvest) <= most:
+        return dict(sorted(harvest.items())), ""
+    top = sorted(topic for topic in harvest if "/" not in topic) or sorted(harvest)
+    chosen = top[:most]
+    return {topic: harvest[topic] for topic in chosen}, f"{len(chosen)} of {len(harvest)} topics"
