@@ -50,6 +50,12 @@ class TrainingMemo:
         and parts trained under settings or data no longer used go."""
         self._parts, self._used = self._used, {}
 
+    def copy(self) -> TrainingMemo:
+        """A memo holding the same parts, for training apart from this one (benches compare from a state)."""
+        other = TrainingMemo()
+        other._parts = dict(self._parts)
+        return other
+
     def __len__(self) -> int:
         return len(self._parts)
 
