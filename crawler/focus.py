@@ -51,6 +51,7 @@ from crawler.taxonomy import (
 )
 from crawler.urls import host_of
 from metamodels.features import FeatureConfig, Featurizer
+from metamodels.memo import TrainingMemo
 from metamodels.topic_model import (
     TopicModel,
     TopicModelSettings,
@@ -156,6 +157,8 @@ class TopicFocus:
         )
         self.language = LanguageCheck(s.language, s.min_language_score) if s.language else None
         self.archetypes: dict[str, dict[str, str]] = {}  # topic -> url -> text
+        # the last training's parts: a re-organisation retrains only the topics whose training data changed
+        self.training_memo = TrainingMemo()
         self.model = self._train()
         self.seed_hosts = {host_of(d.url) for d in taxonomy.documents if d.url and d.polarity == POSITIVE}
         self.phase = LEARNING if s.learning_pages > 0 else HARVESTING
@@ -210,7 +213,12 @@ class TopicFocus:
         topics = {prefix for topic in positives for prefix in topic_prefixes(topic)}
         indicators = {t: words for t, words in self.indicators.items() if t in topics}
         return train_topic_model_from_texts(
-            self.featurizer, positives, negatives, settings=self.model_settings, indicators=indicators
+            self.featurizer,
+            positives,
+            negatives,
+            settings=self.model_settings,
+            indicators=indicators,
+            memo=self.training_memo,
         )
 
     def set_indicators(self, indicators: Mapping[str, Sequence[str]]) -> None:

@@ -27,6 +27,7 @@ from metamodels.calibration import PlattScaler, fit_platt
 from metamodels.errors import ModelFormatError, TrainingDataError
 from metamodels.features import FeatureConfig, Featurizer, IdfWeights, check_feature_space
 from metamodels.linear import LinearModel, train_linear_svm
+from metamodels.memo import TrainingMemo, digest, row_digests
 from metamodels.mi import MI_KINDS, select_features
 from metamodels.topic_keys import ROOT, parent_of, topic_key, topic_prefixes
 
@@ -394,16 +395,36 @@ def train_topic_model(
     settings: TopicModelSettings | None = None,
     indicators: Mapping[str, Sequence[str]] | None = None,
     idf: IdfWeights | None = None,
+    memo: TrainingMemo | None = None,
 ) -> TopicModel:
     """Trains every node of the taxonomy named by the keys of `positives`.
 
     positives: topic path -> rows of X that are D+(T) (documents filed directly in T; intermediate topics
     of a path are created with no documents of their own). negatives: topic path ("" for the root) -> rows
-    of X in T's OTHERS folder, D-(T). indicators: topic path -> keywords (see module docstring).
+    of X in T's OTHERS folder, D-(T). indicators: topic path -> keywords (see module docstring). memo: the
+    parts of the previous training, reused where their training data is unchanged (a retrain then costs
+    what changed; the model equals a full retrain's); it keeps this training's parts for the next.
     """
     settings = settings or TopicModelSettings()
     check_feature_space(config, X)
     X = sp.csr_matrix(X)
+    memo = memo if memo is not None else TrainingMemo()
+    try:
+        return _train_nodes(X, positives, negatives, config, settings, indicators, idf, memo)
+    finally:
+        memo.settle()
+
+
+def _train_nodes(
+    X: sp.csr_matrix,
+    positives: Mapping[str, Sequence[int]],
+    negatives: Mapping[str, Sequence[int]] | None,
+    config: FeatureConfig,
+    settings: TopicModelSettings,
+    indicators: Mapping[str, Sequence[str]] | None,
+    idf: IdfWeights | None,
+    memo: TrainingMemo,
+) -> TopicModel:
     own_pos = _normalise_rows(positives, X.shape[0])
     own_neg = _normalise_rows(negatives or {}, X.shape[0])
     indicator_words = {topic_key(t): tuple(words) for t, words in (indicators or {}).items() if words}
@@ -433,6 +454,7 @@ def train_topic_model(
         d_neg[topic] = rows
     as_parent = {t for t in topics if _trained_as_parent(t, d_pos, d_neg)}
     featurizer = Featurizer(config, idf)
+    parts = _Parts(X, config, settings, memo)
     spaces: dict[str, np.ndarray] = {}
     for node, kids in sorted(children.items()):  # a parent's space before its children's
         if kids[0] in as_parent:
@@ -440,45 +462,35 @@ def train_topic_model(
             continue
         keywords = [featurizer.indices_of_words(indicator_words.get(k, ())) for k in kids]
         if settings.full_space_children and len(kids) >= settings.full_space_children:
-            rows = _union([d_pos[k] for k in kids] + [d_neg[k] for k in kids])
-            selected = [_frequent_features(X[rows], settings.min_df)]
+            selected = [parts.frequent_features(_union([d_pos[k] for k in kids] + [d_neg[k] for k in kids]))]
         else:
-            selected = [_best_features(X, d_pos[k], d_neg[k], settings) for k in kids]
+            selected = [parts.best_features(*_labelled(d_pos[k], d_neg[k])) for k in kids]
         spaces[node] = _union(selected + [np.asarray(k, dtype=np.int64) for k in keywords])
     models, scalers = {}, {}
-    weight = settings.class_weight
     for topic in topics:
         if topic in as_parent:
             models[topic] = models[parent_of(topic)]
             if settings.confidence == "platt":
                 scalers[topic] = scalers[parent_of(topic)]
             continue
-        rows = np.concatenate([d_pos[topic], d_neg[topic]])
-        y = np.concatenate(
-            [np.ones(d_pos[topic].size, dtype=np.int8), np.zeros(d_neg[topic].size, dtype=np.int8)]
-        )
+        rows, y = _labelled(d_pos[topic], d_neg[topic])
         space = spaces[parent_of(topic)]
-        models[topic] = train_linear_svm(
-            X[rows], y, settings.C, config=config, features=space, class_weight=weight
-        )
+        models[topic] = parts.svm(rows, y, space)
         if settings.confidence == "platt":
-            scalers[topic] = _out_of_fold_platt(X[rows], y, settings, config, space, models[topic])
+            scalers[topic] = parts.platt(rows, y, space, models[topic])
     routers: dict[str, dict[str, LinearModel]] = {}
     router_scalers: dict[str, dict[str, PlattScaler]] = {}
     for node, kids in children.items() if settings.route_by_leaves else ():
         node_rows = _union([d_pos[k] for k in kids] + [d_neg[k] for k in kids])
-        Xn = X[node_rows]
         for kid in (k for k in kids if k in children):
             for topic in (t for t in topics if t == kid or t.startswith(kid + "/")):
                 y = np.isin(node_rows, own_pos.get(topic, _NO_ROWS)).astype(np.int8)
                 if not y.any():
                     continue
-                model = train_linear_svm(
-                    Xn, y, settings.C, config=config, features=spaces[node], class_weight=weight
-                )
+                model = parts.svm(node_rows, y, spaces[node])
                 routers.setdefault(kid, {})[topic] = model
                 if settings.confidence == "platt":
-                    scaler = _out_of_fold_platt(Xn, y, settings, config, spaces[node], model)
+                    scaler = parts.platt(node_rows, y, spaces[node], model)
                     router_scalers.setdefault(kid, {})[topic] = scaler
     return TopicModel(
         config,
@@ -551,19 +563,56 @@ def _union(arrays: Sequence[np.ndarray]) -> np.ndarray:
     return np.unique(np.concatenate(arrays)) if arrays else _NO_ROWS
 
 
-def _best_features(
-    X: sp.csr_matrix, pos: np.ndarray, neg: np.ndarray, settings: TopicModelSettings
-) -> np.ndarray:
-    rows = np.concatenate([pos, neg])
-    y = np.concatenate([np.ones(pos.size, dtype=bool), np.zeros(neg.size, dtype=bool)])
-    return select_features(
-        X[rows],
-        y,
-        settings.n_top,
-        candidates=settings.df_candidates,
-        min_df=settings.min_df,
-        kind=settings.mi_kind,
-    ).astype(np.int64)
+def _labelled(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A node's training rows, positives first, and their labels (1 for a positive)."""
+    y = np.concatenate([np.ones(pos.size, dtype=np.int8), np.zeros(neg.size, dtype=np.int8)])
+    return np.concatenate([pos, neg]), y
+
+
+class _Parts:
+    """A training's parts (MI feature choices, SVMs, Platt scalers), each taken from the memo when the rows
+    it is trained from (their feature values, in order), its labels, its feature space and the settings
+    are those of a part trained before, else trained."""
+
+    def __init__(
+        self, X: sp.csr_matrix, config: FeatureConfig, settings: TopicModelSettings, memo: TrainingMemo
+    ) -> None:
+        self.X, self.config, self.settings, self.memo = X, config, settings, memo
+        self.rows = row_digests(X)
+        self.context = repr((config.to_dict(), asdict(settings), X.dtype.str))
+
+    def _key(self, kind: str, rows: np.ndarray, *inputs: np.ndarray) -> bytes:
+        return digest(kind, self.context, self.rows[rows], *inputs)
+
+    def best_features(self, rows: np.ndarray, y: np.ndarray) -> np.ndarray:
+        s = self.settings
+        return self.memo.part(
+            self._key("mi", rows, y),
+            lambda: select_features(
+                self.X[rows], y, s.n_top, candidates=s.df_candidates, min_df=s.min_df, kind=s.mi_kind
+            ).astype(np.int64),
+        )
+
+    def frequent_features(self, rows: np.ndarray) -> np.ndarray:
+        return self.memo.part(
+            self._key("frequent", rows), lambda: _frequent_features(self.X[rows], self.settings.min_df)
+        )
+
+    def svm(self, rows: np.ndarray, y: np.ndarray, space: np.ndarray) -> LinearModel:
+        s = self.settings
+        return self.memo.part(
+            self._key("svm", rows, y, space),
+            lambda: train_linear_svm(
+                self.X[rows], y, s.C, config=self.config, features=space, class_weight=s.class_weight
+            ),
+        )
+
+    def platt(self, rows: np.ndarray, y: np.ndarray, space: np.ndarray, model: LinearModel) -> PlattScaler:
+        """`model` is the SVM trained from the same rows, labels and space (`svm`)."""
+        return self.memo.part(
+            self._key("platt", rows, y, space),
+            lambda: _out_of_fold_platt(self.X[rows], y, self.settings, self.config, space, model),
+        )
 
 
 def _frequent_features(X: sp.csr_matrix, min_df: int) -> np.ndarray:

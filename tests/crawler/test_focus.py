@@ -277,6 +277,11 @@ def store_small_crawl(f, repo):
         ("http://db0.test/", "db0.test", "Databases", 1.0, True, DB[0], ["http://a.test/1"]),
         ("http://c.test/1", "c.test", None, -0.2, False, DB_PAGE, ["http://c.test/next"]),  # wrongly rejected
     ]
+    store_pages(repo, pages)
+
+
+def store_pages(repo, pages):
+    """Stores (url, host, topic, confidence, accepted, text, links) pages as the crawl would."""
     with repo.transaction():
         for doc_id, (url, host, topic, conf, accepted, text, links) in enumerate(pages, start=1):
             record = DocumentRecord(
