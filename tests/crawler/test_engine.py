@@ -46,6 +46,9 @@ class FakePoliteness:
     def state(self, host: str) -> str:
         return "bad" if host in self.bad else "ok"
 
+    def answered(self, host: str) -> bool:
+        return True  # no host holds back another's fetches
+
     def given_up(self, host: str) -> bool:
         return host in self.bad  # bad for the rest of the crawl, as with host_bad_retry_delay = 0
 
