@@ -305,6 +305,9 @@ class Crawler:
                     await self._sleep_until_woken(math.inf)  # the last page's links are not queued yet
                     continue
                 await limiter.acquire()
+                if self._stopping:  # stopped while every slot was taken: start nothing more
+                    limiter.release()
+                    break
                 now = self._clock()
                 ready = self._within_unanswered_share(ready_at)
                 entry = self._revisits.pop(ready, now, self._is_bad)

@@ -443,6 +443,24 @@ async def test_abandoning_the_requests_in_flight_stops_at_once_and_queues_their_
 
 
 @pytest.mark.trio
+async def test_a_stop_while_every_slot_hangs_starts_no_other_request(tmp_path):
+    hangs = {f"http://slow{i}.test/" for i in range(3)}
+    fetcher = HangingFetcher({}, hangs=hangs)
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=2)  # the third waits for a slot
+    crawler.add_seeds(sorted(hangs))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(crawler.run)
+            await wait_until_hanging(fetcher, 2)
+            crawler.stop()
+            assert crawler.abandon_in_flight() == 2
+    assert fetcher.hanging == 0
+    queued = {url for (url,) in repo.db.execute("SELECT url FROM frontier WHERE state = ?", (QUEUED,))}
+    assert queued == hangs  # each link queued again, none fetched
+    repo.close()
+
+
+@pytest.mark.trio
 async def test_abandoning_one_topics_requests_leaves_the_others_in_flight(tmp_path):
     fetcher = HangingFetcher({}, hangs={"http://a.test/db", "http://b.test/math"})
     crawler, repo = make(tmp_path, fetcher, concurrent_requests=4)
