@@ -3,7 +3,8 @@
 The BINGO! pipeline (thesis 2.3.3) as three stages:
 
 1. a dispatcher pops the frontier whenever a fetch slot is free and the entry's host may be contacted
-   (`Politeness.ready_at`), and starts at most `concurrent_requests` fetches;
+   (`Politeness.ready_at`), and starts at most `concurrent_requests` fetches, of which hosts that never
+   answered (new or unreachable) hold at most `unanswered_hosts_share`;
 2. fetched results queue up; one processor takes whatever has arrived (up to `write_batch_size`) and parses
    it, fingerprints it and runs the focus policy's classifier in a worker thread (`parse_in_thread`,
    `crawler.analysis`);
@@ -116,6 +117,7 @@ class Crawler:
             max_per_host_in_flight=s.concurrent_requests_per_domain,
         )
         self._links = LinkFollower(s, self.frontier)
+        self._unanswered_slots = max(1, int(s.concurrent_requests * s.unanswered_hosts_share))
         self.frontier.load(repo)
         self._restore_bad_hosts()
         self._total_at_start = self._load_documents_state()
@@ -303,10 +305,14 @@ class Crawler:
                     await self._sleep_until_woken(math.inf)  # the last page's links are not queued yet
                     continue
                 await limiter.acquire()
+                if self._stopping:  # stopped while every slot was taken: start nothing more
+                    limiter.release()
+                    break
                 now = self._clock()
-                entry = self._revisits.pop(ready_at, now, self._is_bad)
+                ready = self._within_unanswered_share(ready_at)
+                entry = self._revisits.pop(ready, now, self._is_bad)
                 if entry is None and growing:
-                    entry = self.frontier.pop(ready_at, now)
+                    entry = self.frontier.pop(ready, now)
                 if entry is None:
                     limiter.release()
                     if self._pending == 0 and not self._deferred and not self._revisits.waiting:
@@ -316,11 +322,27 @@ class Crawler:
                         if dry:
                             self._reason = dry
                             break
-                    await self._sleep_until_woken(self._next_wake(ready_at))
+                    await self._sleep_until_woken(self._next_wake(ready))
                     continue
                 self._pending += 1
                 self._in_flight += 1
-                fetches.start_soon(self._fetch_one, entry, send, limiter)
+                scope = trio.CancelScope()
+                self._fetching[id(entry)] = (entry, scope)  # now: the next pop counts it
+                fetches.start_soon(self._fetch_one, entry, scope, send, limiter)
+
+    def _within_unanswered_share(self, ready_at: ReadyAt) -> ReadyAt:
+        """`ready_at` with hosts that never answered held back while their fetches hold their share of the
+        slots (`unanswered_hosts_share`): a host that never answers holds its slot through timeouts and
+        retries, and a frontier with links to many such hosts would otherwise leave live hosts no slot.
+        They are tried as slots of their share free up; a host counts as live from its first answer."""
+        if self.lockstep or self._unanswered_in_flight() < self._unanswered_slots:
+            return ready_at
+        answered = self.politeness.answered
+        return lambda host: ready_at(host) if answered(host) else math.inf
+
+    def _unanswered_in_flight(self) -> int:
+        answered = self.politeness.answered
+        return sum(1 for entry, _ in self._fetching.values() if not answered(entry.host))
 
     def _dry_reason(self, ready_at: ReadyAt) -> str:
         """Why no queued entry can ever be served, with nothing in flight; "" while one can."""
@@ -395,13 +417,15 @@ class Crawler:
             self.frontier.push_back(item[1])
 
     async def _fetch_one(
-        self, entry: FrontierEntry, send: trio.MemorySendChannel, limiter: trio.Semaphore
+        self,
+        entry: FrontierEntry,
+        scope: trio.CancelScope,
+        send: trio.MemorySendChannel,
+        limiter: trio.Semaphore,
     ) -> None:
         # The request slot is held until processing accepts the result: when parsing and storing fall
         # behind (a busy CPU), fetching waits instead of piling fetched bodies up in memory.
         revisit = self._revisits.in_flight.get(entry.url)
-        scope = trio.CancelScope()
-        self._fetching[id(entry)] = (entry, scope)
         try:
             try:
                 with scope:

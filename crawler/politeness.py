@@ -55,6 +55,7 @@ class _Host:
     state: HostState = HostState.OK
     bad_spells: int = 0  # times the host turned bad with no success since
     retry_at: float = math.inf  # while bad: when one request may try it again (inf: never)
+    answered: bool = False  # it sent an HTTP status (any) since the crawler started
     lot: trio.lowlevel.ParkingLot = field(default_factory=trio.lowlevel.ParkingLot)
 
 
@@ -134,6 +135,12 @@ class Politeness:
         h.state, h.failures, h.bad_spells = record.state, record.failures, record.bad_spells
         if record.state is HostState.BAD:
             h.retry_at = self._clock() + (math.inf if record.retry_in is None else record.retry_in)
+
+    def answered(self, host: str) -> bool:
+        """Whether `host` ever sent an HTTP status (any, errors too) to this crawler: a host that has not,
+        new or unreachable (DNS, connect, robots.txt timeouts), may never answer."""
+        h = self._hosts.get(host)
+        return h is not None and h.answered
 
     def in_flight(self, host: str) -> int:
         h = self._hosts.get(host)
@@ -217,6 +224,7 @@ class Politeness:
         """
         h = self._host(host)
         self._try_again_if_due(h)
+        h.answered = h.answered or status > 0 or (ok and error_kind is None)
         if ok or (error_kind is not None and error_kind not in HOST_FAILURE_KINDS):
             h.failures = 0
             h.bad_spells = 0

@@ -33,6 +33,12 @@ class CrawlSettings:
     )
     concurrent_requests: int = doc(32, "Requests in flight at once, all hosts together.")
     concurrent_requests_per_domain: int = doc(2, "Requests in flight at once to one host.")
+    unanswered_hosts_share: float = doc(
+        0.25,
+        "Share of concurrent_requests (at least one) that requests to hosts which never answered yet may "
+        "hold at once: new hosts, and hosts that do not answer (DNS, connect and robots.txt failures) and "
+        "would otherwise hold most slots through their timeouts and retries while hosts that answer wait.",
+    )
     crawl_delay_cap: float = doc(
         10.0, "Largest robots.txt Crawl-delay (or gap a Request-rate implies) honoured, in seconds."
     )
@@ -150,6 +156,10 @@ class CrawlSettings:
             raise ValueError(
                 "host_bad_retry_delay and host_bad_retries must be 0 or more, not "
                 f"{self.host_bad_retry_delay!r} and {self.host_bad_retries!r}"
+            )
+        if not 0 < self.unanswered_hosts_share <= 1:
+            raise ValueError(
+                f"unanswered_hosts_share must be above 0 and at most 1, not {self.unanswered_hosts_share!r}"
             )
         if not self.revisit_after > 0:
             raise ValueError(

@@ -46,6 +46,9 @@ class FakePoliteness:
     def state(self, host: str) -> str:
         return "bad" if host in self.bad else "ok"
 
+    def answered(self, host: str) -> bool:
+        return True  # no host holds back another's fetches
+
     def given_up(self, host: str) -> bool:
         return host in self.bad  # bad for the rest of the crawl, as with host_bad_retry_delay = 0
 
@@ -436,6 +439,24 @@ async def test_abandoning_the_requests_in_flight_stops_at_once_and_queues_their_
     stats = await crawler.run()
     assert sorted(fetcher.fetched) == ["http://slow.test/x", "http://slow.test/y"]
     assert stats.reason == "exhausted" and stats.errors_by_kind == {"http_4xx": 2}
+    repo.close()
+
+
+@pytest.mark.trio
+async def test_a_stop_while_every_slot_hangs_starts_no_other_request(tmp_path):
+    hangs = {f"http://slow{i}.test/" for i in range(3)}
+    fetcher = HangingFetcher({}, hangs=hangs)
+    crawler, repo = make(tmp_path, fetcher, concurrent_requests=2)  # the third waits for a slot
+    crawler.add_seeds(sorted(hangs))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(crawler.run)
+            await wait_until_hanging(fetcher, 2)
+            crawler.stop()
+            assert crawler.abandon_in_flight() == 2
+    assert fetcher.hanging == 0
+    queued = {url for (url,) in repo.db.execute("SELECT url FROM frontier WHERE state = ?", (QUEUED,))}
+    assert queued == hangs  # each link queued again, none fetched
     repo.close()
 
 

@@ -269,3 +269,25 @@ def test_retry_settings_below_zero_are_refused():
         CrawlSettings(host_bad_retry_delay=-1.0)
     with pytest.raises(ValueError, match="host_bad_retries"):
         CrawlSettings(host_bad_retries=-1)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "answered"),
+    [
+        ({"ok": True, "status": 200}, True),
+        ({"ok": True, "error_kind": "http_4xx", "status": 404}, True),
+        ({"ok": False, "error_kind": "http_5xx", "status": 503}, True),  # an answer, if not a good one
+        ({"ok": False, "error_kind": "timeout", "status": 200}, True),  # its headers came, the body did not
+        ({"ok": False, "error_kind": "connect"}, False),
+        ({"ok": False, "error_kind": "timeout"}, False),
+        ({"ok": True, "error_kind": "local_resources"}, False),  # this machine's fault: nothing was asked
+    ],
+)
+def test_a_host_has_answered_once_it_sent_any_http_status(outcome, answered):
+    p = Politeness(QUIET, clock=FakeClock())
+    assert not p.answered("h:80")  # a new host has not
+    p.record("h:80", 0.1, **outcome)
+    assert p.answered("h:80") is answered
+    for _ in range(3):  # and failures later do not undo an answer
+        p.record("h:80", 0.1, ok=False, error_kind="connect")
+    assert p.answered("h:80") is answered

@@ -61,3 +61,9 @@ def test_a_value_error_names_the_file_and_section_once():
 def test_revisits_need_a_positive_interval(after):
     with pytest.raises(ConfigError, match="revisit_after must be a positive number of seconds"):
         parse_config(f"[crawler]\nrevisit_after = {after}\n")
+
+
+@pytest.mark.parametrize("share", ["0", "-0.5", "1.5"])
+def test_the_unanswered_hosts_share_is_a_share_of_the_slots(share):
+    with pytest.raises(ConfigError, match="unanswered_hosts_share must be above 0 and at most 1"):
+        parse_config(f"[crawler]\nunanswered_hosts_share = {share}\n")
