@@ -210,7 +210,7 @@ def run_list(args: argparse.Namespace) -> int:
         rate = "-" if row["harvest"] is None else f"{row['harvest']:.2f}"
         print(f"{clipped(label, LABEL_WIDTH):<{LABEL_WIDTH}} {counts} {row['pages']:>6} {rate:>7}")
     print("pages    the node's own pages its classifier filed in the topic or below")
-    print(f"harvest  {HARVEST_MEANS} (-: nothing fetched for it yet)")
+    print(f"harvest  {HARVEST_MEANS}; -: none yet")
     return 0
 
 
