@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+LISTED_ITEMS = 8  # a list in a line of text names at most this many items
 
 
 def readable(seconds: float) -> str:
@@ -22,7 +24,15 @@ def counted(number: int, noun: str) -> str:
 
 def held_topics_text(held: Mapping[str, str]) -> str:
     """ "Databases (paused), Sysadmin (stopped)": the topics the user held, with the state each was given."""
-    return ", ".join(f"{topic} ({state})" for topic, state in held.items())
+    return listed([f"{topic} ({state})" for topic, state in held.items()])
+
+
+def listed(items: Sequence[str], most: int = LISTED_ITEMS) -> str:
+    """ "A, B, C": the items; past `most`, the first of them and how many more, so a line about a node's
+    topics stays a line when it has hundreds."""
+    if len(items) <= most:
+        return ", ".join(items)
+    return ", ".join(items[: most - 1]) + f" and {len(items) - most + 1} more"
 
 
 def start_held(held: Mapping[str, str]) -> str:

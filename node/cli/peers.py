@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from node.cli.common import add_client_args, connect, data_dir, print_json
-from node.wording import counted, rename_command
+from node.wording import counted, listed, rename_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +48,7 @@ def run_peers(args: argparse.Namespace) -> int:
         print("no peers: join a network with `topicswarm node run --bootstrap MULTIADDR`")
         return 0
     for peer in peers["peers"]:
-        topics = ", ".join(peer.get("shared_topics") or []) or "-"
+        topics = listed(peer.get("shared_topics") or []) or "-"
         rejected = ", ".join(f"{r['reason']} x{r['count']}" for r in peer.get("rejected") or []) or "none"
         print(
             f"{peer['peer_id']}\n  topics {topics}\n  bytes in {peer.get('bytes_in', 0)} out "
@@ -97,7 +97,7 @@ def run_peer_block(args: argparse.Namespace) -> int:
     if args.json:
         print_json(answer)
     elif answer["blocked"]:
-        rebuilt = ", ".join(answer["meta_rebuilt"])
+        rebuilt = listed(answer["meta_rebuilt"])
         print(
             f"blocked {answer['peer_id']}: refused from now on; {answer['models_forgotten']} models and "
             f"{answer['results_removed']} results it sent removed ({answer['results_kept']} that other peers "

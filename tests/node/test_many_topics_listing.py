@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from crawler.repository import Repository
 from crawler.taxonomy import POSITIVE, Taxonomy, TrainingDocument, ensure_schema, store_taxonomy
 from node.cli import main
 from node.cli.status import LISTED_TOPICS, LOWEST_TOPICS, harvest_lines
 from node.datadir import DataDir
-from node.wording import clipped
+from node.wording import LISTED_ITEMS, clipped, listed
 
 HEADING = "harvest    share of the pages fetched for each topic that its classifier accepted"
 
@@ -77,3 +78,32 @@ def test_topics_list_gives_each_topics_pages_and_harvest(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-2:] == ["pages", "harvest"]
     assert [line.split()[-2:] for line in lines[1:4]] == [["3", "0.75"], ["2", "0.75"], ["1", "-"]]
+
+
+def test_a_list_in_a_line_names_its_first_items_and_counts_the_rest():
+    assert listed(["Databases", "Sysadmin"]) == "Databases, Sysadmin"
+    keys = [f"Topic/{i:03d}" for i in range(150)]
+    shown = listed(keys)
+    assert shown == ", ".join(keys[: LISTED_ITEMS - 1]) + f" and {150 - LISTED_ITEMS + 1} more"
+    assert listed(keys[:LISTED_ITEMS]) == ", ".join(keys[:LISTED_ITEMS])  # no "and 1 more" for one item
+
+
+def test_peers_with_a_hundred_topics_in_common_keep_their_topics_to_a_line(monkeypatch, capsys):
+    shared = [f"Topic/{i:03d}" for i in range(100)]
+
+    class Client:
+        def peers(self):
+            return {"peers": [{"peer_id": "12D3KooWPeer", "shared_topics": shared}], "blocked": []}
+
+        def status(self):
+            return {"networked": True}
+
+    @contextmanager
+    def connect(args):
+        yield Client()
+
+    monkeypatch.setattr("node.cli.peers.connect", connect)
+    assert main(["peers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["12D3KooWPeer", f"  topics {listed(shared)}"]
+    assert lines[1].endswith(f"and {100 - LISTED_ITEMS + 1} more")
