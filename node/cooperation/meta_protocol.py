@@ -85,6 +85,10 @@ class MetaProtocol(LayerPart):
         """The distributed meta-classifier protocol (thesis figures 3.5 and 3.6), as the initiator. Without
         a `loss`, the topic's loss as the user last set it, else `cooperation.default_loss`; without an
         `error_goal`, the configured `cooperation.error_goal` (0: none)."""
+        async with self.layer.user_first():  # a round running meanwhile waits for it
+            return await self._build(topic, loss, error_goal)
+
+    async def _build(self, topic: str, loss: float | None, error_goal: float | None) -> dict[str, Any]:
         if error_goal is None and self.settings.error_goal > 0:
             error_goal = self.settings.error_goal
         if loss is None:
