@@ -106,7 +106,7 @@ class MetaProtocol(LayerPart):
         community = self.layer.community(topic)[: self.settings.max_meta_peers - 1]
         session = secrets.token_hex(8)
         participants = (self.layer.peer_id, *community)
-        versions = (await self._held_versions()).get(topic, ())
+        versions = (await self._held_versions(topic)).get(topic, ())
         if self._estimated(topic, versions, participants):
             reports = self._estimates[topic][2]  # the community cross-validated these models already
         elif error_goal is None and await self._measured_here(topic):
@@ -361,12 +361,11 @@ class MetaProtocol(LayerPart):
         linear = [r for r in rows if r["kind"] == "linear"]
         return bool(linear) and all(r["evaluated"] >= weighing.ROBUST.min_evaluated for r in linear)
 
-    async def _held_versions(self) -> dict[str, tuple[tuple[str, int], ...]]:
-        """topic -> the (origin, version) of every linear model held, local one included, sorted."""
-        held: dict[str, list[tuple[str, int]]] = {}
-        for m in await self.layer.db(store.load_models, None, "linear"):
-            held.setdefault(m.topic, []).append((m.origin, m.version))
-        return {topic: tuple(sorted(pairs)) for topic, pairs in held.items()}
+    async def _held_versions(self, topic: str | None = None) -> dict[str, tuple[tuple[str, int], ...]]:
+        """topic -> the (origin, version) of every linear model held, local one included, sorted (of one
+        topic, or of every topic)."""
+        held = await self.layer.db(store.model_versions, topic, "linear")
+        return {key: tuple(sorted(pairs)) for key, pairs in held.items()}
 
     def _record_reports(
         self, topic: str, reports: Sequence[tuple[CrossValidationReport, CovarianceReport]]

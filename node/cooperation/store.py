@@ -199,6 +199,18 @@ def load_models(
     return [_row_to_model(row) for row in rows]
 
 
+def model_versions(repo: Repository, topic: str | None = None, kind: str = "linear") -> dict[str, list[Any]]:
+    """topic -> the (origin, version) of each held model of the kind (of one topic, or all), read without
+    unpacking the models (`load_models` of every topic unpacked 300 models at 150 topics, 0.05 s)."""
+    where, params = ("kind = ? AND topic = ?", [kind, topic]) if topic else ("kind = ?", [kind])
+    held: dict[str, list[Any]] = {}
+    for row_topic, origin, version in repo.db.execute(
+        f"SELECT topic, origin, version FROM coop_models WHERE {where}", params
+    ).fetchall():
+        held.setdefault(row_topic, []).append((origin, version))
+    return held
+
+
 def model_rows(repo: Repository, topic: str | None = None) -> list[dict[str, Any]]:
     """The API's model list with each model's measured quality."""
     where, params = ("WHERE topic = ?", [topic]) if topic else ("", [])
