@@ -105,6 +105,9 @@ class Cooperation:
         # topic -> (the meta-classifiers it read: its own and its rivals', loss, |score| cut-off) of the
         # last full restrictive filtering
         self._cutoffs: dict[str, tuple[dict[str, MetaClassifier], float, float]] = {}
+        # topic -> (its documents' features at the last full filtering, meta-classifier topic -> (that
+        # meta-classifier, its scores of them)): filtering a topic again scores with the changed ones only
+        self._scored: dict[str, tuple[Any, dict[str, tuple[MetaClassifier, np.ndarray]]]] = {}
         self._poke = trio.Event()
         self._closed = False
         self.rounds = 0
@@ -331,12 +334,31 @@ class Cooperation:
             store.save_meta(self.repo, topic, loss=loss)
             return {"kept": 0, "rejected": 0, "abstained": 0}
         rivals = self._filtering_metas(topic)
-        scores = filtering.filtering_scores(rivals, topic, self.featurizer.transform(list(docs.texts)))
+        scores = self._filtering_scores(topic, rivals, self.featurizer.transform(list(docs.texts)))
         decisions = loss_targeted_decisions(scores, loss)
         self._cutoffs[topic] = (rivals, loss, filtering.abstain_cutoff(scores, decisions))
         verdicts = filtering.write_verdicts(self.repo, docs.doc_ids, decisions)
         store.save_meta(self.repo, topic, loss=loss)  # counts: the documents' verdicts
         return verdicts
+
+    def _filtering_scores(self, topic: str, metas: dict[str, MetaClassifier], X: Any) -> np.ndarray:
+        """`filtering.filtering_scores` of the topic's documents X, where each meta-classifier that scored
+        the very same X at the topic's last full filtering gives those scores again. A new meta-classifier
+        of one topic filters every topic it is a rival of again (`_reapply_rivals`: 110 topics for a
+        top-level one of 150), and each of those filterings scored its documents with all its own rivals
+        again, unchanged but one: 40% of a round's meta rebuilds after 150 topics' models arrived."""
+        cached = self._scored.get(topic)
+        known = cached[1] if cached is not None and _same_matrix(cached[0], X) else {}
+        scores = {}
+        for key, meta in metas.items():
+            hit = known.get(key)
+            if hit is not None and hit[0] is meta:
+                scores[key] = hit[1]
+            else:
+                scores[key] = latent_meta.meta_scores(meta, X)
+                scores[key].flags.writeable = False  # kept for the next filtering
+        self._scored[topic] = (X, {key: (metas[key], scores[key]) for key in metas})
+        return filtering.filtering_margins(scores, topic)
 
     def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:
         """The meta-classifiers filtering the topic reads: its own and its rival topics'."""
@@ -538,6 +560,17 @@ class Cooperation:
     def publish(self, kind: str, data: dict[str, Any]) -> None:
         if self.service is not None and hasattr(self.service, "publish"):
             self.service.publish(kind, data)
+
+
+def _same_matrix(a: Any, b: Any) -> bool:
+    """Whether two sparse matrices of the featurizer hold the same rows (the same stored entries)."""
+    a, b = a.tocsr(), b.tocsr()
+    return (
+        a.shape == b.shape
+        and np.array_equal(a.indptr, b.indptr)
+        and np.array_equal(a.indices, b.indices)
+        and np.array_equal(a.data, b.data)
+    )
 
 
 def _same_models(a: Mapping[str, MetaClassifier], b: Mapping[str, MetaClassifier]) -> bool:
