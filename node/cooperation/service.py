@@ -47,6 +47,7 @@ from crawler.errors import RepositoryError
 from crawler.repository import Repository
 from metamodels.errors import MetamodelError
 from metamodels.features import FeatureConfig, Featurizer
+from metamodels.memo import digest
 from metamodels.meta_classifier import MetaClassifier
 from metamodels.restrictive import loss_targeted_decisions
 from node.cooperation import filtering, latent_meta, store, training, weighing
@@ -105,9 +106,10 @@ class Cooperation:
         # topic -> (the meta-classifiers it read: its own and its rivals', loss, |score| cut-off) of the
         # last full restrictive filtering
         self._cutoffs: dict[str, tuple[dict[str, MetaClassifier], float, float]] = {}
-        # topic -> (its documents' features at the last full filtering, meta-classifier topic -> (that
-        # meta-classifier, its scores of them)): filtering a topic again scores with the changed ones only
-        self._scored: dict[str, tuple[Any, dict[str, tuple[MetaClassifier, np.ndarray]]]] = {}
+        # topic -> (a digest of its documents' features at the last full filtering, meta-classifier topic ->
+        # (that meta-classifier, its scores of them)): filtering a topic again scores with the changed ones
+        # only. A digest, not the features: a topic's subtree can hold most of a large repository.
+        self._scored: dict[str, tuple[bytes, dict[str, tuple[MetaClassifier, np.ndarray]]]] = {}
         self._poke = trio.Event()
         self._closed = False
         self.rounds = 0
@@ -347,8 +349,8 @@ class Cooperation:
         of one topic filters every topic it is a rival of again (`_reapply_rivals`: 110 topics for a
         top-level one of 150), and each of those filterings scored its documents with all its own rivals
         again, unchanged but one: 40% of a round's meta rebuilds after 150 topics' models arrived."""
-        cached = self._scored.get(topic)
-        known = cached[1] if cached is not None and _same_matrix(cached[0], X) else {}
+        cached, features = self._scored.get(topic), _features_digest(X)
+        known = cached[1] if cached is not None and cached[0] == features else {}
         scores = {}
         for key, meta in metas.items():
             hit = known.get(key)
@@ -357,7 +359,7 @@ class Cooperation:
             else:
                 scores[key] = latent_meta.meta_scores(meta, X)
                 scores[key].flags.writeable = False  # kept for the next filtering
-        self._scored[topic] = (X, {key: (metas[key], scores[key]) for key in metas})
+        self._scored[topic] = (features, {key: (metas[key], scores[key]) for key in metas})
         return filtering.filtering_margins(scores, topic)
 
     def _filtering_metas(self, topic: str) -> dict[str, MetaClassifier]:
@@ -562,15 +564,10 @@ class Cooperation:
             self.service.publish(kind, data)
 
 
-def _same_matrix(a: Any, b: Any) -> bool:
-    """Whether two sparse matrices of the featurizer hold the same rows (the same stored entries)."""
-    a, b = a.tocsr(), b.tocsr()
-    return (
-        a.shape == b.shape
-        and np.array_equal(a.indptr, b.indptr)
-        and np.array_equal(a.indices, b.indices)
-        and np.array_equal(a.data, b.data)
-    )
+def _features_digest(X: Any) -> bytes:
+    """A digest of a sparse matrix of the featurizer's rows (its shape and stored entries, in order)."""
+    X = X.tocsr()
+    return digest(np.asarray(X.shape), X.indptr, X.indices, X.data)
 
 
 def _same_models(a: Mapping[str, MetaClassifier], b: Mapping[str, MetaClassifier]) -> bool:
