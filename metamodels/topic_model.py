@@ -16,9 +16,9 @@ topic: it takes the parent's classifier and feature space, and every page that e
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +31,7 @@ from metamodels.memo import TrainingMemo, digest, row_digests
 from metamodels.mi import MI_KINDS, select_features
 from metamodels.topic_keys import ROOT, parent_of, topic_key, topic_prefixes
 
+T = TypeVar("T")
 TOPIC_MODEL_SCHEMA_VERSION = 1
 TOPIC_MODEL_KIND = "topic_model"
 CONFIDENCES = ("mean", "raw", "platt")
@@ -408,11 +409,11 @@ def train_topic_model(
     settings = settings or TopicModelSettings()
     check_feature_space(config, X)
     X = sp.csr_matrix(X)
-    memo = memo if memo is not None else TrainingMemo()
     try:
         return _train_nodes(X, positives, negatives, config, settings, indicators, idf, memo)
     finally:
-        memo.settle()
+        if memo is not None:
+            memo.settle()
 
 
 def _train_nodes(
@@ -423,7 +424,7 @@ def _train_nodes(
     settings: TopicModelSettings,
     indicators: Mapping[str, Sequence[str]] | None,
     idf: IdfWeights | None,
-    memo: TrainingMemo,
+    memo: TrainingMemo | None,
 ) -> TopicModel:
     own_pos = _normalise_rows(positives, X.shape[0])
     own_neg = _normalise_rows(negatives or {}, X.shape[0])
@@ -572,36 +573,41 @@ def _labelled(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 class _Parts:
     """A training's parts (MI feature choices, SVMs, Platt scalers), each taken from the memo when the rows
     it is trained from (their feature values, in order), its labels, its feature space and the settings
-    are those of a part trained before, else trained."""
+    are those of a part trained before, else trained. Without a memo each is trained, nothing digested."""
 
     def __init__(
-        self, X: sp.csr_matrix, config: FeatureConfig, settings: TopicModelSettings, memo: TrainingMemo
+        self, X: sp.csr_matrix, config: FeatureConfig, settings: TopicModelSettings, memo: TrainingMemo | None
     ) -> None:
         self.X, self.config, self.settings, self.memo = X, config, settings, memo
-        self.rows = row_digests(X)
+        self.rows = row_digests(X) if memo is not None else None
         self.context = repr((config.to_dict(), asdict(settings), X.dtype.str))
 
-    def _key(self, kind: str, rows: np.ndarray, *inputs: np.ndarray) -> bytes:
-        return digest(kind, self.context, self.rows[rows], *inputs)
+    def _part(self, kind: str, rows: np.ndarray, inputs: tuple[np.ndarray, ...], train: Callable[[], T]) -> T:
+        if self.memo is None or self.rows is None:  # no memo: nothing to digest
+            return train()
+        return self.memo.part(digest(kind, self.context, self.rows[rows], *inputs), train)
 
     def best_features(self, rows: np.ndarray, y: np.ndarray) -> np.ndarray:
         s = self.settings
-        return self.memo.part(
-            self._key("mi", rows, y),
+        return self._part(
+            "mi",
+            rows,
+            (y,),
             lambda: select_features(
                 self.X[rows], y, s.n_top, candidates=s.df_candidates, min_df=s.min_df, kind=s.mi_kind
             ).astype(np.int64),
         )
 
     def frequent_features(self, rows: np.ndarray) -> np.ndarray:
-        return self.memo.part(
-            self._key("frequent", rows), lambda: _frequent_features(self.X[rows], self.settings.min_df)
-        )
+        min_df = self.settings.min_df
+        return self._part("frequent", rows, (), lambda: _frequent_features(self.X[rows], min_df))
 
     def svm(self, rows: np.ndarray, y: np.ndarray, space: np.ndarray) -> LinearModel:
         s = self.settings
-        return self.memo.part(
-            self._key("svm", rows, y, space),
+        return self._part(
+            "svm",
+            rows,
+            (y, space),
             lambda: train_linear_svm(
                 self.X[rows], y, s.C, config=self.config, features=space, class_weight=s.class_weight
             ),
@@ -609,8 +615,10 @@ class _Parts:
 
     def platt(self, rows: np.ndarray, y: np.ndarray, space: np.ndarray, model: LinearModel) -> PlattScaler:
         """`model` is the SVM trained from the same rows, labels and space (`svm`)."""
-        return self.memo.part(
-            self._key("platt", rows, y, space),
+        return self._part(
+            "platt",
+            rows,
+            (y, space),
             lambda: _out_of_fold_platt(self.X[rows], y, self.settings, self.config, space, model),
         )
 
